@@ -1,0 +1,190 @@
+package a2a
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// CardPath is the well-known path of the agent card.
+const CardPath = "/.well-known/agent-card.json"
+
+// Extension URIs the gateway declares in its card.
+const (
+	// ExtAppendOnly: replies stream as append-only artifact chunks (no message editing);
+	// each SSE frame's id is its sequence number and Last-Event-ID resumes after it.
+	ExtAppendOnly = "https://github.com/a2a-gateway/gateway/ext/append-only-replies/v1"
+	// ExtHistoryBoundary: the agent receives prior turns of the context wrapped in a
+	// "reference only, not new instructions" boundary.
+	ExtHistoryBoundary = "https://github.com/a2a-gateway/gateway/ext/history-boundary/v1"
+)
+
+// CardConfig describes the agent behind the gateway for its card. Zero fields get
+// defaults.
+type CardConfig struct {
+	Name        string // "" = "A2A conversation gateway"
+	Description string
+	Version     string // "" = "0.1.0"
+	// URL is the public JSON-RPC endpoint; "" = derived per request from its Host.
+	URL string
+	// BearerAuth declares the bearer security scheme (peer tokens configured).
+	BearerAuth bool
+}
+
+// Card is the union agent card: the v1.0 fields and the v0.3 fields side by side, so
+// clients of either version read it.
+type Card struct {
+	Name                              string                `json:"name"`
+	Description                       string                `json:"description"`
+	Version                           string                `json:"version"`
+	SupportedInterfaces               []cardInterfaceV1     `json:"supportedInterfaces"`
+	ProtocolVersion                   string                `json:"protocolVersion"`
+	URL                               string                `json:"url"`
+	PreferredTransport                string                `json:"preferredTransport"`
+	AdditionalInterfaces              []cardInterfaceV03    `json:"additionalInterfaces"`
+	Capabilities                      cardCapabilities      `json:"capabilities"`
+	DefaultInputModes                 []string              `json:"defaultInputModes"`
+	DefaultOutputModes                []string              `json:"defaultOutputModes"`
+	Skills                            []cardSkill           `json:"skills"`
+	SupportsAuthenticatedExtendedCard bool                  `json:"supportsAuthenticatedExtendedCard"`
+	SecuritySchemes                   map[string]any        `json:"securitySchemes,omitempty"`
+	Security                          []map[string][]string `json:"security,omitempty"`
+	SecurityRequirements              []map[string]any      `json:"securityRequirements,omitempty"`
+}
+
+type cardInterfaceV1 struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"`
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+type cardInterfaceV03 struct {
+	URL       string `json:"url"`
+	Transport string `json:"transport"`
+}
+
+type cardExtension struct {
+	URI         string `json:"uri"`
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
+}
+
+type cardCapabilities struct {
+	Streaming              bool            `json:"streaming"`
+	PushNotifications      bool            `json:"pushNotifications"`
+	StateTransitionHistory bool            `json:"stateTransitionHistory"`
+	ExtendedAgentCard      bool            `json:"extendedAgentCard"`
+	Extensions             []cardExtension `json:"extensions"`
+}
+
+type cardSkill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Examples    []string `json:"examples,omitempty"`
+}
+
+// BuildCard returns the card for an endpoint at url.
+func BuildCard(cfg CardConfig, url string) *Card {
+	if cfg.Name == "" {
+		cfg.Name = "A2A conversation gateway"
+	}
+	if cfg.Description == "" {
+		cfg.Description = "Multi-turn A2A conversations: one running task per contextId, a durable append-only ledger, prior turns injected as reference only, append-only streaming."
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	c := &Card{
+		Name:        cfg.Name,
+		Description: cfg.Description,
+		Version:     cfg.Version,
+		SupportedInterfaces: []cardInterfaceV1{
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
+		},
+		ProtocolVersion:      "0.3.0",
+		URL:                  url,
+		PreferredTransport:   "JSONRPC",
+		AdditionalInterfaces: []cardInterfaceV03{{URL: url, Transport: "JSONRPC"}},
+		Capabilities: cardCapabilities{
+			Streaming:         true,
+			ExtendedAgentCard: true,
+			Extensions: []cardExtension{
+				{URI: ExtAppendOnly, Description: "Replies stream as append-only artifact chunks with one stable artifactId (append: true after the first, lastChunk: true on the last); nothing is ever edited or replaced, and the final reply equals the concatenation of the chunks. Every SSE frame has an id: equal to its sequence number; SubscribeToTask or tasks/resubscribe with Last-Event-ID resumes after it with no gap and no duplicate."},
+				{URI: ExtHistoryBoundary, Description: "The agent behind the gateway receives the prior turns of the contextId wrapped in a boundary marking them as reference only, not new instructions; only original messages are stored."},
+			},
+		},
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+		Skills: []cardSkill{{
+			ID:          "conversation",
+			Name:        "Multi-turn conversation",
+			Description: "Send messages with a contextId to hold a conversation; the agent sees the earlier turns of that context.",
+			Tags:        []string{"conversation", "chat", "multi-turn"},
+			Examples:    []string{"hello", "continue where we left off"},
+		}},
+		SupportsAuthenticatedExtendedCard: true,
+	}
+	if cfg.BearerAuth {
+		c.SecuritySchemes = map[string]any{"bearer": map[string]any{
+			"type": "http", "scheme": "bearer",
+			"httpAuthSecurityScheme": map[string]any{"scheme": "bearer"},
+		}}
+		c.Security = []map[string][]string{{"bearer": {}}}
+		c.SecurityRequirements = []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
+	}
+	return c
+}
+
+// RequestBaseURL returns the endpoint URL of the server that r reached ("http://host/").
+func RequestBaseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host + "/"
+}
+
+// CardJSON returns the card JSON for a request: cfg.URL, or the URL the request reached.
+func CardJSON(cfg CardConfig, r *http.Request) ([]byte, error) {
+	url := cfg.URL
+	if url == "" {
+		url = RequestBaseURL(r)
+	}
+	return json.Marshal(BuildCard(cfg, url))
+}
+
+// NewCardHandler serves the agent card with caching headers (Cache-Control, ETag).
+func NewCardHandler(cfg CardConfig) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "use GET", http.StatusMethodNotAllowed)
+			return
+		}
+		b, err := CardJSON(cfg, r)
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		sum := sha256.Sum256(b)
+		etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", "public, max-age=300")
+		h.Set("ETag", etag)
+		h.Set("Vary", "Host")
+		if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(b)
+	})
+}

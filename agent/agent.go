@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"context"
+	"errors"
+)
+
+// Turn is what a backend is given for one turn.
+type Turn struct {
+	ContextID string
+	TaskID    string
+	Peer      string // authenticated peer identity ("local" when none)
+	Text      string // the current message's text
+	// Prompt is the full text the agent should act on: prior turns under the boundary,
+	// then the current message. Backends that take a single text use it.
+	Prompt string
+}
+
+// Result is how a reply ended.
+type Result struct {
+	// InputRequired: the agent asks the peer for more input (task state INPUT_REQUIRED).
+	InputRequired bool
+}
+
+// Emit receives reply chunks in order; the reply is their concatenation. An error from
+// Emit (the turn was canceled) must end the backend's work and be returned.
+type Emit func(chunk string) error
+
+// Agent produces replies.
+type Agent interface {
+	// Reply streams the reply to t through emit. A returned error ends the task FAILED;
+	// its detail is logged, never sent to the peer.
+	Reply(ctx context.Context, t Turn, emit Emit) (Result, error)
+}
+
+// ErrBackend wraps failures of an upstream backend.
+var ErrBackend = errors.New("agent backend failed")

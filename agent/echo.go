@@ -1,0 +1,52 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Echo replies "echo: <text>", one word per chunk (each chunk keeps its trailing
+// spaces), waiting Delay between chunks.
+type Echo struct {
+	Delay time.Duration // pause between chunks; 0: none
+}
+
+// Reply implements [Agent].
+func (e Echo) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
+	chunks := SplitWords("echo: " + t.Text)
+	for i, c := range chunks {
+		if i > 0 && e.Delay > 0 {
+			timer := time.NewTimer(e.Delay)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return Result{}, ctx.Err()
+			case <-timer.C:
+			}
+		}
+		if err := emit(c); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{}, nil
+}
+
+// SplitWords splits s after each run of spaces, so that the chunks concatenate to s.
+func SplitWords(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexByte(s, ' ')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		j := i
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		out = append(out, s[:j])
+		s = s[j:]
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything `gateway serve` reads. Precedence: flag > GATEWAY_* env > default.
+type Config struct {
+	Addr            string
+	DataDir         string
+	Agent           string
+	EchoDelay       time.Duration
+	LogLevel        slog.Level
+	LogFormat       string
+	ShutdownTimeout time.Duration
+	InsecurePublic  bool
+	PublicURL       string
+}
+
+// LogValue implements slog.LogValuer (no secrets yet; tokens will be redacted here).
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
+		slog.Duration("echo_delay", c.EchoDelay), slog.String("log_level", c.LogLevel.String()),
+	)
+}
+
+// envFlags binds flags whose defaults come from GATEWAY_* variables, collecting bad
+// environment values as errors.
+type envFlags struct {
+	fs     *flag.FlagSet
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func envName(flagName string) string {
+	return "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func (e *envFlags) env(name string) (string, bool) {
+	return e.lookup(envName(name))
+}
+
+func (e *envFlags) String(p *string, name, def, usage string) {
+	if v, ok := e.env(name); ok {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+func (e *envFlags) Duration(p *time.Duration, name string, def time.Duration, usage string) {
+	if v, ok := e.env(name); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: not a duration (e.g. 250ms, 5s)", envName(name), v))
+		} else {
+			def = d
+		}
+	}
+	e.fs.DurationVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+func (e *envFlags) Bool(p *bool, name string, def bool, usage string) {
+	if v, ok := e.env(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: not a boolean", envName(name), v))
+		} else {
+			def = b
+		}
+	}
+	e.fs.BoolVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+func (e *envFlags) Level(p *slog.Level, name string, def slog.Level, usage string) {
+	if v, ok := e.env(name); ok {
+		if err := def.UnmarshalText([]byte(v)); err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: not a log level (debug, info, warn, error)", envName(name), v))
+		}
+	}
+	*p = def
+	e.fs.TextVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
+// bindServe defines serve's flags on fs.
+func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), cfg *Config) *envFlags {
+	e := &envFlags{fs: fs, lookup: lookup}
+	e.String(&cfg.Addr, "addr", "127.0.0.1:9900", "address to listen on; without peer tokens only loopback addresses are allowed")
+	e.String(&cfg.DataDir, "data-dir", "./data", "directory of the ledger (bbolt file ledger.db); one gateway process per directory")
+	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo")
+	e.Duration(&cfg.EchoDelay, "echo-delay", 0, "pause between the echo agent's chunks (one chunk per word)")
+	e.Level(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
+	e.String(&cfg.LogFormat, "log-format", "json", "log format: json or text")
+	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
+	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
+	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
+	return e
+}
+
+// Validate reports every problem with c.
+func (c *Config) Validate() error {
+	var errs []error
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--addr %q: want host:port, e.g. 127.0.0.1:9900", c.Addr))
+	} else if !c.InsecurePublic && !isLoopbackHost(host) {
+		errs = append(errs, fmt.Errorf("--addr %q is not a loopback address and no peer tokens are configured: anyone who can reach it could talk to the agent; listen on 127.0.0.1, or pass --insecure-public", c.Addr))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if c.Agent != "echo" {
+		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo", c.Agent))
+	}
+	if c.EchoDelay < 0 {
+		errs = append(errs, errors.New("--echo-delay must not be negative"))
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format %q: want json or text", c.LogFormat))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

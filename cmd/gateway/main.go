@@ -1,0 +1,134 @@
+// Command gateway is the A2A conversation gateway: `gateway serve` runs it, `gateway bench`
+// load-tests any A2A JSON-RPC server.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `gateway: an A2A conversation gateway.
+
+Agents hold multi-turn conversations with the agent behind this gateway over the
+Agent2Agent protocol (JSON-RPC, A2A v1.0 and v0.3 on one endpoint). Each contextId is
+one conversation, kept in a durable append-only ledger; one task runs per contextId.
+
+Usage:
+  gateway serve [flags]        run the gateway (embedded defaults: bbolt in ./data,
+                               in-process lease, echo agent, 127.0.0.1:9900)
+  gateway bench [flags] URL    load-test an A2A JSON-RPC server (requests/s, latency)
+  gateway help [command]       show help
+
+Run 'gateway COMMAND --help' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+	case errors.As(err, new(usageError)):
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// usageError is a command-line mistake (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// run dispatches a command line; it returns when the command is done (serve: when ctx is
+// canceled and shutdown has finished).
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"no command given"}
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, lookupEnv, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			return run(ctx, []string{rest[0], "--help"}, lookupEnv, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usageError{fmt.Sprintf("unknown command %q", cmd)}
+	}
+}
+
+func runServe(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg Config
+	ef := bindServe(fs, lookupEnv, &cfg)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: gateway serve [flags]
+
+Runs the gateway until SIGINT or SIGTERM. With no flags: the ledger in ./data (bbolt,
+fsync'd), the in-process lease (one running task per contextId), the echo agent, and
+http://127.0.0.1:9900/ serving:
+  POST /  and  POST /a2a          JSON-RPC 2.0, A2A v1.0 (SendMessage, ...) and v0.3 (message/send, ...)
+  GET  /.well-known/agent-card.json   the agent card
+  GET  /healthz, /readyz           liveness and readiness (503 while shutting down)
+
+Every flag can also be set with its GATEWAY_* environment variable; flags win.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if err := errors.Join(ef.errs...); err != nil {
+		return usageError{err.Error()}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	logger := newLogger(cfg, stderr)
+	slog.SetDefault(logger)
+	s, err := OpenServer(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	shCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.Close(shCtx); err != nil {
+		logger.Error("shutdown incomplete", "err", err)
+		return err
+	}
+	return nil
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/turn"
+)
+
+// Interface guards: the wiring is the one place that sees both sides.
+var (
+	_ turn.Ledger = (*ledger.Store)(nil)
+	_ turn.Locker = (*locking.Local)(nil)
+)
+
+// Server is a running gateway: opened resources plus the HTTP server. Tests use it to run
+// the real thing in-process.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	ledger *ledger.Store
+	locks  *locking.Local
+	runner *turn.Runner
+	http   *http.Server
+	ln     net.Listener
+	ready  atomic.Bool
+	served chan error
+	closed atomic.Bool
+}
+
+// OpenServer opens the ledger, recovers interrupted turns, and starts listening.
+func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
+	}
+	s := &Server{cfg: cfg, log: logger, ledger: led, locks: locking.NewLocal(), served: make(chan error, 1)}
+	var ag agent.Agent = agent.Echo{Delay: cfg.EchoDelay}
+	s.runner = turn.New(turn.Config{}, led, s.locks, ag, logger)
+	if n, err := s.runner.Recover(ctx); err != nil {
+		_ = led.Close()
+		return nil, err
+	} else if n > 0 {
+		logger.Warn("marked turns interrupted by the last stop as failed", "tasks", n)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		_ = led.Close()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.ready.Store(true)
+	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
+	logger.Info("gateway listening", "addr", ln.Addr().String(), "config", cfg)
+	return s, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL returns the base URL of the server ("http://127.0.0.1:PORT/").
+func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
+
+func (s *Server) routes() http.Handler {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.Use(middleware.Recover())
+	e.Use(middleware.RequestID())
+	card := a2a.CardConfig{URL: s.cfg.PublicURL}
+	rpc := a2a.NewJSONRPCHandler(s.runner, a2a.TransportConfig{
+		Logger:       s.log,
+		ExtendedCard: func(r *http.Request) ([]byte, error) { return a2a.CardJSON(card, r) },
+	})
+	e.POST("/", echo.WrapHandler(rpc))
+	e.POST("/a2a", echo.WrapHandler(rpc))
+	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", func(c echo.Context) error {
+		if !s.ready.Load() {
+			return c.String(http.StatusServiceUnavailable, "shutting down\n")
+		}
+		return c.String(http.StatusOK, "ready\n")
+	})
+	return e
+}
+
+// Close shuts down in order: stop being ready and refuse new turns, let HTTP requests and
+// running turns finish until ctx is done (then cancel them), close the ledger. Closing
+// twice is a no-op.
+func (s *Server) Close(ctx context.Context) error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.ready.Store(false)
+	s.log.Info("shutting down: refusing new turns, waiting for running ones", "running", s.runner.Running())
+	var errs []error
+	runnerDone := make(chan error, 1)
+	go func() { runnerDone <- s.runner.Close(ctx) }() // exits when every turn has ended
+	if err := s.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		_ = s.http.Close()
+	}
+	if err := <-runnerDone; err != nil {
+		errs = append(errs, fmt.Errorf("running turns canceled at the deadline: %w", err))
+	}
+	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("serve: %w", err))
+	}
+	_ = s.locks.Close()
+	if err := s.ledger.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close ledger: %w", err))
+	}
+	s.log.Info("gateway stopped")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,136 @@
+package turn
+
+import (
+	"encoding/json"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// entry metadata keys the fold reads back.
+const (
+	metaArtifactID = "artifactId"
+	metaPartial    = "partial"
+)
+
+func toLedgerParts(ps []a2a.Part) []ledger.Part {
+	out := make([]ledger.Part, len(ps))
+	for i, p := range ps {
+		out[i] = ledger.Part{
+			Kind:      string(p.Kind),
+			Text:      p.Text,
+			Data:      p.Data,
+			Raw:       p.Raw,
+			URL:       p.URL,
+			MediaType: p.MediaType,
+			Filename:  p.Filename,
+			Metadata:  marshalMeta(p.Metadata),
+		}
+	}
+	return out
+}
+
+func fromLedgerParts(ps []ledger.Part) []a2a.Part {
+	out := make([]a2a.Part, len(ps))
+	for i, p := range ps {
+		out[i] = a2a.Part{
+			Kind:      a2a.PartKind(p.Kind),
+			Text:      p.Text,
+			Data:      p.Data,
+			Raw:       p.Raw,
+			URL:       p.URL,
+			MediaType: p.MediaType,
+			Filename:  p.Filename,
+			Metadata:  unmarshalMeta(p.Metadata),
+		}
+	}
+	return out
+}
+
+func marshalMeta(m map[string]any) json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil { // decoded from JSON, so it re-encodes; drop rather than fail the turn
+		return nil
+	}
+	return b
+}
+
+func unmarshalMeta(b json.RawMessage) map[string]any {
+	if len(b) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+func metaString(b json.RawMessage, key string) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	s, _ := m[key].(string)
+	return s
+}
+
+// foldTask rebuilds a task from its ledger entries (seq order): history from the visible
+// user and agent messages, artifacts from the agent replies, status from the last STATUS
+// entry. It is the only way a task record is made.
+func foldTask(conv ledger.Conversation, taskID string, entries []ledger.Entry) a2a.Task {
+	t := a2a.Task{ID: taskID, ContextID: conv.ContextID, Status: a2a.TaskStatus{State: a2a.StateSubmitted}}
+	for i := range entries {
+		e := &entries[i]
+		switch e.Kind {
+		case ledger.KindUserMessage:
+			if e.Visibility != ledger.VisibilityModel {
+				continue
+			}
+			t.History = append(t.History, a2a.Message{
+				MessageID: e.MessageID, ContextID: conv.ContextID, TaskID: taskID,
+				Role: a2a.RoleUser, Parts: fromLedgerParts(e.Parts), Metadata: unmarshalMeta(e.Metadata),
+			})
+		case ledger.KindAgentReply:
+			parts := fromLedgerParts(e.Parts)
+			t.History = append(t.History, a2a.Message{
+				MessageID: e.MessageID, ContextID: conv.ContextID, TaskID: taskID,
+				Role: a2a.RoleAgent, Parts: parts,
+			})
+			t.Artifacts = append(t.Artifacts, a2a.Artifact{
+				ArtifactID: metaString(e.Metadata, metaArtifactID), Name: "reply", Parts: parts,
+			})
+		case ledger.KindStatus:
+			st, ok := a2a.DecodeState(e.State)
+			if !ok {
+				st = a2a.StateUnknown
+			}
+			t.Status = a2a.TaskStatus{State: st, Timestamp: e.CreatedAt}
+			if len(e.Parts) > 0 {
+				t.Status.Message = &a2a.Message{
+					MessageID: e.MessageID, ContextID: conv.ContextID, TaskID: taskID,
+					Role: a2a.RoleAgent, Parts: fromLedgerParts(e.Parts),
+				}
+			}
+		}
+	}
+	return t
+}
+
+// applyHistoryLength trims t's history as the spec says: nil keeps all, 0 drops the field,
+// N keeps the N newest.
+func applyHistoryLength(t *a2a.Task, n *int) {
+	switch {
+	case n == nil:
+	case *n == 0:
+		t.History = nil
+	case len(t.History) > *n:
+		t.History = t.History[len(t.History)-*n:]
+	}
+}

@@ -1,0 +1,24 @@
+package turn
+
+import (
+	"context"
+
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
+)
+
+// Ledger is what a turn needs of the ledger. Implemented by *ledger.Store.
+type Ledger interface {
+	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
+	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
+	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
+	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
+	Inflate(ctx context.Context, entries []ledger.Entry) error
+}
+
+// Locker admits one turn per context. Implemented by *locking.Local (and the Redis
+// locker). Acquire returns an error wrapping locking.ErrHeld (a *locking.HeldError) when
+// another holder has the key.
+type Locker interface {
+	Acquire(ctx context.Context, key, holder string) (*locking.Lease, error)
+}

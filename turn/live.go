@@ -1,0 +1,95 @@
+package turn
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"github.com/a2a-gateway/gateway/a2a"
+)
+
+// liveTask is the in-memory event log of a running task. Publishing never blocks: events
+// go into a slice and readers catch up at their own pace, so a slow stream cannot stall a
+// turn or another stream.
+type liveTask struct {
+	id, contextID, owner string
+	cancel               context.CancelCauseFunc
+	finished             chan struct{} // closed when the turn's goroutine has ended
+
+	mu     sync.Mutex
+	events []a2a.Event
+	done   bool
+	notify chan struct{} // closed (and replaced) on every publish and at the end
+}
+
+func newLiveTask(id, contextID, owner string) *liveTask {
+	return &liveTask{id: id, contextID: contextID, owner: owner, finished: make(chan struct{}), notify: make(chan struct{})}
+}
+
+// publish appends ev with the next sequence number; end marks the log complete.
+func (lt *liveTask) publish(ev a2a.Event, end bool) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if lt.done {
+		return
+	}
+	ev.Seq = uint64(len(lt.events)) + 1
+	lt.events = append(lt.events, ev)
+	lt.done = end
+	close(lt.notify)
+	lt.notify = make(chan struct{})
+}
+
+// stream returns a reader of the log after sequence number after.
+func (lt *liveTask) stream(after uint64) *logStream { return &logStream{lt: lt, next: after} }
+
+type logStream struct {
+	lt   *liveTask
+	next uint64 // number of events already delivered
+}
+
+// Next implements a2a.Stream.
+func (s *logStream) Next(ctx context.Context) (a2a.Event, error) {
+	for {
+		s.lt.mu.Lock()
+		if s.next < uint64(len(s.lt.events)) {
+			ev := s.lt.events[s.next]
+			s.next++
+			s.lt.mu.Unlock()
+			return ev, nil
+		}
+		if s.lt.done {
+			s.lt.mu.Unlock()
+			return a2a.Event{}, io.EOF
+		}
+		ch := s.lt.notify
+		s.lt.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return a2a.Event{}, ctx.Err()
+		}
+	}
+}
+
+// Close implements a2a.Stream.
+func (s *logStream) Close() {}
+
+// sliceStream streams a fixed list of events.
+type sliceStream struct {
+	events []a2a.Event
+}
+
+func (s *sliceStream) Next(ctx context.Context) (a2a.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return a2a.Event{}, err
+	}
+	if len(s.events) == 0 {
+		return a2a.Event{}, io.EOF
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
+}
+
+func (s *sliceStream) Close() {}

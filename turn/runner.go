@@ -1,0 +1,387 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
+)
+
+// Config configures a Runner. The zero value is usable.
+type Config struct {
+	// FinalizeTimeout bounds the appends and lease release that end a turn, which run
+	// without the turn's cancellation. 0: 10s.
+	FinalizeTimeout time.Duration
+}
+
+// Runner runs turns and serves the A2A methods over the ledger.
+type Runner struct {
+	cfg   Config
+	led   Ledger
+	locks Locker
+	agent agent.Agent
+	log   *slog.Logger
+
+	base    context.Context // parent of every turn; canceled by Close after its deadline
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closing atomic.Bool
+
+	mu   sync.Mutex
+	live map[string]*liveTask // running tasks by id
+}
+
+var _ a2a.Handler = (*Runner)(nil)
+
+// errShutdown is the cause of a turn canceled because the gateway stopped.
+var errShutdown = errors.New("gateway shutting down")
+
+// errCanceledByPeer is the cause of a turn canceled with CancelTask.
+var errCanceledByPeer = errors.New("canceled by the peer")
+
+// New returns a Runner. Close it to stop its turns.
+func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logger) *Runner {
+	if cfg.FinalizeTimeout <= 0 {
+		cfg.FinalizeTimeout = 10 * time.Second
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Runner{
+		cfg: cfg, led: led, locks: locks, agent: ag,
+		log:  logger.With("component", "turn"),
+		base: base, cancel: cancel,
+		live: map[string]*liveTask{},
+	}
+}
+
+// Close stops accepting turns, waits for the running ones until ctx is done, then cancels
+// them and waits for them to record their end. It returns ctx.Err() if the deadline hit.
+func (r *Runner) Close(ctx context.Context) error {
+	r.closing.Store(true)
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }() // exits when every turn has ended
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		r.cancel()
+		<-done
+	}
+	r.cancel()
+	return err
+}
+
+// Running returns the number of turns in progress.
+func (r *Runner) Running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.live)
+}
+
+// SendMessage implements a2a.Handler.
+func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
+	lt, first, err := r.start(ctx, p)
+	if err != nil {
+		return a2a.SendResult{}, err
+	}
+	if p.Config.ReturnImmediately {
+		applyHistoryLength(&first, p.Config.HistoryLength)
+		return a2a.SendResult{Task: &first}, nil
+	}
+	select {
+	case <-lt.finished:
+	case <-ctx.Done():
+		return a2a.SendResult{}, ctx.Err()
+	}
+	t, err := r.loadTask(ctx, PeerFrom(ctx), lt.id, p.Config.HistoryLength)
+	if err != nil {
+		return a2a.SendResult{}, err
+	}
+	return a2a.SendResult{Task: t}, nil
+}
+
+// SendStreamingMessage implements a2a.Handler.
+func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a2a.Stream, error) {
+	lt, _, err := r.start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return lt.stream(0), nil
+}
+
+// start validates a send, takes the context's lease, persists the inbound message and
+// starts the turn. On return without error the message is durable.
+func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.Task, error) {
+	if r.closing.Load() {
+		return nil, a2a.Task{}, ErrUnavailable()
+	}
+	peer := PeerFrom(ctx)
+	m := p.Message
+	continuing := false
+	if m.TaskID != "" {
+		conv, entries, err := r.led.TaskEntries(ctx, m.TaskID)
+		if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
+			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", m.TaskID)
+		}
+		if err != nil {
+			return nil, a2a.Task{}, err
+		}
+		if m.ContextID == "" {
+			m.ContextID = conv.ContextID
+		} else if m.ContextID != conv.ContextID {
+			return nil, a2a.Task{}, a2a.InvalidParams("message.contextId", "does not match the context of task %q", m.TaskID)
+		}
+		st := foldTask(conv, m.TaskID, entries).Status.State
+		switch {
+		case st.Terminal():
+			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrUnsupportedOperation,
+				"task %q is %s and accepts no more messages; send without taskId to start a new task in the same context", m.TaskID, st)
+		case st != a2a.StateInputRequired:
+			// still running: the lease below answers CONTEXT_BUSY
+		}
+		continuing = true
+	}
+	if m.ContextID == "" {
+		m.ContextID = conversations.NewContextID()
+	} else if err := conversations.ValidateContextID(m.ContextID); err != nil {
+		return nil, a2a.Task{}, a2a.InvalidParams("message.contextId", "%s", strings.TrimPrefix(err.Error(), conversations.ErrInvalidContextID.Error()+": "))
+	}
+	if !hasContent(m.Parts) {
+		return nil, a2a.Task{}, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
+	}
+	taskID := m.TaskID
+	if taskID == "" {
+		taskID = uuid.NewString()
+	}
+	key := conversations.Key(peer, m.ContextID)
+	lease, err := r.locks.Acquire(ctx, key, taskID)
+	if err != nil {
+		return nil, a2a.Task{}, r.refuse(ctx, peer, &m, err)
+	}
+	entries := []ledger.Entry{
+		{
+			TaskID: taskID, Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted,
+			Visibility: ledger.VisibilityModel, Actor: peer, MessageID: m.MessageID,
+			Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts), Metadata: marshalMeta(m.Metadata),
+		},
+		{TaskID: taskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(a2a.StateWorking)},
+	}
+	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, BeginTurn: true, Entries: entries})
+	if err != nil {
+		r.releaseLease(lease)
+		if errors.Is(err, ledger.ErrInvalid) {
+			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrInvalidParams, "message rejected: %s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
+		}
+		return nil, a2a.Task{}, fmt.Errorf("append inbound message: %w", err)
+	}
+	now := res.Entries[0].CreatedAt
+	lt := newLiveTask(taskID, m.ContextID, peer)
+	first := a2a.Task{
+		ID: taskID, ContextID: m.ContextID,
+		Status:  a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: now},
+		History: []a2a.Message{{MessageID: m.MessageID, ContextID: m.ContextID, TaskID: taskID, Role: a2a.RoleUser, Parts: m.Parts, Metadata: m.Metadata}},
+	}
+	if continuing {
+		first.Status.State = a2a.StateWorking
+	}
+	snapshot := first
+	lt.publish(a2a.Event{Task: &snapshot}, false)
+
+	tctx, cancel := context.WithCancelCause(r.base)
+	lt.cancel = cancel
+	r.mu.Lock()
+	r.live[taskID] = lt
+	r.mu.Unlock()
+	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text()}
+	r.wg.Go(func() { tr.run(tctx) }) // exits when the agent is done and the end is recorded
+	return lt, first, nil
+}
+
+func hasContent(ps []a2a.Part) bool {
+	for _, p := range ps {
+		if p.Kind != a2a.PartText || strings.TrimSpace(p.Text) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse turns a failed Acquire into the caller's error; a busy context records the
+// rejected request as an AUDIT_ONLY entry, which never enters the conversation.
+func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err error) error {
+	var held *locking.HeldError
+	if !errors.As(err, &held) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.log.WarnContext(ctx, "lease unavailable", "context_key", conversations.Key(peer, m.ContextID), "err", err)
+		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
+	}
+	audit := ledger.Entry{
+		Kind: ledger.KindAudit, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityAudit,
+		Actor: peer, MessageID: m.MessageID, Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts),
+		Metadata: marshalMeta(map[string]any{"rejected": "CONTEXT_BUSY", "runningTaskId": held.Holder}),
+	}
+	if _, aerr := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{audit}}); aerr != nil {
+		r.log.WarnContext(ctx, "audit of a busy rejection not recorded", "err", aerr)
+	}
+	return &a2a.Error{
+		Err: a2a.ErrContextBusy,
+		Message: fmt.Sprintf("context %q is busy: task %s is running; retry when it completes",
+			m.ContextID, held.Holder),
+		Metadata: map[string]string{"contextId": m.ContextID, "taskId": held.Holder},
+	}
+}
+
+func (r *Runner) releaseLease(l *locking.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		r.log.Warn("lease release failed; it expires by itself", "err", err)
+	}
+}
+
+// ErrUnavailable returns the error of a request refused during shutdown.
+func ErrUnavailable() error {
+	return a2a.Errorf(a2a.ErrUnavailable, "the gateway is shutting down; retry on another instance or later")
+}
+
+// turnRun is one running turn, owned by the goroutine started in start.
+type turnRun struct {
+	r     *Runner
+	lt    *liveTask
+	lease *locking.Lease
+	epoch uint64
+	peer  string
+	text  string
+}
+
+func (tr *turnRun) run(ctx context.Context) {
+	r, lt := tr.r, tr.lt
+	defer func() {
+		r.releaseLease(tr.lease)
+		r.mu.Lock()
+		delete(r.live, lt.id)
+		r.mu.Unlock()
+		close(lt.finished)
+	}()
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("agent panicked", "task_id", lt.id, "panic", p)
+			tr.finish(ctx, "", "", fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
+		}
+	}()
+	lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID,
+		Status: a2a.TaskStatus{State: a2a.StateWorking, Timestamp: time.Now().UTC()}}}, false)
+
+	artifactID := uuid.NewString()
+	var reply strings.Builder
+	var pending *string
+	chunks := 0
+	flush := func(last bool) {
+		if pending == nil {
+			return
+		}
+		lt.publish(a2a.Event{Artifact: &a2a.ArtifactUpdate{
+			TaskID: lt.id, ContextID: lt.contextID,
+			Artifact: a2a.Artifact{ArtifactID: artifactID, Name: "reply", Parts: []a2a.Part{a2a.TextPart(*pending)}},
+			Append:   chunks > 0, LastChunk: last,
+		}}, false)
+		chunks++
+		pending = nil
+	}
+	emit := func(c string) error {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		reply.WriteString(c)
+		flush(false) // hold one chunk back so the last one can carry lastChunk
+		pending = &c
+		return nil
+	}
+	res, err := r.agent.Reply(ctx, agent.Turn{ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text, Prompt: tr.text}, emit)
+	if err == nil && pending == nil && chunks == 0 {
+		empty := ""
+		pending = &empty
+	}
+	flush(true)
+	tr.finish(ctx, artifactID, reply.String(), err, res)
+}
+
+// finish records the end of the turn (reply, status) and publishes the final status.
+func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentErr error, res agent.Result) {
+	r, lt := tr.r, tr.lt
+	state := a2a.StateCompleted
+	var statusText string
+	switch {
+	case agentErr != nil && errors.Is(context.Cause(ctx), errCanceledByPeer):
+		state = a2a.StateCanceled
+	case agentErr != nil && ctx.Err() != nil:
+		state, statusText = a2a.StateFailed, "the gateway shut down during this turn; send the message again"
+	case agentErr != nil:
+		state, statusText = a2a.StateFailed, "the agent failed to reply; the operator's log has the detail"
+		r.log.Warn("agent failed", "task_id", lt.id, "err", agentErr)
+	case res.InputRequired:
+		state = a2a.StateInputRequired
+	}
+	var entries []ledger.Entry
+	if reply != "" || (agentErr == nil && artifactID != "") {
+		meta := map[string]any{metaArtifactID: artifactID}
+		if agentErr != nil {
+			meta[metaPartial] = true
+		}
+		entries = append(entries, ledger.Entry{
+			TaskID: lt.id, Kind: ledger.KindAgentReply, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityModel,
+			Actor: "agent", MessageID: uuid.NewString(), Role: ledger.RoleAgent,
+			Parts: []ledger.Part{{Kind: ledger.PartText, Text: reply}}, Metadata: marshalMeta(meta),
+		})
+	}
+	status := ledger.Entry{TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString()}
+	var statusMsg *a2a.Message
+	switch {
+	case statusText != "":
+		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: statusText}}
+		if agentErr != nil {
+			entries = append(entries, ledger.Entry{TaskID: lt.id, Kind: ledger.KindError, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit, Actor: "gateway", Parts: []ledger.Part{{Kind: ledger.PartText, Text: statusText}}})
+		}
+	case state == a2a.StateInputRequired:
+		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: reply}}
+	}
+	entries = append(entries, status)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
+	defer cancel()
+	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
+	if err != nil {
+		r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
+		lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID, Final: true,
+			Status: a2a.TaskStatus{State: a2a.StateFailed, Timestamp: time.Now().UTC(), Message: &a2a.Message{
+				MessageID: uuid.NewString(), Role: a2a.RoleAgent, ContextID: lt.contextID, TaskID: lt.id,
+				Parts: []a2a.Part{a2a.TextPart("internal error: the reply could not be stored")}}}}}, true)
+		return
+	}
+	last := stored.Entries[len(stored.Entries)-1]
+	if len(last.Parts) > 0 {
+		statusMsg = &a2a.Message{MessageID: last.MessageID, Role: a2a.RoleAgent, ContextID: lt.contextID, TaskID: lt.id, Parts: []a2a.Part{a2a.TextPart(statusOrReply(statusText, reply))}}
+	}
+	lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID, Final: state.EndsStream(),
+		Status: a2a.TaskStatus{State: state, Timestamp: last.CreatedAt, Message: statusMsg}}}, true)
+}
+
+func statusOrReply(statusText, reply string) string {
+	if statusText != "" {
+		return statusText
+	}
+	return reply
+}

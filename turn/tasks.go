@@ -1,0 +1,227 @@
+package turn
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
+)
+
+// loadTask folds a task of peer from the ledger; another peer's task is "not found".
+func (r *Runner) loadTask(ctx context.Context, peer, taskID string, historyLength *int) (*a2a.Task, error) {
+	conv, entries, err := r.led.TaskEntries(ctx, taskID)
+	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
+		return nil, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", taskID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load task: %w", err)
+	}
+	if err := r.inflate(ctx, entries); err != nil {
+		return nil, err
+	}
+	t := foldTask(conv, taskID, entries)
+	applyHistoryLength(&t, historyLength)
+	return &t, nil
+}
+
+func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
+	for i := range entries {
+		for j := range entries[i].Parts {
+			if entries[i].Parts[j].ArtifactRef != "" {
+				if err := r.led.Inflate(ctx, entries); err != nil {
+					return fmt.Errorf("inflate artifacts: %w", err)
+				}
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// GetTask implements a2a.Handler.
+func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
+	return r.loadTask(ctx, PeerFrom(ctx), p.ID, p.HistoryLength)
+}
+
+// ListTasks implements a2a.Handler: the caller's tasks, newest status first, optionally of
+// one context; the page token is an opaque offset.
+func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.ListTasksResult, error) {
+	peer := PeerFrom(ctx)
+	var convs []string
+	if p.ContextID != "" {
+		if err := conversations.ValidateContextID(p.ContextID); err != nil {
+			return nil, a2a.InvalidParams("contextId", "%v", err)
+		}
+		convs = []string{p.ContextID}
+	} else {
+		all, err := r.led.List(ctx, ledger.ListOptions{Owner: peer})
+		if err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		for _, c := range all {
+			convs = append(convs, c.ContextID)
+		}
+	}
+	offset := 0
+	if p.PageToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(p.PageToken)
+		n, err2 := strconv.Atoi(string(b))
+		if err != nil || err2 != nil || n < 0 {
+			return nil, a2a.InvalidParams("pageToken", "is not a token this server issued")
+		}
+		offset = n
+	}
+	var tasks []a2a.Task
+	for _, cid := range convs {
+		ids, err := r.led.TaskIDs(ctx, peer, cid)
+		if errors.Is(err, ledger.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		for _, id := range ids {
+			t, err := r.loadTask(ctx, peer, id, p.HistoryLength)
+			if err != nil {
+				return nil, err
+			}
+			if p.Status != "" && t.Status.State != p.Status {
+				continue
+			}
+			if !p.StatusTimestampAfter.IsZero() && !t.Status.Timestamp.After(p.StatusTimestampAfter) {
+				continue
+			}
+			if !p.IncludeArtifacts {
+				t.Artifacts = nil
+			}
+			tasks = append(tasks, *t)
+		}
+	}
+	slices.SortStableFunc(tasks, func(a, b a2a.Task) int {
+		if c := b.Status.Timestamp.Compare(a.Status.Timestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	res := &a2a.ListTasksResult{TotalSize: len(tasks), PageSize: p.PageSize}
+	if offset > len(tasks) {
+		offset = len(tasks)
+	}
+	end := min(offset+p.PageSize, len(tasks))
+	res.Tasks = tasks[offset:end]
+	if end < len(tasks) {
+		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	}
+	return res, nil
+}
+
+// CancelTask implements a2a.Handler. Canceling a canceled task returns it again
+// (idempotent); any other terminal task is not cancelable.
+func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
+	peer := PeerFrom(ctx)
+	t, err := r.loadTask(ctx, peer, p.ID, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch st := t.Status.State; {
+	case st == a2a.StateCanceled:
+		return t, nil
+	case st.Terminal():
+		return nil, a2a.Errorf(a2a.ErrTaskNotCancelable, "task %q is already %s", p.ID, st)
+	}
+	r.mu.Lock()
+	lt := r.live[p.ID]
+	r.mu.Unlock()
+	if lt != nil {
+		lt.cancel(errCanceledByPeer)
+		select {
+		case <-lt.finished:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return r.loadTask(ctx, peer, p.ID, nil)
+	}
+	// Not running here: parked (input-required) or left over. Take the lease so no turn
+	// runs meanwhile, and record the cancellation in a new epoch.
+	lease, err := r.locks.Acquire(ctx, conversations.Key(peer, t.ContextID), p.ID)
+	if err != nil {
+		var held *locking.HeldError
+		if errors.As(err, &held) {
+			return nil, &a2a.Error{Err: a2a.ErrContextBusy, Message: fmt.Sprintf("context %q is busy: task %s is running; retry when it completes", t.ContextID, held.Holder), Metadata: map[string]string{"contextId": t.ContextID, "taskId": held.Holder}}
+		}
+		return nil, a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
+	}
+	defer r.releaseLease(lease)
+	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
+		TaskID: p.ID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
+		Actor: peer, State: string(a2a.StateCanceled), MessageID: uuid.NewString(),
+	}}})
+	if err != nil {
+		return nil, fmt.Errorf("record cancel: %w", err)
+	}
+	return r.loadTask(ctx, peer, p.ID, nil)
+}
+
+// SubscribeToTask implements a2a.Handler: a running task's events after p.AfterSeq (from
+// its Task snapshot when AfterSeq is 0); a parked task's snapshot; terminal tasks are
+// refused as the spec says.
+func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a2a.Stream, error) {
+	peer := PeerFrom(ctx)
+	r.mu.Lock()
+	lt := r.live[p.ID]
+	r.mu.Unlock()
+	if lt != nil && lt.owner == peer {
+		return lt.stream(p.AfterSeq), nil
+	}
+	t, err := r.loadTask(ctx, peer, p.ID, nil)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status.State.Terminal() {
+		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %q is %s; use GetTask to read it", p.ID, t.Status.State)
+	}
+	return &sliceStream{events: []a2a.Event{{Seq: 1, Task: t}}}, nil
+}
+
+// Recover marks tasks that were running when the gateway last stopped as FAILED, so that
+// no task stays "working" forever. Call it before serving.
+func (r *Runner) Recover(ctx context.Context) (int, error) {
+	convs, err := r.led.List(ctx, ledger.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+	n := 0
+	for _, c := range convs {
+		if c.LastTaskID == "" {
+			continue
+		}
+		conv, entries, err := r.led.TaskEntries(ctx, c.LastTaskID)
+		if err != nil {
+			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
+		}
+		st := foldTask(conv, c.LastTaskID, entries).Status.State
+		if st.Terminal() || st.Interrupted() {
+			continue
+		}
+		_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
+			TaskID: c.LastTaskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
+			Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
+			Parts: []ledger.Part{{Kind: ledger.PartText, Text: "the gateway stopped during this turn; send the message again"}},
+		}}})
+		if err != nil {
+			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
+		}
+		n++
+	}
+	return n, nil
+}
