@@ -1,0 +1,45 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO        ?= go
+BIN       ?= bin/gateway
+FUZZTIME  ?= 30s
+PKGS      := ./...
+
+.PHONY: run test test-unit build lint bench fuzz redis clean
+
+## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900)
+run:
+	$(GO) run ./cmd/gateway serve
+
+## test: every test, integration included, with the race detector
+test: redis
+	$(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m $(PKGS)
+
+## test-unit: the quick subset (no integration tag)
+test-unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+## build: the gateway binary in bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/gateway
+
+## lint: gofmt, go vet and the dependency-direction test
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 ./internal/depcheck/
+
+## bench: gateway vs bare echo (concurrency 1 and 64, both dialects) and the ledger benchmarks
+bench: build
+	./scripts/bench.sh
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./a2a/
+	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./ledger/
+
+## redis: make sure redis-server is installed for the tests that need one (they start their own)
+redis:
+	@./scripts/ensure-redis.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/a2a-gateway/gateway/internal/loadgen"
+)
+
+// benchHelpHead and benchHelpTail surround the generated flag list of
+// `gateway bench --help`.
+const (
+	benchHelpHead = `Usage: gateway bench [flags] URL
+
+Load-test the A2A JSON-RPC endpoint at URL. --concurrency workers send
+message/send (--dialect 0.3) or SendMessage (--dialect 1.0) requests back to
+back, each with one request in flight, for --duration after an unmeasured
+--warmup. The report gives the requests completed, errors by JSON-RPC code
+("http <status>", "transport", "timeout" or "invalid response" when there is
+none), successful requests per second and p50/p90/p99 latency in milliseconds
+from the full histogram. With --stream the workers use message/stream or
+SendStreamingMessage over SSE, time each stream to its terminal event, and
+also report the time to the first event.
+
+Absolute figures drift (by ±30% on a shared VM). With --baseline the command
+also starts an in-process bare net/http JSON-RPC echo server on 127.0.0.1 and
+benches URL and it in alternating rounds (target, baseline, target, ...); the
+target/baseline ratios of the medians are the figures to report.
+
+Flags:
+`
+	benchHelpTail = `
+Examples:
+  gateway bench --concurrency 64 --duration 10s --baseline http://127.0.0.1:9900/
+  gateway bench --dialect 1.0 --stream --concurrency 16 http://127.0.0.1:9900/
+  gateway bench --concurrency 64 --contexts 1 --duration 5s http://127.0.0.1:9900/
+`
+)
+
+// benchUsageError is a mistake on the `gateway bench` command line.
+type benchUsageError struct{ err error }
+
+func (e benchUsageError) Error() string {
+	return "bench: " + strings.ReplaceAll(e.err.Error(), "\n", "; ")
+}
+func (e benchUsageError) Unwrap() error { return e.err }
+
+// benchOptions are the parsed `gateway bench` flags and URL.
+type benchOptions struct {
+	cfg      loadgen.Config
+	baseline bool
+	rounds   int
+	json     bool
+}
+
+// runBench implements `gateway bench [flags] URL`: it parses args, runs the
+// load (or the interleaved comparison with --baseline) until done or ctx ends,
+// and prints the report to stdout. --help prints the help to stdout and
+// returns an error matching flag.ErrHelp; a bad command line returns a
+// benchUsageError. Failed requests are part of the report, not an error.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	opts, err := benchParse(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	cfg := opts.cfg
+	if opts.baseline {
+		perRound := cfg.Warmup + cfg.Duration
+		fmt.Fprintf(stderr, "bench: %d rounds against %s and against an in-process baseline, %v each: about %v\n",
+			opts.rounds, cfg.URL, perRound, 2*time.Duration(opts.rounds)*perRound)
+		c, runErr := loadgen.Compare(ctx, cfg, opts.rounds)
+		if errors.Is(runErr, loadgen.ErrInvalidConfig) {
+			return benchUsageError{runErr}
+		}
+		if runErr == nil || len(c.Target) > 0 {
+			if err := benchPrint(stdout, opts, c, c.WriteText); err != nil {
+				return err
+			}
+		}
+		return benchRunError(runErr)
+	}
+	fmt.Fprintf(stderr, "bench: %s for %v after %v warmup\n", cfg.URL, cfg.Duration, cfg.Warmup)
+	r, runErr := loadgen.Run(ctx, cfg)
+	if errors.Is(runErr, loadgen.ErrInvalidConfig) {
+		return benchUsageError{runErr}
+	}
+	if err := benchPrint(stdout, opts, r, r.WriteText); err != nil {
+		return err
+	}
+	return benchRunError(runErr)
+}
+
+// benchRunError explains an error from a run that was cut short.
+func benchRunError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("bench interrupted, figures above are partial: %w", err)
+}
+
+// benchParse parses args into options. Flags may come before or after the
+// URL; everything after "--" is positional.
+func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
+	var (
+		o           benchOptions
+		dialect     string
+		concurrency int
+	)
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; --help is printed below
+	fs.Usage = func() {}
+	fs.IntVar(&concurrency, "concurrency", 1, "run `N` workers, each with one request in flight")
+	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "measure for `D` (each round, with --baseline)")
+	fs.StringVar(&dialect, "dialect", "0.3", "speak dialect `V`: 0.3 (message/send, \"kind\" fields) or\n1.0 (SendMessage, ProtoJSON enums, header A2A-Version: 1.0)")
+	fs.BoolVar(&o.cfg.Stream, "stream", false, "use message/stream / SendStreamingMessage over SSE, time each\nstream to its terminal event and report the time to first event")
+	fs.IntVar(&o.cfg.Contexts, "contexts", 0, "spread requests over `N` contextIds (0: as many as --concurrency).\n"+
+		"With N >= concurrency each worker uses its own ids, so no two\nin-flight requests share one; with 1 every request uses the same\n"+
+		"contextId, and a gateway that runs one task per context answers\nthe overlapping ones with -32004")
+	fs.DurationVar(&o.cfg.Warmup, "warmup", time.Second, "run unmeasured for `D` before each measurement")
+	fs.StringVar(&o.cfg.Message, "message", "", "send `TEXT` in every message (empty: a 1 KiB sentence)")
+	fs.StringVar(&o.cfg.Token, "token", "", "send \"Authorization: Bearer `T`\" with every request")
+	fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Second, "give each request at most `D`, including reading its stream")
+	fs.BoolVar(&o.baseline, "baseline", false, "also bench an in-process net/http echo server in alternating\nrounds and print the target/baseline ratios")
+	fs.IntVar(&o.rounds, "rounds", loadgen.DefaultRounds, "with --baseline, run `N` rounds of each side")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+
+	var positional []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				benchHelp(fs, stdout)
+				return o, err
+			}
+			fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
+			return o, benchUsageError{err}
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		if consumed := len(rest) - len(left); consumed > 0 && rest[consumed-1] == "--" {
+			positional = append(positional, left...)
+			break
+		}
+		positional = append(positional, left[0])
+		rest = left[1:]
+	}
+
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var problems []error
+	switch len(positional) {
+	case 0:
+		problems = append(problems, errors.New("missing URL argument"))
+	case 1:
+		o.cfg.URL = positional[0]
+	default:
+		problems = append(problems, fmt.Errorf("want one URL argument, got %d: %q", len(positional), positional))
+	}
+	if concurrency < 1 {
+		problems = append(problems, fmt.Errorf("--concurrency %d: must be at least 1", concurrency))
+	}
+	o.cfg.Concurrency = concurrency
+	if o.cfg.Duration <= 0 {
+		problems = append(problems, fmt.Errorf("--duration %v: must be positive", o.cfg.Duration))
+	}
+	if o.cfg.Timeout <= 0 {
+		problems = append(problems, fmt.Errorf("--timeout %v: must be positive", o.cfg.Timeout))
+	}
+	if o.cfg.Contexts == 0 {
+		o.cfg.Contexts = concurrency
+	}
+	if o.cfg.Message == "" {
+		o.cfg.Message = loadgen.DefaultMessage
+	}
+	switch d := loadgen.Dialect(dialect); d {
+	case loadgen.DialectV03, loadgen.DialectV10:
+		o.cfg.Dialect = d
+	default:
+		problems = append(problems, fmt.Errorf("--dialect %q: want 1.0 or 0.3", dialect))
+	}
+	if set["rounds"] && !o.baseline {
+		problems = append(problems, errors.New("--rounds needs --baseline"))
+	}
+	if o.rounds < 1 {
+		problems = append(problems, fmt.Errorf("--rounds %d: must be at least 1", o.rounds))
+	}
+	if len(problems) == 0 {
+		if err := o.cfg.Validate(); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
+		return o, benchUsageError{err}
+	}
+	return o, nil
+}
+
+// benchHelp writes the --help text, listing fs's flags with two dashes.
+func benchHelp(fs *flag.FlagSet, w io.Writer) {
+	var b strings.Builder
+	b.WriteString(benchHelpHead)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		if name != "" {
+			name = " " + name
+		}
+		switch f.DefValue {
+		case "", "0", "false":
+		default:
+			usage += " (default " + f.DefValue + ")"
+		}
+		for i, line := range strings.Split(usage, "\n") {
+			if i == 0 {
+				fmt.Fprintf(tw, "  --%s%s\t%s\n", f.Name, name, line)
+			} else {
+				fmt.Fprintf(tw, "\t%s\n", line)
+			}
+		}
+	})
+	_ = tw.Flush()
+	b.WriteString(benchHelpTail)
+	_, _ = io.WriteString(w, b.String())
+}
+
+// benchPrint writes v as text with writeText, or as JSON next to the
+// settings it ran with when --json is set.
+func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) error) error {
+	cfg := o.cfg
+	if o.json {
+		settings := map[string]any{
+			"url":           cfg.URL,
+			"dialect":       string(cfg.Dialect),
+			"concurrency":   cfg.Concurrency,
+			"contexts":      cfg.Contexts,
+			"stream":        cfg.Stream,
+			"duration_s":    cfg.Duration.Seconds(),
+			"warmup_s":      cfg.Warmup.Seconds(),
+			"timeout_s":     cfg.Timeout.Seconds(),
+			"message_bytes": len(cfg.Message),
+			"token_set":     cfg.Token != "",
+		}
+		out := map[string]any{"config": settings}
+		if o.baseline {
+			settings["rounds"] = o.rounds
+			out["comparison"] = v
+		} else {
+			out["report"] = v
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	mode := "send"
+	if cfg.Stream {
+		mode = "stream"
+	}
+	header := fmt.Sprintf("target       %s\nsettings     dialect %s, %s, concurrency %d, contexts %d, %v per run after %v warmup\n",
+		cfg.URL, cfg.Dialect, mode, cfg.Concurrency, cfg.Contexts, cfg.Duration, cfg.Warmup)
+	if o.baseline {
+		header += fmt.Sprintf("baseline     in-process net/http JSON-RPC echo, %d alternating rounds\n\n", o.rounds)
+	}
+	if _, err := io.WriteString(w, header); err != nil {
+		return err
+	}
+	return writeText(w)
+}

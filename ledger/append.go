@@ -1,0 +1,416 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/a2a-gateway/gateway/conversations"
+)
+
+// AppendRequest asks to append entries to one conversation.
+type AppendRequest struct {
+	Owner     string // the authenticated peer identity that owns the conversation; required
+	ContextID string // the original contextId (DESIGN D-1); required
+	// BeginTurn bumps the conversation's epoch in the same transaction; the entries carry
+	// the new epoch, which AppendResult.Epoch returns (the fencing token of the turn).
+	BeginTurn bool
+	// Epoch, when non-zero and BeginTurn is false, must equal the conversation's stored
+	// epoch, or the append fails with ErrFenced and nothing is appended. Zero: no fencing.
+	Epoch uint64
+	// Entries to append, at least one. The ledger fills ID (a UUID when empty), ContextID,
+	// Owner, Seq, Epoch, CreatedAt (when zero), PrevHash and Hash; a non-empty ContextID or
+	// Owner must match the request.
+	Entries []Entry
+}
+
+// AppendResult is what an acknowledged Append stored.
+type AppendResult struct {
+	Epoch   uint64  // the conversation's epoch after the append
+	Entries []Entry // the entries exactly as stored (large parts replaced by references)
+}
+
+// Append validates req and appends its entries to the conversation in one transaction, with
+// gap-free sequence numbers following the conversation's last one; it creates the
+// conversation on its first append. It returns only after the commit holding the entries
+// has returned (fsync'd unless Options.NoSync): a nil error means the entries are durable.
+//
+// Errors: [ErrInvalid] (wrapped, naming the field; also wraps
+// conversations.ErrInvalidContextID for a bad contextId) when req fails validation,
+// including a taskId that belongs to another conversation; [ErrFenced] when req.Epoch is
+// stale; [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued.
+// In all these cases nothing was written. Once queued, Append waits for the outcome even if
+// ctx is canceled, so a nil error is never lost and a non-nil one means nothing was
+// appended. Any other error is an I/O or internal failure of the commit; nothing of the
+// request was appended.
+func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return AppendResult{}, err
+	}
+	p, err := s.prepare(&req)
+	if err != nil {
+		s.rejected.Add(1)
+		return AppendResult{}, err
+	}
+	if !s.enter() {
+		s.rejected.Add(1)
+		return AppendResult{}, ErrClosed
+	}
+	var out outcome
+	if s.opts.NoGroupCommit {
+		out = s.appendAlone(p)
+		s.inflight.Done()
+	} else {
+		w := &pending{req: p, done: make(chan outcome, 1)}
+		select {
+		case s.queue <- w:
+			s.inflight.Done()
+		case <-ctx.Done():
+			s.inflight.Done()
+			s.rejected.Add(1)
+			return AppendResult{}, ctx.Err()
+		}
+		// Queued: the committer answers within one commit; ctx no longer matters, or a
+		// caller could believe a committed append failed.
+		out = <-w.done
+	}
+	if out.err != nil {
+		return AppendResult{}, out.err
+	}
+	res := AppendResult{Epoch: out.epoch, Entries: make([]Entry, len(out.encoded))}
+	for i, b := range out.encoded {
+		if err := json.Unmarshal(b, &res.Entries[i]); err != nil {
+			return AppendResult{}, fmt.Errorf("ledger: decode appended entry: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// appendAlone is the NoGroupCommit path: one bbolt transaction for this request only.
+func (s *Store) appendAlone(p *prepared) outcome {
+	var out outcome
+	err := s.safeUpdate(func(tx *bolt.Tx) error {
+		res, reqErr, txErr := s.apply(tx, p)
+		if txErr != nil {
+			return txErr
+		}
+		if reqErr != nil {
+			out = outcome{err: reqErr}
+			return errNothingToCommit
+		}
+		out = res
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNothingToCommit):
+	case err != nil:
+		out = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
+	default:
+		s.commits.Add(1)
+	}
+	s.count(p, out.err)
+	return out
+}
+
+// prepared is a validated request, with everything that does not depend on stored state
+// already computed, so that the write transaction does only bbolt work and hashing.
+type prepared struct {
+	key              string
+	owner, contextID string
+	beginTurn        bool
+	epoch            uint64
+	now              time.Time
+	entries          []Entry    // copies; ID, ContextID, Owner, CreatedAt filled; large parts moved
+	artifacts        []artifact // content moved out of entries, deduplicated within the request
+	taskIDs          []string   // distinct task ids in order of first appearance
+}
+
+type artifact struct {
+	digest string // hex sha256
+	data   []byte
+}
+
+// prepare validates req and builds the request the committer applies. It runs in the
+// caller's goroutine, so validation and artifact hashing of concurrent appends run in
+// parallel. req's slices are not modified.
+func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
+	if err := validateOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	if err := conversations.ValidateContextID(req.ContextID); err != nil {
+		return nil, fmt.Errorf("contextId: %w: %w", err, ErrInvalid)
+	}
+	if len(req.Entries) == 0 {
+		return nil, invalid("entries: none")
+	}
+	p := &prepared{
+		key:       conversations.Key(req.Owner, req.ContextID),
+		owner:     req.Owner,
+		contextID: req.ContextID,
+		beginTurn: req.BeginTurn,
+		epoch:     req.Epoch,
+		now:       s.now().Round(0).UTC(),
+		entries:   make([]Entry, len(req.Entries)),
+	}
+	seenTask := map[string]bool{}
+	seenArtifact := map[string]bool{}
+	for i := range req.Entries {
+		e := req.Entries[i]
+		if err := validateEntry(i, &e, req.Owner, req.ContextID); err != nil {
+			return nil, err
+		}
+		if e.ID == "" {
+			e.ID = uuid.NewString()
+		}
+		e.ContextID, e.Owner = req.ContextID, req.Owner
+		e.Seq, e.Epoch, e.PrevHash, e.Hash = 0, 0, "", ""
+		if e.CreatedAt.IsZero() {
+			e.CreatedAt = p.now
+		} else {
+			e.CreatedAt = e.CreatedAt.Round(0).UTC()
+		}
+		if e.TaskID != "" && !seenTask[e.TaskID] {
+			seenTask[e.TaskID] = true
+			p.taskIDs = append(p.taskIDs, e.TaskID)
+		}
+		if len(e.Parts) > 0 {
+			e.Parts = append([]Part(nil), e.Parts...)
+		}
+		for j := range e.Parts {
+			a, moved, err := s.moveLarge(i, j, &e.Parts[j])
+			if err != nil {
+				return nil, err
+			}
+			if moved && !seenArtifact[a.digest] {
+				seenArtifact[a.digest] = true
+				p.artifacts = append(p.artifacts, a)
+			}
+		}
+		p.entries[i] = e
+	}
+	return p, nil
+}
+
+// moveLarge replaces the content of a part longer than LargePartBytes with a reference to
+// the artifact it returns. Only a text part's Text and a file part's Raw may be long, so
+// that Inflate knows where the content goes back.
+func (s *Store) moveLarge(i, j int, part *Part) (artifact, bool, error) {
+	limit := s.opts.LargePartBytes
+	textLong, rawLong := len(part.Text) > limit, len(part.Raw) > limit
+	if !textLong && !rawLong {
+		return artifact{}, false, nil
+	}
+	var data []byte
+	switch field := contentField(part.Kind); {
+	case textLong && field == "text":
+		data = []byte(part.Text)
+		part.Text = ""
+	case rawLong && field == "raw":
+		data = part.Raw
+		part.Raw = nil
+	case textLong:
+		return artifact{}, false, invalid("entries[%d].parts[%d].text: %d bytes in a %q part; long text belongs in a text part", i, j, len(part.Text), part.Kind)
+	default:
+		return artifact{}, false, invalid("entries[%d].parts[%d].raw: %d bytes in a %q part; long bytes belong in a file part", i, j, len(part.Raw), part.Kind)
+	}
+	if int64(len(data)) > bolt.MaxValueSize {
+		return artifact{}, false, invalid("entries[%d].parts[%d]: %d bytes, the limit is %d", i, j, len(data), bolt.MaxValueSize)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	part.ArtifactRef = refPrefix + digest
+	part.Size = int64(len(data))
+	return artifact{digest: digest, data: data}, true, nil
+}
+
+// metaRecord is the "meta" value of a conversation bucket.
+type metaRecord struct {
+	ContextID    string    `json:"contextId"`
+	Owner        string    `json:"owner"`
+	CreatedAt    time.Time `json:"createdAt"`
+	LastActivity time.Time `json:"lastActivity"`
+	LastSeq      uint64    `json:"lastSeq"`
+	LastHash     string    `json:"lastHash,omitempty"`
+	Epoch        uint64    `json:"epoch"`
+	Counters     counters  `json:"counters"`
+	LastTaskID   string    `json:"lastTaskId,omitempty"`
+}
+
+type counters struct {
+	Entries int `json:"entries"`
+	Turns   int `json:"turns"` // USER_MESSAGE entries that are MODEL_VISIBLE
+	Tasks   int `json:"tasks"`
+}
+
+// apply appends one prepared request inside the write transaction tx. Every check that can
+// refuse the request (reqErr) runs before its first write, so a refused request leaves no
+// trace and the other requests of the batch go on. txErr is a bbolt failure after writes
+// began: the transaction must be rolled back.
+func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
+	tasks := tx.Bucket(bucketTasks)
+	artifacts := tx.Bucket(bucketArtifacts)
+	if tasks == nil || artifacts == nil {
+		return outcome{}, nil, errors.New("ledger: index buckets missing")
+	}
+	key := []byte(p.key)
+
+	// Checks: nothing is written until all of them pass.
+	conv := tx.Bucket(key)
+	var m metaRecord
+	if conv != nil {
+		var err error
+		if m, err = readMeta(conv); err != nil {
+			return outcome{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: err.Error()}, nil
+		}
+		if m.ContextID != p.contextID || m.Owner != p.owner {
+			return outcome{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
+				Reason: fmt.Sprintf("metadata names contextId %q owner %q", m.ContextID, m.Owner)}, nil
+		}
+	} else {
+		m = metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}
+	}
+	switch {
+	case p.beginTurn:
+		m.Epoch++
+	case p.epoch != 0 && p.epoch != m.Epoch:
+		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
+	}
+	var newTasks []string
+	for _, id := range p.taskIDs {
+		switch owner := tasks.Get([]byte(id)); {
+		case owner == nil:
+			newTasks = append(newTasks, id)
+		case string(owner) != p.key:
+			return outcome{}, invalid("taskId %q: belongs to another conversation", id), nil
+		}
+	}
+	encoded := make([][]byte, len(p.entries))
+	prev := m.LastHash
+	for i := range p.entries {
+		e := p.entries[i]
+		e.Seq, e.Epoch, e.PrevHash = m.LastSeq+uint64(i)+1, m.Epoch, prev
+		b, hash, err := encodeEntry(&e)
+		if err != nil {
+			return outcome{}, invalid("entries[%d]: %v", i, err), nil
+		}
+		if int64(len(b)) > bolt.MaxValueSize {
+			return outcome{}, invalid("entries[%d]: %d bytes encoded, the limit is %d", i, len(b), bolt.MaxValueSize), nil
+		}
+		encoded[i], prev = b, hash
+	}
+
+	// Writes. The conversation bucket's creation can only fail if a non-bucket value sits at
+	// its name, before anything was written.
+	if conv == nil {
+		var err error
+		if conv, err = tx.CreateBucket(key); err != nil {
+			if errors.Is(err, bolterrors.ErrIncompatibleValue) {
+				return outcome{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: "a non-bucket value holds the conversation's key"}, nil
+			}
+			return outcome{}, nil, fmt.Errorf("create conversation bucket: %w", err)
+		}
+	}
+	items, err := conv.CreateBucketIfNotExists(subBucketItems)
+	if err != nil {
+		return outcome{}, nil, fmt.Errorf("entries bucket: %w", err)
+	}
+	items.FillPercent = 0.9 // right-edge appends: keep pages nearly full
+	convTasks, err := conv.CreateBucketIfNotExists(subBucketTasks)
+	if err != nil {
+		return outcome{}, nil, fmt.Errorf("tasks bucket: %w", err)
+	}
+	for _, a := range p.artifacts {
+		if artifacts.Get([]byte(a.digest)) != nil {
+			continue // content-addressed: written once
+		}
+		if err := artifacts.Put([]byte(a.digest), a.data); err != nil {
+			return outcome{}, nil, fmt.Errorf("put artifact: %w", err)
+		}
+	}
+	for _, id := range newTasks {
+		if err := tasks.Put([]byte(id), key); err != nil {
+			return outcome{}, nil, fmt.Errorf("put task index: %w", err)
+		}
+	}
+	for i := range p.entries {
+		e := &p.entries[i]
+		seq := m.LastSeq + uint64(i) + 1
+		if err := items.Put(encodeSeq(seq), encoded[i]); err != nil {
+			return outcome{}, nil, fmt.Errorf("put entry: %w", err)
+		}
+		if e.TaskID != "" {
+			if err := convTasks.Put(taskKey(e.TaskID, seq), nil); err != nil {
+				return outcome{}, nil, fmt.Errorf("put task entry: %w", err)
+			}
+		}
+		m.Counters.Entries++
+		if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
+			m.Counters.Turns++
+		}
+	}
+	m.LastSeq += uint64(len(p.entries))
+	m.LastHash = prev
+	if p.now.After(m.LastActivity) {
+		m.LastActivity = p.now
+	}
+	if len(newTasks) > 0 {
+		m.Counters.Tasks += len(newTasks)
+		m.LastTaskID = newTasks[len(newTasks)-1]
+	}
+	mb, err := json.Marshal(&m)
+	if err != nil {
+		return outcome{}, nil, fmt.Errorf("encode meta: %w", err)
+	}
+	if err := conv.Put(keyMeta, mb); err != nil {
+		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
+	}
+	return outcome{epoch: m.Epoch, encoded: encoded}, nil, nil
+}
+
+// readMeta decodes a conversation bucket's metadata (a copy: nothing aliases bbolt memory).
+func readMeta(conv *bolt.Bucket) (metaRecord, error) {
+	var m metaRecord
+	v := conv.Get(keyMeta)
+	if v == nil {
+		return m, errors.New("metadata missing")
+	}
+	if err := json.Unmarshal(v, &m); err != nil {
+		return m, fmt.Errorf("metadata unreadable: %v", err)
+	}
+	return m, nil
+}
+
+// encodeEntry returns the stored JSON of e and its hash:
+// hash = hex(sha256(PrevHash ‖ canonical JSON of e with Hash empty)), and the stored JSON is
+// that canonical JSON with the "hash" member added (the last field of Entry, so the
+// result equals encoding/json's encoding of the entry with Hash set).
+func encodeEntry(e *Entry) (stored []byte, hash string, err error) {
+	e.Hash = ""
+	body, err := json.Marshal(e)
+	if err != nil {
+		return nil, "", err
+	}
+	hash = chainHash(e.PrevHash, body)
+	stored = make([]byte, 0, len(body)+len(hash)+10)
+	stored = append(stored, body[:len(body)-1]...)
+	stored = append(stored, `,"hash":"`...)
+	stored = append(stored, hash...)
+	stored = append(stored, `"}`...)
+	return stored, hash, nil
+}
+
+// chainHash is hex(sha256(prevHash ‖ canonical)).
+func chainHash(prevHash string, canonical []byte) string {
+	h := sha256.New()
+	h.Write([]byte(prevHash))
+	h.Write(canonical)
+	return hex.EncodeToString(h.Sum(nil))
+}

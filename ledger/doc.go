@@ -1,0 +1,55 @@
+// Package ledger is the single source of truth for every conversation: an append-only,
+// hash-chained, fsync'd log per conversation, stored in bbolt (DESIGN D-2..D-5, seed 000).
+//
+// Each conversation is one top-level bucket named conversations.Key(owner, contextId)
+// ("v1/<64 hex>") holding its metadata (original contextId and owner, epoch, counters), its
+// entries keyed by 8-byte big-endian seq, and a per-task index. A global task index
+// ("v1.tasks") finds a task's conversation, and a content-addressed artifact store
+// ("v1.artifacts") holds parts larger than Options.LargePartBytes. Nothing outside this
+// namespace (older versions, legacy names) is ever read, listed or written.
+//
+// Every entry carries seq (1, 2, ... without gaps), the conversation's epoch and
+// hash = hex(sha256(prevHash ‖ canonical JSON of the entry with hash empty)), so
+// [Store.Verify] can prove that nothing was edited, removed or reordered. The epoch is the
+// fencing token of DESIGN L-2: an append with BeginTurn bumps it in the same transaction,
+// and later appends of the turn that carry an older epoch fail with [ErrFenced].
+//
+// Appends from many goroutines share commits (group commit, DESIGN D-4): one committer
+// goroutine owned by the [Store] takes the first queued append, drains whatever else is
+// already queued into the same bbolt transaction, commits (two fsyncs), then answers every
+// append of the batch. There is no timer, so a lone append commits at once. bbolt's
+// DB.Batch is not used. Options.NoGroupCommit falls back to one transaction per append.
+//
+// # Imports
+//
+// conversations (the pure contextId and key rules), go.etcd.io/bbolt and google/uuid;
+// nothing else of the project (in particular not a2a, turn or another adapter).
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Reads run in bbolt read transactions alongside the
+// writer. The Store's only mutex guards its closed flag and is never held across a wait,
+// so there is no lock order to respect. The committer goroutine starts in [Open] and exits
+// in [Store.Close] after answering every queued append.
+//
+// # Caveats
+//
+// One writer process per data dir: bbolt locks the file, and a second process fails to
+// open it after one second ("data dir is in use by another process"). Several gateway
+// instances need a shared backend.
+//
+// "Acknowledged" means Append returned a nil error. That happens only after the bbolt
+// commit holding the entries returned, which fsyncs the data and the meta page unless
+// Options.NoSync is set, so an acknowledged entry survives kill -9 and power loss (as far
+// as the disk honours fsync). An Append that returns an error appended nothing; once its
+// request was queued it waits for the commit even if its context is canceled, so a caller
+// never believes a committed write failed.
+//
+// The hash covers encoding/json's encoding of [Entry] in its field order. Long text and
+// bytes of a part move to the artifact store before hashing, so the chain covers their
+// sha256 reference rather than the content itself (content addressing covers the rest).
+//
+// Keys and values read from bbolt are valid only inside their transaction; everything the
+// package returns is a copy. Callbacks given to [Store.Last] run inside a read
+// transaction and must not call the Store.
+package ledger

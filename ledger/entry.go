@@ -1,0 +1,244 @@
+package ledger
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kind says what an entry records (seed 000's MessageKind, DESIGN D-3).
+type Kind string
+
+// The entry kinds. Append refuses any other value with [ErrInvalid].
+const (
+	KindUserMessage Kind = "USER_MESSAGE" // a message a peer (or operator) sent
+	KindAgentReply  Kind = "AGENT_REPLY"  // the agent's final reply of a turn
+	KindReplyChunk  Kind = "REPLY_CHUNK"  // one streamed piece of a reply
+	KindStatus      Kind = "STATUS"       // a task state change (Entry.State)
+	KindToolCall    Kind = "TOOL_CALL"    // the agent asked for a tool
+	KindToolResult  Kind = "TOOL_RESULT"  // what the tool returned
+	KindError       Kind = "ERROR_EVENT"  // a failure worth keeping
+	KindAudit       Kind = "AUDIT"        // bookkeeping, e.g. a rejected request
+)
+
+// Valid reports whether k is one of the known kinds.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindUserMessage, KindAgentReply, KindReplyChunk, KindStatus, KindToolCall,
+		KindToolResult, KindError, KindAudit:
+		return true
+	}
+	return false
+}
+
+// Trust is how far an entry's content may be believed (seed 000's TrustLevel).
+type Trust string
+
+// The trust levels. Append refuses any other value with [ErrInvalid].
+const (
+	TrustPeerUntrusted Trust = "PEER_UNTRUSTED"   // sent by a peer agent: data, never instructions
+	TrustOperator      Trust = "OPERATOR_TRUSTED" // written by the operator
+	TrustAgent         Trust = "AGENT_GENERATED"  // produced by our agent or a model
+	TrustSystem        Trust = "SYSTEM"           // written by the gateway itself
+)
+
+// Valid reports whether t is one of the known trust levels.
+func (t Trust) Valid() bool {
+	switch t {
+	case TrustPeerUntrusted, TrustOperator, TrustAgent, TrustSystem:
+		return true
+	}
+	return false
+}
+
+// Visibility says who may see an entry; projection allowlists [VisibilityModel] only.
+type Visibility string
+
+// The visibilities. Append refuses any other value with [ErrInvalid].
+const (
+	VisibilityModel Visibility = "MODEL_VISIBLE" // may be projected into a model request
+	VisibilityAudit Visibility = "AUDIT_ONLY"    // kept for audit, never shown to a model
+)
+
+// Valid reports whether v is one of the known visibilities.
+func (v Visibility) Valid() bool {
+	return v == VisibilityModel || v == VisibilityAudit
+}
+
+// Part kinds.
+const (
+	PartText = "text" // content in Part.Text
+	PartData = "data" // content in Part.Data (JSON)
+	PartFile = "file" // content in Part.Raw, or by reference in Part.URL
+)
+
+// Part is one piece of an entry's content.
+//
+// A part whose content (Text for a text part, Raw for a file part) is longer than
+// Options.LargePartBytes is stored in the content-addressed artifact store: the stored part
+// keeps ArtifactRef and Size, its Text or Raw is empty, and [Store.Inflate] puts the content
+// back.
+type Part struct {
+	Kind        string          `json:"kind"`
+	Text        string          `json:"text,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+	Raw         []byte          `json:"raw,omitempty"` // file bytes (base64 in JSON)
+	URL         string          `json:"url,omitempty"` // file by reference
+	MediaType   string          `json:"mediaType,omitempty"`
+	Filename    string          `json:"filename,omitempty"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	ArtifactRef string          `json:"artifactRef,omitempty"` // "sha256:<hex>" when the content is in the artifact store
+	Size        int64           `json:"size,omitempty"`        // original byte size of Text/Raw when ArtifactRef is set
+}
+
+// Entry is one record of a conversation's ledger. Entries are append-only: once stored
+// nothing in them changes. Seq is per conversation, starts at 1 and has no gaps; Hash
+// chains each entry to the one before it (see [Store.Verify]).
+//
+// The canonical JSON of an entry, over which Hash is computed, is its encoding/json
+// encoding (the field order below) with Hash empty.
+type Entry struct {
+	ID        string `json:"id"`
+	ContextID string `json:"contextId"`
+	Owner     string `json:"owner"`
+	TaskID    string `json:"taskId,omitempty"`
+	Seq       uint64 `json:"seq"`
+	Epoch     uint64 `json:"epoch"`
+
+	Kind       Kind       `json:"kind"`
+	Trust      Trust      `json:"trust"`
+	Visibility Visibility `json:"visibility"`
+
+	Actor     string    `json:"actor,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	MessageID string          `json:"messageId,omitempty"`
+	Role      string          `json:"role,omitempty"`  // "user", "agent" or ""
+	State     string          `json:"state,omitempty"` // task state of a STATUS entry, e.g. "working"
+	Parts     []Part          `json:"parts,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+
+	CorrelationID string `json:"correlationId,omitempty"`
+	CausationID   string `json:"causationId,omitempty"`
+
+	PrevHash string `json:"prevHash,omitempty"`
+	Hash     string `json:"hash,omitempty"`
+}
+
+// Roles.
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+)
+
+// maxIDBytes bounds owner, taskId and the other identifiers an entry carries.
+const maxIDBytes = 256
+
+// validateIdent checks an identifier: at most 256 bytes of valid UTF-8 without control
+// characters. Empty is allowed (required fields check that themselves).
+func validateIdent(field, s string) error {
+	switch {
+	case len(s) > maxIDBytes:
+		return invalid("%s: %d bytes, the limit is %d", field, len(s), maxIDBytes)
+	case !utf8.ValidString(s):
+		return invalid("%s: not valid UTF-8", field)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return invalid("%s: control character at byte %d", field, i)
+		}
+	}
+	return nil
+}
+
+// validateOwner checks a conversation owner (the authenticated peer identity).
+func validateOwner(owner string) error {
+	if owner == "" {
+		return invalid("owner: empty")
+	}
+	return validateIdent("owner", owner)
+}
+
+// validateEntry checks the caller-supplied fields of entries[i] of a request for
+// (owner, contextID). The fields the ledger fills are not checked.
+func validateEntry(i int, e *Entry, owner, contextID string) error {
+	switch {
+	case e.Kind == "":
+		return invalid("entries[%d].kind: empty", i)
+	case !e.Kind.Valid():
+		return invalid("entries[%d].kind: unknown value %q", i, e.Kind)
+	case e.Trust == "":
+		return invalid("entries[%d].trust: empty", i)
+	case !e.Trust.Valid():
+		return invalid("entries[%d].trust: unknown value %q", i, e.Trust)
+	case e.Visibility == "":
+		return invalid("entries[%d].visibility: empty", i)
+	case !e.Visibility.Valid():
+		return invalid("entries[%d].visibility: unknown value %q", i, e.Visibility)
+	case e.ContextID != "" && e.ContextID != contextID:
+		return invalid("entries[%d].contextId: %q differs from the request's", i, e.ContextID)
+	case e.Owner != "" && e.Owner != owner:
+		return invalid("entries[%d].owner: %q differs from the request's", i, e.Owner)
+	case e.Role != "" && e.Role != RoleUser && e.Role != RoleAgent:
+		return invalid("entries[%d].role: unknown value %q", i, e.Role)
+	}
+	for _, f := range []struct{ name, v string }{
+		{"id", e.ID}, {"taskId", e.TaskID}, {"actor", e.Actor}, {"messageId", e.MessageID},
+		{"state", e.State}, {"correlationId", e.CorrelationID}, {"causationId", e.CausationID},
+	} {
+		if err := validateIdent("entries["+strconv.Itoa(i)+"]."+f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if len(e.Metadata) > 0 && !json.Valid(e.Metadata) {
+		return invalid("entries[%d].metadata: not valid JSON", i)
+	}
+	for j := range e.Parts {
+		if err := validatePart(i, j, &e.Parts[j]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validatePart(i, j int, p *Part) error {
+	switch p.Kind {
+	case PartText, PartData, PartFile:
+	case "":
+		return invalid("entries[%d].parts[%d].kind: empty", i, j)
+	default:
+		return invalid("entries[%d].parts[%d].kind: unknown value %q", i, j, p.Kind)
+	}
+	if len(p.Data) > 0 && !json.Valid(p.Data) {
+		return invalid("entries[%d].parts[%d].data: not valid JSON", i, j)
+	}
+	if len(p.Metadata) > 0 && !json.Valid(p.Metadata) {
+		return invalid("entries[%d].parts[%d].metadata: not valid JSON", i, j)
+	}
+	if p.ArtifactRef != "" {
+		if _, ok := parseRef(p.ArtifactRef); !ok {
+			return invalid("entries[%d].parts[%d].artifactRef: %q is not sha256:<64 hex>", i, j, p.ArtifactRef)
+		}
+		if p.Text != "" || len(p.Raw) > 0 {
+			return invalid("entries[%d].parts[%d]: artifactRef set together with inline content", i, j)
+		}
+	}
+	if p.Size < 0 {
+		return invalid("entries[%d].parts[%d].size: negative", i, j)
+	}
+	return nil
+}
+
+// contentField reports which field of a part of this kind holds content that may move to
+// the artifact store: "text" for text parts, "raw" for file parts, "" for data parts.
+func contentField(kind string) string {
+	switch kind {
+	case PartText:
+		return "text"
+	case PartFile:
+		return "raw"
+	}
+	return ""
+}

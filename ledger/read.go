@@ -1,0 +1,395 @@
+package ledger
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations"
+)
+
+// Conversation summarizes one conversation from its metadata (no entry is read).
+type Conversation struct {
+	Key          string // storage key, conversations.Key(Owner, ContextID)
+	ContextID    string // the original contextId, exactly as the peer sent it
+	Owner        string
+	CreatedAt    time.Time
+	LastActivity time.Time
+	LastSeq      uint64
+	Epoch        uint64
+	Entries      int
+	Turns        int // USER_MESSAGE entries that are MODEL_VISIBLE
+	Tasks        int
+	LastTaskID   string // the task most recently seen for the first time
+}
+
+func (m *metaRecord) conversation(key string) Conversation {
+	return Conversation{
+		Key:          key,
+		ContextID:    m.ContextID,
+		Owner:        m.Owner,
+		CreatedAt:    m.CreatedAt,
+		LastActivity: m.LastActivity,
+		LastSeq:      m.LastSeq,
+		Epoch:        m.Epoch,
+		Entries:      m.Counters.Entries,
+		Turns:        m.Counters.Turns,
+		Tasks:        m.Counters.Tasks,
+		LastTaskID:   m.LastTaskID,
+	}
+}
+
+// convKey validates owner and contextID and returns the conversation's storage key.
+func convKey(owner, contextID string) (string, error) {
+	if err := validateOwner(owner); err != nil {
+		return "", err
+	}
+	if err := conversations.ValidateContextID(contextID); err != nil {
+		return "", fmt.Errorf("contextId: %w: %w", err, ErrInvalid)
+	}
+	return conversations.Key(owner, contextID), nil
+}
+
+// openConv returns the bucket and metadata of a conversation inside tx.
+func openConv(tx *bolt.Tx, key string) (*bolt.Bucket, metaRecord, error) {
+	conv := tx.Bucket([]byte(key))
+	if conv == nil {
+		return nil, metaRecord{}, ErrNotFound
+	}
+	m, err := readMeta(conv)
+	if err != nil {
+		return nil, m, &ChainError{Key: key, Reason: err.Error()}
+	}
+	return conv, m, nil
+}
+
+// Conversation returns the summary of the conversation that owner opened under contextID.
+// Errors: [ErrNotFound] if it has no entries; [ErrInvalid] for an invalid owner or
+// contextId; a [ChainError] if its metadata is unreadable; [ErrClosed] after Close.
+func (s *Store) Conversation(ctx context.Context, owner, contextID string) (Conversation, error) {
+	key, err := convKey(owner, contextID)
+	if err != nil {
+		return Conversation{}, err
+	}
+	var c Conversation
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		_, m, err := openConv(tx, key)
+		if err != nil {
+			return err
+		}
+		c = m.conversation(key)
+		return nil
+	})
+	return c, err
+}
+
+// ListOptions filters [Store.List].
+type ListOptions struct {
+	Owner string // only this owner's conversations; "" = every owner
+	Limit int    // at most this many; 0 = all
+}
+
+// List returns the conversations of the current namespace, newest LastActivity first (ties
+// by key), with their original contextIds. Top-level buckets outside the namespace (other
+// versions, legacy names) are skipped unread, as is a bucket whose metadata is unreadable
+// or does not hash to its name (logged at Warn; [Store.VerifyAll] reports it). Errors:
+// [ErrInvalid] for a negative Limit; [ErrClosed] after Close.
+func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, error) {
+	if opts.Limit < 0 {
+		return nil, invalid("limit: negative")
+	}
+	var out []Conversation
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			key := string(name)
+			if !conversations.IsCurrentKey(key) {
+				return nil
+			}
+			m, err := readMeta(b)
+			if err != nil {
+				s.logger.WarnContext(ctx, "conversation skipped", "key", key, "err", err)
+				return nil
+			}
+			if conversations.Key(m.Owner, m.ContextID) != key {
+				s.logger.WarnContext(ctx, "conversation skipped", "key", key, "err", "metadata does not match the key")
+				return nil
+			}
+			if opts.Owner == "" || m.Owner == opts.Owner {
+				out = append(out, m.conversation(key))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Conversation) int {
+		if c := b.LastActivity.Compare(a.LastActivity); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// Last returns the newest n entries of the conversation for which keep (nil = every entry)
+// returns true, oldest first. It reads backwards from the newest entry and stops after n
+// matches, so its cost depends on n and the filter, not on the conversation's length. n == 0
+// returns no entries (never "all"). keep runs inside a read transaction: it must not call
+// the Store. Errors: [ErrNotFound] if the conversation does not exist; [ErrInvalid] for a
+// negative n or an invalid owner or contextId; [ErrChainBroken] for an undecodable entry;
+// [ErrClosed] after Close.
+func (s *Store) Last(ctx context.Context, owner, contextID string, n int, keep func(*Entry) bool) ([]Entry, error) {
+	key, err := convKey(owner, contextID)
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, invalid("n: negative")
+	}
+	var out []Entry
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		conv, _, err := openConv(tx, key)
+		if err != nil || n == 0 {
+			return err
+		}
+		items := conv.Bucket(subBucketItems)
+		if items == nil {
+			return nil
+		}
+		c := items.Cursor()
+		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+			var e Entry
+			if err := decodeEntry(key, k, v, &e); err != nil {
+				return err
+			}
+			if keep == nil || keep(&e) {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// Range returns the entries with seq > afterSeq in ascending order, at most limit of them
+// (0 = all). Errors: [ErrNotFound] if the conversation does not exist; [ErrInvalid] for a
+// negative limit or an invalid owner or contextId; [ErrChainBroken] for an undecodable
+// entry; [ErrClosed] after Close.
+func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uint64, limit int) ([]Entry, error) {
+	key, err := convKey(owner, contextID)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, invalid("limit: negative")
+	}
+	var out []Entry
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		conv, _, err := openConv(tx, key)
+		if err != nil {
+			return err
+		}
+		items := conv.Bucket(subBucketItems)
+		if items == nil || afterSeq == ^uint64(0) {
+			return nil
+		}
+		c := items.Cursor()
+		for k, v := c.Seek(encodeSeq(afterSeq + 1)); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
+			var e Entry
+			if err := decodeEntry(key, k, v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TaskEntries returns the conversation a task belongs to and every entry of the task in seq
+// order, found through the task index (no scan of the conversation). Access control is the
+// caller's: compare Conversation.Owner with the caller's identity. Errors: [ErrNotFound] if
+// no entry carries taskID; [ErrChainBroken] if the index and the entries disagree;
+// [ErrClosed] after Close.
+func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, []Entry, error) {
+	if taskID == "" {
+		return Conversation{}, nil, ErrNotFound
+	}
+	var (
+		conv Conversation
+		out  []Entry
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketTasks)
+		if idx == nil {
+			return ErrNotFound
+		}
+		kb := idx.Get([]byte(taskID))
+		if kb == nil {
+			return ErrNotFound
+		}
+		key := string(kb)
+		b, m, err := openConv(tx, key)
+		if err != nil {
+			if err == ErrNotFound {
+				return &ChainError{Key: key, Reason: fmt.Sprintf("task %q is indexed to a missing conversation", taskID)}
+			}
+			return err
+		}
+		conv = m.conversation(key)
+		items, tasks := b.Bucket(subBucketItems), b.Bucket(subBucketTasks)
+		if items == nil || tasks == nil {
+			return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: "entries or tasks bucket missing"}
+		}
+		prefix := taskPrefix(taskID)
+		c := tasks.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			_, seq, ok := splitTaskKey(k)
+			v := items.Get(encodeSeq(seq))
+			if !ok || v == nil {
+				return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
+					Reason: fmt.Sprintf("task %q indexes a missing entry", taskID)}
+			}
+			var e Entry
+			if err := decodeEntry(key, encodeSeq(seq), v, &e); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return Conversation{}, nil, err
+	}
+	return conv, out, nil
+}
+
+// TaskIDs returns the tasks of the conversation in creation order (by their first entry).
+// It jumps from task to task in the conversation's task index, reading one key per task.
+// Errors: [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an invalid
+// owner or contextId; [ErrClosed] after Close.
+func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string, error) {
+	key, err := convKey(owner, contextID)
+	if err != nil {
+		return nil, err
+	}
+	type first struct {
+		id  string
+		seq uint64
+	}
+	var found []first
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		conv, _, err := openConv(tx, key)
+		if err != nil {
+			return err
+		}
+		tasks := conv.Bucket(subBucketTasks)
+		if tasks == nil {
+			return nil
+		}
+		c := tasks.Cursor()
+		for k, _ := c.First(); k != nil; {
+			id, seq, ok := splitTaskKey(k)
+			if !ok {
+				return &ChainError{Key: key, Reason: fmt.Sprintf("malformed task key %x", k)}
+			}
+			found = append(found, first{id, seq})
+			// Every key of this task is id ‖ 0x00 ‖ seq, so id ‖ 0x01 is past all of them.
+			k, _ = c.Seek(append([]byte(id), 1))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(found, func(a, b first) int { return cmp.Compare(a.seq, b.seq) })
+	ids := make([]string, len(found))
+	for i, f := range found {
+		ids[i] = f.id
+	}
+	return ids, nil
+}
+
+// LoadArtifact returns a copy of the content stored under ref ("sha256:<hex>"). Errors:
+// [ErrInvalid] for a malformed ref; [ErrNotFound] if nothing is stored under it;
+// [ErrClosed] after Close.
+func (s *Store) LoadArtifact(ctx context.Context, ref string) ([]byte, error) {
+	digest, ok := parseRef(ref)
+	if !ok {
+		return nil, invalid("artifact ref %q: not sha256:<64 hex>", ref)
+	}
+	var out []byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketArtifacts)
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get([]byte(digest))
+		if v == nil {
+			return fmt.Errorf("artifact %s: %w", ref, ErrNotFound)
+		}
+		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// Inflate puts the stored content back into every part of entries that has an
+// ArtifactRef: Text for text parts, Raw for file parts. ArtifactRef and Size stay, so the
+// entries still show where the content came from. Errors: [ErrNotFound] (naming the ref) if
+// an artifact is missing; [ErrInvalid] for a malformed ref; [ErrClosed] after Close. On error
+// the entries may be partly inflated.
+func (s *Store) Inflate(ctx context.Context, entries []Entry) error {
+	return s.view(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketArtifacts)
+		for i := range entries {
+			for j := range entries[i].Parts {
+				p := &entries[i].Parts[j]
+				if p.ArtifactRef == "" {
+					continue
+				}
+				digest, ok := parseRef(p.ArtifactRef)
+				if !ok {
+					return invalid("entries[%d].parts[%d].artifactRef %q: not sha256:<64 hex>", i, j, p.ArtifactRef)
+				}
+				var v []byte
+				if b != nil {
+					v = b.Get([]byte(digest))
+				}
+				if v == nil {
+					return fmt.Errorf("artifact %s: %w", p.ArtifactRef, ErrNotFound)
+				}
+				if contentField(p.Kind) == "raw" {
+					p.Raw = bytes.Clone(v)
+				} else {
+					p.Text = string(v)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// decodeEntry decodes the stored entry v at key k of conversation key into e (a copy: e
+// aliases no bbolt memory).
+func decodeEntry(key string, k, v []byte, e *Entry) error {
+	if err := json.Unmarshal(v, e); err != nil {
+		seq, _ := decodeSeq(k)
+		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
+	}
+	return nil
+}

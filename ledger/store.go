@@ -1,0 +1,305 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Defaults for the zero values of [Options].
+const (
+	DefaultLargePartBytes = 64 << 10
+	DefaultMaxBatch       = 1000
+)
+
+// openTimeout bounds the wait for bbolt's file lock, so that a second process opening the
+// same data dir fails quickly instead of hanging.
+const openTimeout = time.Second
+
+// Options configures a [Store]. The zero value is the production setting: fsync on every
+// commit, group commit, 64 KiB large-part threshold, batches of at most 1000 appends.
+type Options struct {
+	// NoSync skips fsync on commit. For tests and benchmarks only: an acknowledged append
+	// may be lost on a crash. Zero value: fsync every commit.
+	NoSync bool
+	// NoGroupCommit runs one bbolt transaction per Append in the caller's goroutine (the
+	// baseline for benchmarks). Zero value: appends share commits through the committer.
+	NoGroupCommit bool
+	// LargePartBytes is the size above which a part's Text or Raw moves to the artifact
+	// store. Zero value: 64 KiB.
+	LargePartBytes int
+	// MaxBatch is the most Append requests one group commit carries. Zero value: 1000.
+	MaxBatch int
+	// Now returns the current time. Zero value: time.Now.
+	Now func() time.Time
+}
+
+// Stats counts the work a Store has committed since Open.
+type Stats struct {
+	Commits  uint64 // write transactions committed that carried appends
+	Requests uint64 // Append calls whose entries were committed
+	Appends  uint64 // entries committed
+	Rejected uint64 // Append calls refused (invalid, fenced, closed) or failed
+}
+
+// AppendsPerCommit is Appends / Commits (0 before the first commit).
+func (s Stats) AppendsPerCommit() float64 {
+	if s.Commits == 0 {
+		return 0
+	}
+	return float64(s.Appends) / float64(s.Commits)
+}
+
+// Store is the bbolt-backed ledger. It is safe for concurrent use. Reads run in bbolt read
+// transactions and never wait for the writer.
+type Store struct {
+	db     *bolt.DB
+	opts   Options
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu       sync.Mutex     // guards closed; held only to check/set it, never across a wait
+	closed   bool           // set once by Close; no Append enqueues or writes after it
+	inflight sync.WaitGroup // Appends between the closed check and their enqueue (group) or Update (plain)
+	queue    chan *pending  // Appends waiting for the committer; closed by Close after inflight drains
+	wg       sync.WaitGroup // the committer goroutine
+
+	commits, requests, appends, rejected atomic.Uint64
+}
+
+// Open opens (creating if needed, with its directory) the ledger file at path and starts the
+// group committer. Only one process may open a data file: if another holds it, Open fails
+// after one second with an error saying the data dir is in use by another process. The
+// logger may be nil (logs are discarded).
+func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.LargePartBytes <= 0 {
+		opts.LargePartBytes = DefaultLargePartBytes
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: create data dir: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      openTimeout,
+		NoSync:       opts.NoSync,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketTasks, bucketArtifacts} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
+	}
+	s := &Store{
+		db:     db,
+		opts:   opts,
+		logger: logger.With("component", "ledger"),
+		now:    now,
+	}
+	if !opts.NoGroupCommit {
+		// Bounded: one batch can queue while the committer commits the previous one;
+		// senders beyond that wait (back-pressure), never drop.
+		s.queue = make(chan *pending, opts.MaxBatch)
+		// The committer exits when Close closes s.queue and it has answered every request.
+		s.wg.Go(s.commitLoop)
+	}
+	s.logger.Info("ledger opened", "path", path, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit)
+	return s, nil
+}
+
+// Close stops accepting appends, waits for the ones already accepted to be committed and
+// answered, stops the committer and closes the file. It waits for open read transactions.
+// Closing twice is a no-op returning nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	s.inflight.Wait() // no Append is between its closed check and its enqueue any more
+	if s.queue != nil {
+		close(s.queue)
+	}
+	s.wg.Wait()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("ledger: close: %w", err)
+	}
+	s.logger.Info("ledger closed")
+	return nil
+}
+
+// Stats returns the counters since Open.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Commits:  s.commits.Load(),
+		Requests: s.requests.Load(),
+		Appends:  s.appends.Load(),
+		Rejected: s.rejected.Load(),
+	}
+}
+
+// Path returns the ledger file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// enter registers an operation that must finish before Close closes the queue and the file.
+// It returns false (and registers nothing) once Close has begun.
+func (s *Store) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+// pending is one Append waiting for the committer.
+type pending struct {
+	req  *prepared
+	done chan outcome // buffered (1): the committer never blocks answering
+}
+
+// outcome is what the committer tells one Append.
+type outcome struct {
+	epoch   uint64
+	encoded [][]byte // the stored JSON of each entry, owned by the receiver
+	err     error
+}
+
+// commitLoop is the committer: it blocks for the first queued request, drains whatever else
+// is already queued (up to MaxBatch) into the same transaction, commits, and answers every
+// request of the batch. There is no timer: a lone request commits at once. It returns when
+// Close has closed the queue and every queued request has been answered.
+func (s *Store) commitLoop() {
+	batch := make([]*pending, 0, s.opts.MaxBatch)
+	for first := range s.queue {
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case p, ok := <-s.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+		clear(batch) // drop references to answered requests
+	}
+}
+
+// commitBatch applies every request of batch in one bbolt transaction, in queue order, and
+// answers each. A request refused by its own checks (fencing, task ownership, encoding) is
+// answered with that error alone and leaves no writes; if the transaction itself fails,
+// every request that was not refused gets the failure.
+func (s *Store) commitBatch(batch []*pending) {
+	results := make([]outcome, len(batch))
+	accepted := 0
+	err := s.safeUpdate(func(tx *bolt.Tx) error {
+		accepted = 0
+		for i, p := range batch {
+			res, reqErr, txErr := s.apply(tx, p.req)
+			if txErr != nil {
+				return txErr
+			}
+			if reqErr != nil {
+				results[i] = outcome{err: reqErr}
+				continue
+			}
+			results[i] = res
+			accepted++
+		}
+		if accepted == 0 {
+			return errNothingToCommit
+		}
+		return nil
+	})
+	if errors.Is(err, errNothingToCommit) {
+		err = nil
+	}
+	if err == nil && accepted > 0 {
+		s.commits.Add(1)
+	}
+	for i, p := range batch {
+		r := results[i]
+		if err != nil && r.err == nil {
+			r = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
+		}
+		s.count(p.req, r.err)
+		p.done <- r
+	}
+}
+
+// errNothingToCommit rolls back a batch in which every request was refused, so that it
+// costs no fsync.
+var errNothingToCommit = errors.New("ledger: nothing to commit")
+
+// safeUpdate runs db.Update, turning a panic in fn into an error (bbolt has rolled the
+// transaction back by then) so that the committer survives it.
+func (s *Store) safeUpdate(fn func(*bolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("ledger transaction panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("ledger: internal error: transaction panicked: %v", r)
+		}
+	}()
+	return s.db.Update(fn)
+}
+
+// count updates the Stats counters for one answered request.
+func (s *Store) count(p *prepared, err error) {
+	if err != nil {
+		s.rejected.Add(1)
+		return
+	}
+	s.requests.Add(1)
+	s.appends.Add(uint64(len(p.entries)))
+}
+
+// view runs a read transaction, mapping a closed database to ErrClosed.
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.View(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}

@@ -1,0 +1,143 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations"
+)
+
+// Verify walks the conversation's hash chain from seq 1: every key is the entry's seq and
+// the seqs have no gap, every entry names this conversation's contextId and owner, every
+// PrevHash is the previous entry's Hash ("" for seq 1), every Hash is recomputed from the
+// entry, and the metadata agrees with the last entry and with the bucket's key. It reads
+// the whole conversation. Errors: a [*ChainError] (wrapping [ErrChainBroken]) naming the
+// first failing seq; [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an
+// invalid owner or contextId; [ErrClosed] after Close.
+func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
+	key, err := convKey(owner, contextID)
+	if err != nil {
+		return err
+	}
+	return s.view(ctx, func(tx *bolt.Tx) error {
+		conv := tx.Bucket([]byte(key))
+		if conv == nil {
+			return ErrNotFound
+		}
+		return verifyConv(ctx, key, conv)
+	})
+}
+
+// VerifyAll verifies every conversation of the current namespace, each in its own read
+// transaction, and returns how many it checked. Errors: the [errors.Join] of every
+// conversation's [*ChainError]; ctx.Err() if ctx is done between conversations (with the
+// ChainErrors found so far); [ErrClosed] after Close.
+func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
+	var keys []string
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			if conversations.IsCurrentKey(string(name)) {
+				keys = append(keys, string(name))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	var broken []error
+	for _, key := range keys {
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			conv := tx.Bucket([]byte(key))
+			if conv == nil {
+				return nil // gone since the listing: nothing is ever deleted, so not expected
+			}
+			return verifyConv(ctx, key, conv)
+		})
+		var ce *ChainError
+		switch {
+		case errors.As(err, &ce):
+			broken = append(broken, err)
+		case err != nil:
+			return checked, errors.Join(append(broken, err)...)
+		}
+		checked++
+	}
+	return checked, errors.Join(broken...)
+}
+
+// verifyCheckEvery is how many entries verifyConv checks between looks at ctx.
+const verifyCheckEvery = 1024
+
+func verifyConv(ctx context.Context, key string, conv *bolt.Bucket) error {
+	m, err := readMeta(conv)
+	if err != nil {
+		return &ChainError{Key: key, Reason: err.Error()}
+	}
+	fail := func(seq uint64, format string, args ...any) error {
+		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
+	}
+	if got := conversations.Key(m.Owner, m.ContextID); got != key {
+		return fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
+	}
+	items := conv.Bucket(subBucketItems)
+	var (
+		want uint64 = 1
+		prev string
+		n    int
+	)
+	if items != nil {
+		c := items.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if n++; n%verifyCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			seq, ok := decodeSeq(k)
+			if !ok {
+				return fail(want, "malformed key %x", k)
+			}
+			if seq != want {
+				return fail(want, "seq %d missing (next stored seq is %d)", want, seq)
+			}
+			var e Entry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fail(seq, "entry unreadable: %v", err)
+			}
+			switch {
+			case e.Seq != seq:
+				return fail(seq, "entry says seq %d", e.Seq)
+			case e.ContextID != m.ContextID || e.Owner != m.Owner:
+				return fail(seq, "entry belongs to contextId %q owner %q", e.ContextID, e.Owner)
+			case e.PrevHash != prev:
+				return fail(seq, "prevHash %q, previous entry's hash is %q", e.PrevHash, prev)
+			}
+			stored := e.Hash
+			e.Hash = ""
+			canonical, err := json.Marshal(&e)
+			if err != nil {
+				return fail(seq, "entry cannot be re-encoded: %v", err)
+			}
+			if h := chainHash(e.PrevHash, canonical); h != stored {
+				return fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
+			}
+			prev = stored
+			want++
+		}
+	}
+	last := want - 1
+	switch {
+	case m.LastSeq != last:
+		return fail(last+1, "metadata says lastSeq %d, the entries end at %d", m.LastSeq, last)
+	case m.LastHash != prev:
+		return fail(last, "metadata says lastHash %q, the last entry's hash is %q", m.LastHash, prev)
+	case m.Counters.Entries != int(last):
+		return fail(0, "metadata counts %d entries, %d are stored", m.Counters.Entries, last)
+	}
+	return nil
+}
