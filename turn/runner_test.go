@@ -1,0 +1,337 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// funcAgent is a test agent.
+type funcAgent func(ctx context.Context, t agent.Turn, emit agent.Emit) (agent.Result, error)
+
+func (f funcAgent) Reply(ctx context.Context, t agent.Turn, emit agent.Emit) (agent.Result, error) {
+	return f(ctx, t, emit)
+}
+
+func openLedger(t *testing.T, path string) *ledger.Store {
+	t.Helper()
+	st, err := ledger.Open(path, ledger.Options{NoSync: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("ledger.Open() error = %v", err)
+	}
+	return st
+}
+
+func newRunner(t *testing.T, ag agent.Agent) (*Runner, *ledger.Store) {
+	t.Helper()
+	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	r := New(Config{}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+		_ = st.Close()
+	})
+	return r, st
+}
+
+func send(ctx context.Context, r *Runner, contextID, taskID, text string) (a2a.SendResult, error) {
+	return r.SendMessage(ctx, &a2a.SendParams{Message: a2a.Message{
+		MessageID: "m-" + text, ContextID: contextID, TaskID: taskID, Role: a2a.RoleUser,
+		Parts: []a2a.Part{a2a.TextPart(text)},
+	}})
+}
+
+func TestInputRequiredContinues(t *testing.T) {
+	t.Parallel()
+	turns := 0
+	r, _ := newRunner(t, funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
+		turns++
+		if turns == 1 {
+			return agent.Result{InputRequired: true}, emit("which city?")
+		}
+		return agent.Result{}, emit("weather in " + tu.Text)
+	}))
+	res, err := send(t.Context(), r, "c1", "", "weather?")
+	if err != nil || res.Task.Status.State != a2a.StateInputRequired {
+		t.Fatalf("first send = %+v, %v; want input-required", res.Task, err)
+	}
+	if m := res.Task.Status.Message; m == nil || m.Text() != "which city?" {
+		t.Fatalf("input-required status message = %+v", m)
+	}
+	res2, err := send(t.Context(), r, "", res.Task.ID, "Paris")
+	if err != nil {
+		t.Fatalf("follow-up error = %v", err)
+	}
+	if res2.Task.ID != res.Task.ID || res2.Task.ContextID != "c1" || res2.Task.Status.State != a2a.StateCompleted {
+		t.Fatalf("follow-up task = %s ctx %s state %s; want same task, inferred context, completed", res2.Task.ID, res2.Task.ContextID, res2.Task.Status.State)
+	}
+	if len(res2.Task.History) != 4 || len(res2.Task.Artifacts) != 2 {
+		t.Fatalf("continued task history %d artifacts %d, want 4 and 2", len(res2.Task.History), len(res2.Task.Artifacts))
+	}
+	// Now terminal: a further follow-up is -32004.
+	if _, err := send(t.Context(), r, "", res.Task.ID, "more"); !errors.Is(err, a2a.ErrUnsupportedOperation) || errors.Is(err, a2a.ErrContextBusy) {
+		t.Fatalf("follow-up to completed task error = %v, want ErrUnsupportedOperation", err)
+	}
+}
+
+// blockingAgent emits one chunk, then blocks until released or canceled.
+type blockingAgent struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func newBlockingAgent() *blockingAgent {
+	return &blockingAgent{started: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+func (b *blockingAgent) Reply(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
+	if err := emit("partial "); err != nil {
+		return agent.Result{}, err
+	}
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+		return agent.Result{}, emit("done")
+	case <-ctx.Done():
+		return agent.Result{}, ctx.Err()
+	}
+}
+
+func TestBusyContextAndCancel(t *testing.T) {
+	t.Parallel()
+	ag := newBlockingAgent()
+	r, st := newRunner(t, ag)
+	res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+		Message: a2a.Message{MessageID: "m1", ContextID: "busy", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("first")}},
+		Config:  a2a.SendConfig{ReturnImmediately: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ag.started
+	_, err = send(t.Context(), r, "busy", "", "second")
+	var ae *a2a.Error
+	if !errors.Is(err, a2a.ErrContextBusy) || !errors.As(err, &ae) || ae.Metadata["taskId"] != res.Task.ID || ae.Metadata["contextId"] != "busy" {
+		t.Fatalf("second send error = %v, want CONTEXT_BUSY naming task %s", err, res.Task.ID)
+	}
+	if a2a.ToRPCError(err).Code != -32004 || a2a.ToRPCError(err).Reason != "CONTEXT_BUSY" {
+		t.Fatalf("busy maps to %+v", a2a.ToRPCError(err))
+	}
+	// The rejected request is audit-only: not in the task, recorded as AUDIT.
+	last, err := st.Last(t.Context(), "local", "busy", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audits := 0
+	for _, e := range last {
+		if e.Kind == ledger.KindAudit && e.Visibility == ledger.VisibilityAudit {
+			audits++
+		}
+		if e.Kind == ledger.KindUserMessage && strings.Contains(a2aText(e), "second") {
+			t.Fatalf("rejected message entered the conversation: %+v", e)
+		}
+	}
+	if audits != 1 {
+		t.Fatalf("audit entries = %d, want 1", audits)
+	}
+	// Cancel the running task: it ends CANCELED with the partial reply kept; cancel again is idempotent.
+	got, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+	if err != nil || got.Status.State != a2a.StateCanceled {
+		t.Fatalf("CancelTask = %+v, %v; want canceled", got, err)
+	}
+	if len(got.Artifacts) != 1 || a2a.PartsText(got.Artifacts[0].Parts) != "partial " {
+		t.Fatalf("canceled task artifacts = %+v, want the partial reply", got.Artifacts)
+	}
+	again, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+	if err != nil || again.Status.State != a2a.StateCanceled {
+		t.Fatalf("second CancelTask = %v, %v; want the canceled task again", again, err)
+	}
+	// The context is free again.
+	close(ag.release)
+	if res, err := send(t.Context(), r, "busy", "", "third"); err != nil || res.Task.Status.State != a2a.StateCompleted {
+		t.Fatalf("send after cancel = %v, %v", res, err)
+	}
+}
+
+func a2aText(e ledger.Entry) string {
+	var b strings.Builder
+	for _, p := range e.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func TestDetachedFromRequest(t *testing.T) {
+	t.Parallel()
+	ag := newBlockingAgent()
+	r, _ := newRunner(t, ag)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var sendErr error
+	wg.Go(func() { _, sendErr = send(ctx, r, "detach", "", "go") })
+	<-ag.started
+	cancel() // the client goes away
+	wg.Wait()
+	if !errors.Is(sendErr, context.Canceled) {
+		t.Fatalf("send error = %v, want context.Canceled", sendErr)
+	}
+	close(ag.release)
+	// The turn finishes anyway and is recorded.
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Running() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	list, err := r.ListTasks(t.Context(), &a2a.ListTasksParams{ContextID: "detach", PageSize: 10, IncludeArtifacts: true})
+	if err != nil || len(list.Tasks) != 1 || list.Tasks[0].Status.State != a2a.StateCompleted || a2a.PartsText(list.Tasks[0].Artifacts[0].Parts) != "partial done" {
+		t.Fatalf("after disconnect: %+v, %v; want the turn completed", list, err)
+	}
+}
+
+func TestStreamResumeNoGapNoDuplicate(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
+		for _, w := range agent.SplitWords("a b c d e f g h") {
+			if err := emit(w); err != nil {
+				return agent.Result{}, err
+			}
+		}
+		return agent.Result{}, nil
+	}))
+	st, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", ContextID: "resume", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := st.Next(t.Context())
+	if first.Task == nil || first.Seq != 1 {
+		t.Fatalf("first event = %+v, want the Task with seq 1", first)
+	}
+	var seqs []uint64
+	for i := 0; i < 3; i++ {
+		ev, err := st.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ev.Seq)
+	}
+	st.Close()
+	// Resume after the last seen seq via SubscribeToTask (the task may still run or be done).
+	sub, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: first.Task.ID, AfterSeq: seqs[len(seqs)-1]})
+	if err != nil {
+		// finished already: then the full log is gone and the spec says terminal → -32004
+		if !errors.Is(err, a2a.ErrUnsupportedOperation) {
+			t.Fatalf("SubscribeToTask error = %v", err)
+		}
+		return
+	}
+	defer sub.Close()
+	for {
+		ev, err := sub.Next(t.Context())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq != seqs[len(seqs)-1]+1 {
+			t.Fatalf("resumed seq %d after %d: gap or duplicate", ev.Seq, seqs[len(seqs)-1])
+		}
+		seqs = append(seqs, ev.Seq)
+	}
+}
+
+func TestInvalidInputStoresNothing(t *testing.T) {
+	t.Parallel()
+	r, st := newRunner(t, agent.Echo{})
+	for _, tc := range []struct {
+		name, ctxID, text string
+	}{
+		{"control char", "a\nb", "hi"},
+		{"too long", strings.Repeat("x", 257), "hi"},
+		{"empty text", "ok", "   "},
+	} {
+		_, err := send(t.Context(), r, tc.ctxID, "", tc.text)
+		if !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("%s: error = %v, want ErrInvalidParams", tc.name, err)
+		}
+	}
+	if _, err := send(t.Context(), r, "ok", "no-such-task", "hi"); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("unknown taskId error = %v, want ErrTaskNotFound", err)
+	}
+	convs, err := st.List(t.Context(), ledger.ListOptions{})
+	if err != nil || len(convs) != 0 {
+		t.Fatalf("conversations after bad input = %v, %v; want none", convs, err)
+	}
+}
+
+func TestCloseFailsRunningTurnsAndRecover(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	st := openLedger(t, path)
+	ag := newBlockingAgent()
+	r := New(Config{}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
+	res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+		Message: a2a.Message{MessageID: "m1", ContextID: "shut", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}},
+		Config:  a2a.SendConfig{ReturnImmediately: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ag.started
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close() error = %v, want deadline exceeded", err)
+	}
+	if _, err := send(t.Context(), r, "other", "", "x"); !errors.Is(err, a2a.ErrUnavailable) {
+		t.Fatalf("send after Close error = %v, want ErrUnavailable", err)
+	}
+	r2 := New(Config{}, st, locking.NewLocal(), agent.Echo{}, slog.New(slog.DiscardHandler))
+	got, err := r2.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
+	if err != nil || got.Status.State != a2a.StateFailed {
+		t.Fatalf("task after shutdown = %+v, %v; want failed", got, err)
+	}
+	if n, err := r2.Recover(t.Context()); err != nil || n != 0 {
+		t.Fatalf("Recover() = %d, %v; want nothing left to recover", n, err)
+	}
+	_ = r2.Close(t.Context())
+	_ = st.Close()
+}
+
+func TestRecoverMarksInterruptedTurnsFailed(t *testing.T) {
+	t.Parallel()
+	r, st := newRunner(t, agent.Echo{})
+	// What a crash mid-turn leaves: the inbound message and a "working" status.
+	_, err := st.Append(t.Context(), ledger.AppendRequest{Owner: "local", ContextID: "crashed", BeginTurn: true, Entries: []ledger.Entry{
+		{TaskID: "t-crash", Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel, Role: ledger.RoleUser, MessageID: "m", Parts: []ledger.Part{{Kind: ledger.PartText, Text: "hi"}}},
+		{TaskID: "t-crash", Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, State: "working"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Recover(t.Context()); err != nil || n != 1 {
+		t.Fatalf("Recover() = %d, %v; want 1", n, err)
+	}
+	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: "t-crash"})
+	if err != nil || got.Status.State != a2a.StateFailed || got.Status.Message == nil {
+		t.Fatalf("recovered task = %+v, %v; want failed with a message", got, err)
+	}
+	if n, _ := r.Recover(t.Context()); n != 0 {
+		t.Fatalf("second Recover() = %d, want 0", n)
+	}
+}
