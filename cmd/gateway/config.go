@@ -22,13 +22,15 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	InsecurePublic  bool
 	PublicURL       string
+	AdminToken      string
 }
 
-// LogValue implements slog.LogValuer (no secrets yet; tokens will be redacted here).
+// LogValue implements slog.LogValuer; secrets are never logged, only whether they are set.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
 		slog.Duration("echo_delay", c.EchoDelay), slog.String("log_level", c.LogLevel.String()),
+		slog.Bool("admin_token_set", c.AdminToken != ""),
 	)
 }
 
@@ -101,6 +103,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), cfg *Config
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
+	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/; empty: loopback clients only")
 	return e
 }
 

@@ -23,6 +23,8 @@ one conversation, kept in a durable append-only ledger; one task runs per contex
 Usage:
   gateway serve [flags]        run the gateway (embedded defaults: bbolt in ./data,
                                in-process lease, echo agent, 127.0.0.1:9900)
+  gateway conversations list|show|export   operator view of the ledger
+  gateway ledger verify [CONTEXT_ID]      check the ledger's hash chains
   gateway bench [flags] URL    load-test an A2A JSON-RPC server (requests/s, latency)
   gateway help [command]       show help
 
@@ -61,6 +63,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runServe(ctx, rest, lookupEnv, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
+	case "conversations":
+		return runConversations(ctx, rest, lookupEnv, stdout, stderr)
+	case "ledger":
+		return runLedger(ctx, rest, lookupEnv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			return run(ctx, []string{rest[0], "--help"}, lookupEnv, stdout, stderr)

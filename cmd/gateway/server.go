@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/turn"
@@ -98,6 +99,11 @@ func (s *Server) routes() http.Handler {
 	e.POST("/", echo.WrapHandler(rpc))
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
+	admin := adminHandler{src: directSource{led: s.ledger, running: func(ctx context.Context, owner, contextID string) string {
+		h, _ := s.locks.Holder(ctx, conversations.Key(owner, contextID))
+		return h
+	}}, token: s.cfg.AdminToken, log: s.log.With("component", "admin")}
+	e.Any(adminPrefix+"*", echo.WrapHandler(admin))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/a2a-gateway/gateway/conversations"
+)
+
+// adminPrefix is where the operator API lives.
+const adminPrefix = "/admin/v1/"
+
+// adminHandler serves the operator API over a directSource:
+//
+//	GET /admin/v1/conversations?peer=&limit=                  list
+//	GET /admin/v1/conversations/{contextId}?peer=&limit=&all=  show (contextId path-escaped)
+//	GET /admin/v1/conversations/{contextId}/export?peer=       JSON Lines of every entry
+//	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
+//
+// With a token, requests need "Authorization: Bearer <token>"; without one, only loopback
+// clients are served.
+type adminHandler struct {
+	src   directSource
+	token string
+	log   *slog.Logger
+}
+
+func (h adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		if h.token != "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		http.Error(w, "the admin API answers loopback clients only when no admin token is configured", http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix)
+	q := r.URL.Query()
+	peer := q.Get("peer")
+	limit, err := queryInt(q, "limit")
+	if err != nil {
+		adminError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx := r.Context()
+	switch {
+	case rest == "conversations":
+		list, err := h.src.List(ctx, peer, limit)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeAdminJSON(w, map[string]any{"conversations": list})
+	case strings.HasPrefix(rest, "conversations/"):
+		seg := strings.Split(strings.TrimPrefix(rest, "conversations/"), "/")
+		id, err := url.PathUnescape(seg[0])
+		if err != nil || conversations.ValidateContextID(id) != nil {
+			adminError(w, http.StatusBadRequest, "the path must hold a path-escaped contextId")
+			return
+		}
+		switch {
+		case len(seg) == 1:
+			res, err := h.src.Show(ctx, id, peer, limit, q.Get("all") == "1" || q.Get("all") == "true")
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			writeAdminJSON(w, res)
+		case len(seg) == 2 && seg[1] == "export":
+			if _, err := h.src.find(ctx, id, peer); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/jsonl")
+			bw := bufio.NewWriter(w)
+			if err := h.src.Export(ctx, id, peer, bw); err != nil {
+				h.log.ErrorContext(ctx, "export failed midway", "err", err)
+				return
+			}
+			_ = bw.Flush()
+		default:
+			http.NotFound(w, r)
+		}
+	case rest == "verify":
+		rep, err := h.src.Verify(ctx, q.Get("contextId"), peer)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeAdminJSON(w, rep)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h adminHandler) authorized(r *http.Request) bool {
+	if h.token != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
+}
+
+func (h adminHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errNoConversation) || strings.Contains(err.Error(), "choose one with --peer") {
+		adminError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	h.log.ErrorContext(r.Context(), "admin request failed", "path", r.URL.Path, "err", err)
+	adminError(w, http.StatusInternalServerError, "internal error")
+}
+
+func queryInt(q url.Values, key string) (int, error) {
+	s := q.Get(key)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, errors.New(key + " must be a non-negative integer")
+	}
+	return n, nil
+}
+
+func adminError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func writeAdminJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func jsonEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc
+}

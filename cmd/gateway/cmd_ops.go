@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// opsFlags are the flags every operator command shares.
+type opsFlags struct {
+	server, token, dataDir string
+}
+
+func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) *envFlags {
+	e := &envFlags{fs: fs, lookup: lookup}
+	e.String(&o.server, "server", "http://127.0.0.1:9900", "running gateway to ask (its admin API)")
+	e.String(&o.token, "admin-token", "", "admin token of that gateway")
+	e.String(&o.dataDir, "data-dir", "./data", "ledger directory to open directly when no gateway answers at --server")
+	return e
+}
+
+// openSource asks the running gateway, or opens the data dir when none answers. The
+// returned close func releases what was opened.
+func openSource(ctx context.Context, o opsFlags, stderr io.Writer) (opsSource, func(), error) {
+	hs := newHTTPSource(o.server, o.token)
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := hs.List(pctx, "", 1)
+	if err == nil {
+		return hs, hs.close, nil
+	}
+	hs.close()
+	if !errors.Is(err, errUnreachable) {
+		return nil, nil, err
+	}
+	path := filepath.Join(o.dataDir, "ledger.db")
+	if _, serr := os.Stat(path); serr != nil {
+		return nil, nil, fmt.Errorf("no gateway answers at %s and there is no ledger at %s (set --server or --data-dir)", o.server, path)
+	}
+	fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
+	led, err := ledger.Open(path, ledger.Options{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return directSource{led: led}, func() { _ = led.Close() }, nil
+}
+
+// parseOps parses an operator command's flags; usage errors are usageError.
+func parseOps(fs *flag.FlagSet, ef *envFlags, args []string, nargs int, argName string) error {
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(ef.errs...); err != nil {
+		return usageError{err.Error()}
+	}
+	// Re-parse only the positionals so fs.Arg/NArg report them.
+	_ = fs.Parse(append([]string{"--"}, positional...))
+	if fs.NArg() != nargs && !(nargs < 0 && fs.NArg() <= -nargs) {
+		if nargs == 0 {
+			return usageError{fmt.Sprintf("%s takes no arguments", fs.Name())}
+		}
+		return usageError{fmt.Sprintf("%s needs %s", fs.Name(), argName)}
+	}
+	return nil
+}
+
+const conversationsUsage = `Usage: gateway conversations COMMAND [flags]
+
+Operator view of the conversations in the ledger, by their original contextIds.
+Asks the running gateway's admin API (--server, --admin-token); when no gateway answers
+there, opens --data-dir directly (one process may hold it at a time).
+
+Commands:
+  list                 conversations, newest activity first: contextId, peer, turns,
+                       tasks, created, last activity, running task
+  show CONTEXT_ID      the conversation's messages and status changes (--all adds
+                       audit-only entries such as rejected requests)
+  export CONTEXT_ID    every ledger entry as JSON Lines
+
+Run 'gateway conversations COMMAND --help' for its flags.
+`
+
+func runConversations(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, conversationsUsage)
+		if len(args) == 0 {
+			return usageError{"conversations needs a command: list, show or export"}
+		}
+		return flag.ErrHelp
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("conversations "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o opsFlags
+	ef := bindOps(fs, lookup, &o)
+	var asJSON, all bool
+	var peer string
+	var limit int
+	fs.StringVar(&peer, "peer", "", "only conversations owned by this peer (needed when several peers use the same contextId)")
+	switch sub {
+	case "list":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+		fs.IntVar(&limit, "limit", 0, "at most N conversations (0: all)")
+	case "show":
+		fs.BoolVar(&asJSON, "json", false, "print JSON (the conversation and its entries)")
+		fs.IntVar(&limit, "limit", 0, "only the newest N entries (0: all)")
+		fs.BoolVar(&all, "all", false, "include audit-only entries (rejected requests, error details)")
+	case "export":
+	default:
+		fmt.Fprint(stderr, conversationsUsage)
+		return usageError{fmt.Sprintf("unknown conversations command %q", sub)}
+	}
+	fs.Usage = func() {
+		arg := ""
+		if sub != "list" {
+			arg = " CONTEXT_ID"
+		}
+		fmt.Fprintf(stderr, "Usage: gateway conversations %s [flags]%s\n\nFlags:\n", sub, arg)
+		fs.PrintDefaults()
+	}
+	nargs := 1
+	if sub == "list" {
+		nargs = 0
+	}
+	if err := parseOps(fs, ef, rest, nargs, "a CONTEXT_ID"); err != nil {
+		return err
+	}
+	if limit < 0 {
+		return usageError{"--limit must not be negative"}
+	}
+	src, closeSrc, err := openSource(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	switch sub {
+	case "list":
+		list, err := src.List(ctx, peer, limit)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			if list == nil {
+				list = []convView{}
+			}
+			return writeJSONIndent(stdout, map[string]any{"conversations": list})
+		}
+		printList(stdout, list)
+	case "show":
+		res, err := src.Show(ctx, fs.Arg(0), peer, limit, all)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSONIndent(stdout, res)
+		}
+		printShow(stdout, res)
+	case "export":
+		return src.Export(ctx, fs.Arg(0), peer, stdout)
+	}
+	return nil
+}
+
+const ledgerUsage = `Usage: gateway ledger verify [flags] [CONTEXT_ID]
+
+Walks the hash chains of every conversation (or of one) and checks that each entry's
+hash, its link to the previous entry, and the gap-free sequence all hold. Exits 0 when
+everything verifies, 1 and names each break otherwise.
+
+Flags:
+`
+
+func runLedger(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "verify" {
+		fmt.Fprint(stderr, ledgerUsage)
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
+			return flag.ErrHelp
+		}
+		return usageError{"ledger needs a command: verify"}
+	}
+	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o opsFlags
+	ef := bindOps(fs, lookup, &o)
+	var peer string
+	var asJSON bool
+	fs.StringVar(&peer, "peer", "", "the owner of CONTEXT_ID, when several peers use it")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.Usage = func() { fmt.Fprint(stderr, ledgerUsage); fs.PrintDefaults() }
+	if err := parseOps(fs, ef, args[1:], -1, "at most one CONTEXT_ID"); err != nil {
+		return err
+	}
+	src, closeSrc, err := openSource(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeSrc()
+	rep, err := src.Verify(ctx, fs.Arg(0), peer)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := writeJSONIndent(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stdout, "BROKEN  context %q  peer %q  seq %d: %s\n", p.ContextID, p.Peer, p.Seq, p.Reason)
+		}
+		if rep.OK {
+			fmt.Fprintf(stdout, "ok: %d conversation(s) verified\n", rep.Checked)
+		}
+	}
+	if !rep.OK {
+		return fmt.Errorf("ledger verify: %d broken chain(s) in %d conversation(s) checked", len(rep.Problems), rep.Checked)
+	}
+	return nil
+}
+
+func writeJSONIndent(w io.Writer, v any) error {
+	enc := jsonEncoder(w)
+	return enc.Encode(v)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func printList(w io.Writer, list []convView) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTEXT\tPEER\tTURNS\tTASKS\tCREATED\tLAST ACTIVITY\tRUNNING TASK")
+	for _, c := range list {
+		running := c.RunningTask
+		if running == "" {
+			running = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", c.ContextID, c.Peer, c.Turns, c.Tasks, fmtTime(c.CreatedAt), fmtTime(c.LastActivity), running)
+	}
+	_ = tw.Flush()
+}
+
+func printShow(w io.Writer, res showResult) {
+	c := res.Conversation
+	fmt.Fprintf(w, "conversation %s  peer %s  turns %d  tasks %d  entries %d\n", c.ContextID, c.Peer, c.Turns, c.Tasks, c.Entries)
+	fmt.Fprintf(w, "created %s  last activity %s", fmtTime(c.CreatedAt), fmtTime(c.LastActivity))
+	if c.RunningTask != "" {
+		fmt.Fprintf(w, "  running task %s", c.RunningTask)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range res.Entries {
+		what := strings.ToLower(string(e.Kind))
+		switch e.Kind {
+		case ledger.KindUserMessage:
+			what = "user"
+		case ledger.KindAgentReply:
+			what = "agent"
+		case ledger.KindStatus:
+			what = "status"
+		}
+		text := entryText(&e)
+		if e.Kind == ledger.KindStatus {
+			text = strings.TrimSpace(e.State + "  " + text)
+		}
+		task := e.TaskID
+		if len(task) > 8 {
+			task = task[:8]
+		}
+		if task == "" {
+			task = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\ttask %s\t%s\n", e.Seq, e.CreatedAt.UTC().Format("15:04:05.000"), what, task, oneLine(text, 200))
+	}
+	_ = tw.Flush()
+}
+
+func entryText(e *ledger.Entry) string {
+	var b strings.Builder
+	for _, p := range e.Parts {
+		switch {
+		case p.ArtifactRef != "":
+			fmt.Fprintf(&b, "[%d bytes in %s]", p.Size, p.ArtifactRef)
+		case p.Kind == ledger.PartText:
+			b.WriteString(p.Text)
+		default:
+			fmt.Fprintf(&b, "[%s part]", p.Kind)
+		}
+	}
+	return b.String()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// parseInterspersed parses flags that may come before or after positional arguments
+// ("show CTX --json" and "show --json CTX" both work); "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
