@@ -2,19 +2,21 @@ module github.com/a2a-gateway/gateway
 
 go 1.26.0
 
-require github.com/google/uuid v1.6.0
+require (
+	github.com/a2aproject/a2a-go v0.3.3
+	github.com/google/go-cmp v0.7.0
+	github.com/google/uuid v1.6.0
+	github.com/labstack/echo/v4 v4.16.4
+	go.etcd.io/bbolt v1.5.0
+	go.uber.org/goleak v1.3.0
+)
 
 require (
-	github.com/a2aproject/a2a-go v0.3.3 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/labstack/echo/v4 v4.16.4 // indirect
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations"
+)
+
+// runCLI runs a gateway command line in-process with no environment.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	noEnv := func(string) (string, bool) { return "", false }
+	err = run(t.Context(), args, noEnv, &o, &e)
+	return o.String(), e.String(), err
+}
+
+func sendV03(t *testing.T, c *http.Client, url, contextID, text string) rpcResponse {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{
+		"message": map[string]any{"kind": "message", "role": "user", "messageId": fmt.Sprintf("m-%d", time.Now().UnixNano()),
+			"contextId": contextID, "parts": []any{map[string]any{"kind": "text", "text": text}}}}})
+	return postRPC(t, c, url, false, string(body))
+}
+
+// TestCollisionCorpus: contextIds that differ are different conversations, in storage,
+// history and listing; listings show the original ids exactly.
+func TestCollisionCorpus(t *testing.T) {
+	cfg := testConfig(t)
+	s := startServer(t, cfg)
+	c := newHTTPClient(t)
+	ids := []string{"tenant/a", "tenanta", "a/b", "ab", "über", strings.Repeat("é", 128), "../../etc/passwd",
+		"x", conversations.Key("local", "x"), "has space", "v0/legacy"}
+	for i, id := range ids {
+		if r := sendV03(t, c, s.URL(), id, fmt.Sprintf("text %d", i)); r.Error != nil {
+			t.Fatalf("send to %q: %+v", id, r.Error)
+		}
+	}
+	// The empty contextId is never stored: the gateway makes a fresh one instead.
+	r := sendV03(t, c, s.URL(), "", "no context")
+	var task struct {
+		ContextID string `json:"contextId"`
+	}
+	_ = json.Unmarshal(r.Result, &task)
+	if !strings.HasPrefix(task.ContextID, "ctx-") {
+		t.Fatalf("send without contextId got context %q, want a generated ctx-…", task.ContextID)
+	}
+	out, _, err := runCLI(t, "conversations", "list", "--json", "--server", "http://"+s.Addr())
+	if err != nil {
+		t.Fatalf("conversations list: %v", err)
+	}
+	var list struct {
+		Conversations []convView `json:"conversations"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, cv := range list.Conversations {
+		seen[cv.ContextID]++
+		if cv.Turns != 1 || cv.Peer != "local" {
+			t.Errorf("conversation %q: turns %d peer %q, want 1 and local", cv.ContextID, cv.Turns, cv.Peer)
+		}
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("listing shows %q %d times, want once", id, seen[id])
+		}
+	}
+	if len(list.Conversations) != len(ids)+1 {
+		t.Errorf("listing has %d conversations, want %d", len(list.Conversations), len(ids)+1)
+	}
+	for i, id := range ids {
+		out, _, err := runCLI(t, "conversations", "show", id, "--json", "--server", "http://"+s.Addr())
+		if err != nil {
+			t.Fatalf("show %q: %v", id, err)
+		}
+		var res showResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("text %d", i)
+		if res.Conversation.ContextID != id || len(res.Entries) != 4 || entryText(&res.Entries[0]) != want {
+			t.Errorf("show %q: context %q, %d entries, first %q; want its own text %q", id, res.Conversation.ContextID, len(res.Entries), entryText(&res.Entries[0]), want)
+		}
+	}
+}
+
+// TestRejectedRequestsStayAudit: a busy rejection is recorded AUDIT_ONLY; `show` without
+// --all and task history never show it.
+func TestRejectedRequestsStayAudit(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.EchoDelay = 100 * time.Millisecond
+	s := startServer(t, cfg)
+	c := newHTTPClient(t)
+	first := postRPC(t, c, s.URL(), false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":false},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"busy","parts":[{"kind":"text","text":"one two three"}]}}}`)
+	if first.Error != nil {
+		t.Fatalf("first send: %+v", first.Error)
+	}
+	var firstTask struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(first.Result, &firstTask)
+	busy := sendV03(t, c, s.URL(), "busy", "SECRET-REJECTED")
+	if busy.Error == nil || busy.Error.Code != -32004 || !strings.Contains(string(busy.Error.Data), "CONTEXT_BUSY") || !strings.Contains(string(busy.Error.Data), firstTask.ID) {
+		t.Fatalf("second send = %+v, want -32004 CONTEXT_BUSY naming %s", busy.Error, firstTask.ID)
+	}
+	// Wait for the first turn to end.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.runner.Running() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv := "http://" + s.Addr()
+	plain, _, err := runCLI(t, "conversations", "show", "busy", "--server", srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := runCLI(t, "conversations", "show", "busy", "--all", "--server", srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain, "SECRET-REJECTED") || !strings.Contains(all, "SECRET-REJECTED") {
+		t.Fatalf("show without --all:\n%s\nwith --all:\n%s\nwant the rejected text only with --all", plain, all)
+	}
+	got := postRPC(t, c, s.URL(), false, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, firstTask.ID))
+	if strings.Contains(string(got.Result), "SECRET-REJECTED") || !strings.Contains(string(got.Result), "echo: one two three") {
+		t.Fatalf("task = %s, want the reply and no rejected text", got.Result)
+	}
+	// The list shows no running task once it is done; the conversation has one turn.
+	out, _, _ := runCLI(t, "conversations", "list", "--json", "--server", srv)
+	if !strings.Contains(out, `"turns": 1`) || strings.Contains(out, "runningTask") {
+		t.Fatalf("list = %s", out)
+	}
+}
+
+func TestAdminAuth(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.AdminToken = "s3cret-admin"
+	s := startServer(t, cfg)
+	c := newHTTPClient(t)
+	get := func(token string) int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"admin/v1/conversations", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get(""); got != http.StatusUnauthorized {
+		t.Errorf("no token: status %d, want 401", got)
+	}
+	if got := get("wrong"); got != http.StatusUnauthorized {
+		t.Errorf("wrong token: status %d, want 401", got)
+	}
+	if got := get("s3cret-admin"); got != http.StatusOK {
+		t.Errorf("right token: status %d, want 200", got)
+	}
+	if _, _, err := runCLI(t, "conversations", "list", "--server", "http://"+s.Addr(), "--admin-token", "s3cret-admin"); err != nil {
+		t.Errorf("CLI with token: %v", err)
+	}
+	if _, _, err := runCLI(t, "conversations", "list", "--server", "http://"+s.Addr()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("CLI without token error = %v, want a 401", err)
+	}
+	// Without a token, only loopback clients are served.
+	h := adminHandler{src: directSource{led: s.ledger}, log: discardLogger()}
+	for addr, want := range map[string]int{"127.0.0.1:5000": 200, "[::1]:5000": 200, "10.1.2.3:5000": 403, "192.168.0.9:1": 403} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/admin/v1/conversations", nil)
+		req.RemoteAddr = addr
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("no token, client %s: status %d, want %d", addr, rec.Code, want)
+		}
+	}
+}
+
+// TestLedgerVerifyCLI: verify passes on a healthy ledger and names a tampered entry.
+func TestLedgerVerifyCLI(t *testing.T) {
+	cfg := testConfig(t)
+	s, err := OpenServer(t.Context(), cfg, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newHTTPClient(t)
+	sendV03(t, c, s.URL(), "audited", "original words")
+	sendV03(t, c, s.URL(), "other", "fine")
+	out, _, err := runCLI(t, "ledger", "verify", "--server", "http://"+s.Addr())
+	if err != nil || !strings.Contains(out, "ok: 2 conversation(s) verified") {
+		t.Fatalf("verify (online) = %q, %v", out, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Tamper with the first entry of "audited" directly in the bbolt file.
+	db, err := bolt.Open(filepath.Join(cfg.DataDir, "ledger.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(conversations.Key("local", "audited")))
+		if b == nil {
+			return errors.New("conversation bucket not found")
+		}
+		entries := b.Bucket([]byte("entries"))
+		if entries == nil {
+			return errors.New("entries bucket not found")
+		}
+		k, v := entries.Cursor().First()
+		return entries.Put(k, bytes.Replace(v, []byte("original words"), []byte("forged words!!"), 1))
+	})
+	_ = db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := "http://127.0.0.1:1"
+	out, _, err = runCLI(t, "ledger", "verify", "--server", unreachable, "--data-dir", cfg.DataDir)
+	if err == nil || !strings.Contains(out, `BROKEN  context "audited"`) || !strings.Contains(out, "seq 1") {
+		t.Fatalf("verify (tampered) = %q, %v; want a break named at seq 1 of audited", out, err)
+	}
+	out, _, err = runCLI(t, "ledger", "verify", "other", "--server", unreachable, "--data-dir", cfg.DataDir)
+	if err != nil || !strings.Contains(out, "ok: 1") {
+		t.Fatalf("verify other = %q, %v", out, err)
+	}
+}
