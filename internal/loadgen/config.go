@@ -21,10 +21,12 @@ const (
 	DialectV10 Dialect = "1.0"
 )
 
-// Defaults applied by [Run] to zero-valued [Config] fields.
+// Defaults for zero-valued settings of [Run] and [Compare].
 const (
+	// DefaultDuration is the measurement window when [Config.Duration] is zero.
 	DefaultDuration = 10 * time.Second
-	DefaultTimeout  = 10 * time.Second
+	// DefaultTimeout is the per-request bound when [Config.Timeout] is zero.
+	DefaultTimeout = 10 * time.Second
 	// DefaultRounds is the number of rounds [Compare] runs when asked for
 	// zero or fewer.
 	DefaultRounds = 3

@@ -19,8 +19,9 @@
 //     2-core box the client's own CPU use caps the figures; the baseline ratio
 //     cancels most of that out because both sides pay it.
 //   - A request counts when it completes inside the measurement window (after
-//     the warmup, before the deadline). Requests still in flight at the
-//     deadline are cancelled and not counted.
+//     the warmup, before the deadline). No request starts after the deadline;
+//     those still in flight then are not counted and may finish for up to a
+//     second (or the request timeout, if shorter) before they are cancelled.
 //   - A stream's latency stops at its terminal event. The worker then waits up
 //     to 25 ms for the server to close the stream so that the connection can be
 //     reused; a server that keeps streams open after the terminal event loses

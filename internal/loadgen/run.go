@@ -27,6 +27,10 @@ const (
 	// drainGrace is how long a worker waits for a server to close a stream
 	// after its terminal event before it drops the connection.
 	drainGrace = 25 * time.Millisecond
+	// finishGrace is how long requests in flight at the end of the window
+	// may run on (uncounted) before they are cancelled, so that a normal
+	// run ends without a burst of client disconnects.
+	finishGrace = time.Second
 )
 
 // Run drives cfg.URL with cfg.Concurrency workers for cfg.Warmup plus
@@ -53,7 +57,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	start := time.Now()
 	window := measureWindow{start: start.Add(cfg.Warmup), end: start.Add(cfg.Warmup + cfg.Duration)}
-	runCtx, cancel := context.WithDeadline(ctx, window.end)
+	runCtx, cancel := context.WithDeadline(ctx, window.end.Add(min(cfg.Timeout, finishGrace)))
 	defer cancel()
 
 	workers := make([]*worker, cfg.Concurrency)
@@ -61,7 +65,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	for i := range workers {
 		w := newWorker(cfg, client, &tmpl, runRand, i)
 		workers[i] = w
-		wg.Go(func() { w.loop(runCtx, window) }) // exits when runCtx ends
+		wg.Go(func() { w.loop(runCtx, window) }) // exits after window.end, or when runCtx ends
 	}
 	wg.Wait()
 
@@ -84,9 +88,8 @@ func (m measureWindow) contains(t time.Time) bool {
 	return !t.Before(m.start) && !t.After(m.end)
 }
 
-// newTransport returns a keep-alive HTTP/1.1 transport with an idle pool
-// large enough for every worker's connection, which never proxies loopback
-// targets.
+// newTransport returns a keep-alive HTTP/1.1 transport with one connection
+// per worker, which never proxies loopback targets.
 func newTransport(cfg Config) *http.Transport {
 	d := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -94,6 +97,9 @@ func newTransport(cfg Config) *http.Transport {
 		DialContext:         d.DialContext,
 		MaxIdleConns:        cfg.Concurrency,
 		MaxIdleConnsPerHost: cfg.Concurrency,
+		// One connection per worker: without the cap a worker whose last
+		// connection is still on its way back to the pool dials another.
+		MaxConnsPerHost:     cfg.Concurrency,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: cfg.Timeout,
 		DisableCompression:  true,
@@ -138,7 +144,7 @@ type worker struct {
 	index   int
 	ctxIDs  [][]byte // JSON-quoted contextIds this worker cycles through
 
-	reqBuf  []byte
+	bodyCap int // capacity for the next request body: the largest so far
 	respBuf bytes.Buffer
 	br      *bufio.Reader
 	line    []byte // scratch for SSE lines longer than br's buffer
@@ -165,15 +171,15 @@ func newWorker(cfg Config, client *http.Client, tmpl *requestTemplate, runRand u
 	return w
 }
 
-// loop sends requests back to back until ctx ends, recording those that
-// complete inside window.
+// loop sends requests back to back until window ends or ctx ends,
+// recording those that complete inside window.
 func (w *worker) loop(ctx context.Context, window measureWindow) {
-	for seq := 0; ctx.Err() == nil; seq++ {
+	for seq := 0; ctx.Err() == nil && time.Now().Before(window.end); seq++ {
 		id := uint64(seq)*uint64(w.cfg.Concurrency) + uint64(w.index) + 1
 		start := time.Now()
 		o := w.do(ctx, id, w.ctxIDs[seq%len(w.ctxIDs)], start)
 		if o.errKey != "" && ctx.Err() != nil {
-			return // most likely cut short by the deadline or a cancel
+			return // most likely cut short by a cancel or the finish deadline
 		}
 		if !window.contains(start.Add(o.latency)) {
 			continue
@@ -194,10 +200,10 @@ func (w *worker) loop(ctx context.Context, window measureWindow) {
 func (w *worker) do(ctx context.Context, id uint64, ctxID []byte, start time.Time) outcome {
 	reqCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	w.reqBuf = w.tmpl.appendBody(w.reqBuf[:0], id, w.runRand, ctxID)
-	// The transport may still read the body after Do returns, so each
-	// request gets its own copy rather than the reused buffer.
-	body := bytes.Clone(w.reqBuf)
+	// The transport may still read a body after Do returns, so each request
+	// gets a fresh one rather than a reused buffer.
+	body := w.tmpl.appendBody(make([]byte, 0, w.bodyCap), id, w.runRand, ctxID)
+	w.bodyCap = max(w.bodyCap, len(body))
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return outcome{errKey: ErrKeyTransport, latency: time.Since(start)}
@@ -226,7 +232,7 @@ func (w *worker) do(ctx context.Context, id uint64, ctxID []byte, start time.Tim
 	}
 	if w.cfg.Stream && isEventStream(resp.Header.Get("Content-Type")) {
 		o := w.readStream(resp.Body, start)
-		if o.errKey == "" || o.errKey[0] == '-' {
+		if o.errKey == "" || isRPCCode(o.errKey) {
 			// Give the server a moment to end the stream so the
 			// connection can be reused; otherwise drop it.
 			t := time.AfterFunc(drainGrace, cancel)
@@ -249,6 +255,13 @@ func failureKey(err error) string {
 		return ErrKeyTimeout
 	}
 	return ErrKeyTransport
+}
+
+// isRPCCode reports whether an error key is a JSON-RPC code rather than an
+// HTTP status or an ErrKey constant.
+func isRPCCode(key string) bool {
+	_, err := strconv.Atoi(key)
+	return err == nil
 }
 
 func isEventStream(contentType string) bool {

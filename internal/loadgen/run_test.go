@@ -224,6 +224,8 @@ func TestRun_TransportErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
+		stream  bool
+		timeout time.Duration
 		wantKey string
 	}{{
 		name: "connection dropped",
@@ -234,18 +236,45 @@ func TestRun_TransportErrors(t *testing.T) {
 	}, {
 		name: "slower than the timeout",
 		handler: func(w http.ResponseWriter, r *http.Request) {
+			// Reading the body lets the server notice the client leaving.
+			_, _ = io.Copy(io.Discard, r.Body)
 			select {
 			case <-r.Context().Done():
 			case <-time.After(time.Second):
 			}
 		},
+		timeout: 20 * time.Millisecond,
 		wantKey: ErrKeyTimeout,
+	}, {
+		name: "stream stalls after its first event",
+		handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"kind\":\"task\"}}\n\n")
+			http.NewResponseController(w).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+		},
+		stream:  true,
+		timeout: 20 * time.Millisecond,
+		wantKey: ErrKeyTimeout,
+	}, {
+		name: "stream broken after its first event",
+		handler: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"kind\":\"task\"}}\n\n")
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		},
+		stream:  true,
+		wantKey: ErrKeyTransport,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			url := startServer(t, tt.handler)
-			r, err := Run(t.Context(), Config{URL: url, Concurrency: 2, Duration: 150 * time.Millisecond, Timeout: 20 * time.Millisecond})
+			r, err := Run(t.Context(), Config{URL: url, Concurrency: 2, Duration: 150 * time.Millisecond, Timeout: tt.timeout, Stream: tt.stream})
 			if err != nil {
 				t.Fatalf("Run() error = %v, want nil", err)
 			}
