@@ -422,6 +422,10 @@ func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request
 // rpcError maps err and logs internal detail once, here at the boundary.
 func (t *transport) rpcError(ctx context.Context, err error, method string) RPCError {
 	rpc := ToRPCError(err)
+	if rpc.Internal && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		t.log.DebugContext(ctx, "client went away", "method", method) // nothing to fix
+		return rpc
+	}
 	if rpc.Internal {
 		t.log.ErrorContext(ctx, "internal error", "method", method, "err", err)
 	}

@@ -42,17 +42,21 @@ type AppendResult struct {
 // gap-free sequence numbers following the conversation's last one; it creates the
 // conversation on its first append. It returns only after the commit holding the entries
 // has returned (fsync'd unless Options.NoSync): a nil error means the entries are durable.
+// The returned entries are decoded from the stored bytes, so they equal what reads return.
 //
-// Errors: [ErrInvalid] (wrapped, naming the field; also wraps
-// conversations.ErrInvalidContextID for a bad contextId) when req fails validation,
-// including a taskId that belongs to another conversation; [ErrFenced] when req.Epoch is
-// stale; [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued.
-// In all these cases nothing was written. Once queued, Append waits for the outcome even if
-// ctx is canceled, so a nil error is never lost and a non-nil one means nothing was
-// appended. Any other error is an I/O or internal failure of the commit; nothing of the
-// request was appended.
+// Errors, after which nothing of req was appended: [ErrInvalid] (wrapped, naming the field;
+// for a bad contextId it also wraps conversations.ErrInvalidContextID) when req fails
+// validation, including a taskId that belongs to another conversation; [ErrFenced] when
+// req.Epoch is stale; a [*ChainError] if the conversation's stored metadata is corrupt;
+// [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued (group
+// commit) or before its transaction began (NoGroupCommit). From then on Append waits for the commit even if ctx is canceled, so that a caller never believes a
+// committed append failed. Any other error is an I/O or internal failure of the commit:
+// the append was not acknowledged and nothing of it is visible (if the failure hit bbolt's
+// final metadata fsync, the entries may still reappear after a restart, complete and
+// correctly chained).
 func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := ctx.Err(); err != nil {
+		s.rejected.Add(1)
 		return AppendResult{}, err
 	}
 	p, err := s.prepare(&req)
@@ -66,6 +70,11 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	}
 	var out outcome
 	if s.opts.NoGroupCommit {
+		if err := ctx.Err(); err != nil {
+			s.inflight.Done()
+			s.rejected.Add(1)
+			return AppendResult{}, err
+		}
 		out = s.appendAlone(p)
 		s.inflight.Done()
 	} else {

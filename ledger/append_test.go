@@ -181,28 +181,31 @@ func TestAppend_Invalid(t *testing.T) {
 		{"long raw in text part", AppendRequest{Owner: "local", ContextID: "c", Entries: with(func(e *Entry) { e.Parts[0].Raw = make([]byte, 100) })}, "entries[0].parts[0].raw"},
 	}
 	s := mustOpen(t, Options{NoSync: true, LargePartBytes: 10})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := s.Append(t.Context(), tt.req)
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Append() error = %v, want %v", err, ErrInvalid)
-			}
-			if !strings.Contains(err.Error(), tt.field) {
-				t.Errorf("Append() error = %q, want it to name %q", err, tt.field)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		// Nothing was created by any of them.
-		list, err := s.List(context.Background(), ListOptions{})
-		if err != nil || len(list) != 0 {
-			t.Errorf("List() = %v, %v, want no conversations", list, err)
-		}
-		if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
-			t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
+	t.Run("cases", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				_, err := s.Append(t.Context(), tt.req)
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("Append() error = %v, want %v", err, ErrInvalid)
+				}
+				if !strings.Contains(err.Error(), tt.field) {
+					t.Errorf("Append() error = %q, want it to name %q", err, tt.field)
+				}
+			})
 		}
 	})
+	// Nothing was created by any of them.
+	list, err := s.List(t.Context(), ListOptions{})
+	if err != nil || len(list) != 0 {
+		t.Errorf("List() = %v, %v, want no conversations", list, err)
+	}
+	if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
+		t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
+	}
+	if n := countTopLevel(t, s); n != 2 {
+		t.Errorf("%d top-level buckets, want 2 (the indexes only)", n)
+	}
 }
 
 func TestAppend_ContextIDErrorWrapsConversations(t *testing.T) {

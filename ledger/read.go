@@ -104,7 +104,11 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 	if opts.Limit < 0 {
 		return nil, invalid("limit: negative")
 	}
-	var out []Conversation
+	type skipped struct{ key, reason string }
+	var (
+		out  []Conversation
+		skip []skipped
+	)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			key := string(name)
@@ -113,11 +117,11 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 			}
 			m, err := readMeta(b)
 			if err != nil {
-				s.logger.WarnContext(ctx, "conversation skipped", "key", key, "err", err)
+				skip = append(skip, skipped{key, err.Error()})
 				return nil
 			}
 			if conversations.Key(m.Owner, m.ContextID) != key {
-				s.logger.WarnContext(ctx, "conversation skipped", "key", key, "err", "metadata does not match the key")
+				skip = append(skip, skipped{key, "metadata does not hash to the key"})
 				return nil
 			}
 			if opts.Owner == "" || m.Owner == opts.Owner {
@@ -128,6 +132,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, sk := range skip { // logged after the transaction: no I/O but bbolt inside one
+		s.logger.WarnContext(ctx, "conversation skipped in listing", "key", sk.key, "reason", sk.reason)
 	}
 	slices.SortFunc(out, func(a, b Conversation) int {
 		if c := b.LastActivity.Compare(a.LastActivity); c != 0 {

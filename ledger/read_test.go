@@ -14,7 +14,6 @@ import (
 func TestLast(t *testing.T) {
 	t.Parallel()
 	s := mustOpen(t, testOpts)
-	ctx := t.Context()
 	// 1..20: odd seqs are user messages, even are agent replies; seq 20 is audit-only.
 	var entries []Entry
 	for i := 1; i <= 20; i++ {
@@ -70,7 +69,6 @@ func TestLast(t *testing.T) {
 			t.Errorf("Last(-1) error = %v, want %v", err, ErrInvalid)
 		}
 	})
-	_ = ctx
 }
 
 var cmpNilEmpty = cmp.Transformer("nilEmpty", func(s []string) []string {

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +30,7 @@ func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
 		if conv == nil {
 			return ErrNotFound
 		}
-		return verifyConv(ctx, key, conv)
+		return verifyConv(ctx, tx, key, conv)
 	})
 }
 
@@ -56,7 +58,7 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 			if conv == nil {
 				return nil // gone since the listing: nothing is ever deleted, so not expected
 			}
-			return verifyConv(ctx, key, conv)
+			return verifyConv(ctx, tx, key, conv)
 		})
 		var ce *ChainError
 		switch {
@@ -73,7 +75,8 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 // verifyCheckEvery is how many entries verifyConv checks between looks at ctx.
 const verifyCheckEvery = 1024
 
-func verifyConv(ctx context.Context, key string, conv *bolt.Bucket) error {
+func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket) error {
+	artifacts := tx.Bucket(bucketArtifacts)
 	m, err := readMeta(conv)
 	if err != nil {
 		return &ChainError{Key: key, Reason: err.Error()}
@@ -126,6 +129,14 @@ func verifyConv(ctx context.Context, key string, conv *bolt.Bucket) error {
 			if h := chainHash(e.PrevHash, canonical); h != stored {
 				return fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
 			}
+			for j, p := range e.Parts {
+				if p.ArtifactRef == "" {
+					continue
+				}
+				if reason := checkArtifact(artifacts, p.ArtifactRef); reason != "" {
+					return fail(seq, "parts[%d]: %s", j, reason)
+				}
+			}
 			prev = stored
 			want++
 		}
@@ -140,4 +151,23 @@ func verifyConv(ctx context.Context, key string, conv *bolt.Bucket) error {
 		return fail(0, "metadata counts %d entries, %d are stored", m.Counters.Entries, last)
 	}
 	return nil
+}
+
+// checkArtifact returns why the artifact ref names is missing or corrupt ("" if sound).
+func checkArtifact(artifacts *bolt.Bucket, ref string) string {
+	digest, ok := parseRef(ref)
+	if !ok {
+		return fmt.Sprintf("malformed artifactRef %q", ref)
+	}
+	var v []byte
+	if artifacts != nil {
+		v = artifacts.Get([]byte(digest))
+	}
+	if v == nil {
+		return fmt.Sprintf("artifact %s missing", ref)
+	}
+	if sum := sha256.Sum256(v); hex.EncodeToString(sum[:]) != digest {
+		return fmt.Sprintf("artifact %s content does not match its digest", ref)
+	}
+	return ""
 }

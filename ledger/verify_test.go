@@ -122,3 +122,34 @@ func replaceOnce(t *testing.T, s, old, new string) string {
 	}
 	return strings.Replace(s, old, new, 1)
 }
+
+func TestVerify_ArtifactTampered(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/l.db"
+	s, err := Open(path, Options{NoSync: true, LargePartBytes: 16}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustAppend(t, s, "local", "c", userMsg("short"), userMsg(strings.Repeat("long ", 10)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	digest, _ := parseRef(res.Entries[1].Parts[0].ArtifactRef)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketArtifacts).Put([]byte(digest), []byte("something else"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path, testOpts)
+	var ce *ChainError
+	if err := s.Verify(t.Context(), "local", "c"); !errors.As(err, &ce) || ce.Seq != 2 {
+		t.Fatalf("Verify() error = %v, want a ChainError at seq 2", err)
+	}
+}

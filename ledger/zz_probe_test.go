@@ -1,40 +1,36 @@
 package ledger
 
 import (
-	"fmt"
+	"context"
+	"os"
+	"slices"
 	"testing"
+	"time"
 )
 
-func BenchmarkZZProbe(b *testing.B) {
-	for _, w := range []int{1, 64} {
-		b.Run(fmt.Sprint(w), func(b *testing.B) {
-			s := mustOpen(b, Options{})
-			benchAppend(b, Options{}, w)
-			_ = s
-		})
-	}
-}
-
-func BenchmarkZZProbe2(b *testing.B) {
-	for _, w := range []int{1, 64} {
-		for _, plain := range []bool{true, false} {
-			b.Run(fmt.Sprint(w, plain), func(b *testing.B) {
-				s := mustOpen(b, Options{NoGroupCommit: plain})
-				for i := range w {
-					mustAppend(b, s, "local", fmt.Sprint("bench-", i), userMsg(benchText))
-				}
-				st0 := s.db.Stats()
-				c0 := s.Stats()
-				benchAppendOn(b, s, w)
-				st := s.db.Stats()
-				c := s.Stats()
-				d := st.TxStats.Sub(&st0.TxStats)
-				commits := float64(c.Commits - c0.Commits)
-				b.ReportMetric(float64(d.GetWrite())/commits, "pages/commit")
-				b.ReportMetric(float64(d.GetWriteTime().Microseconds())/commits, "writeus/commit")
-				b.ReportMetric(float64(d.GetSpillTime().Microseconds())/commits, "spillus/commit")
-				b.ReportMetric(float64(st.FreePageN+st.PendingPageN), "freepages")
-			})
+func TestZZOneWriter(t *testing.T) {
+	plain := mustOpen(t, Options{NoGroupCommit: true, NoSync: os.Getenv("NS") != ""})
+	group := mustOpen(t, Options{NoSync: os.Getenv("NS") != ""})
+	var lp, lg []time.Duration
+	ctx := context.Background()
+	for i := range 3000 {
+		for j, s := range []*Store{plain, group} {
+			if i%2 == 1 {
+				s = []*Store{group, plain}[j]
+			}
+			t0 := time.Now()
+			if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: "c", Entries: []Entry{userMsg(benchText)}}); err != nil {
+				t.Fatal(err)
+			}
+			d := time.Since(t0)
+			if s == plain {
+				lp = append(lp, d)
+			} else {
+				lg = append(lg, d)
+			}
 		}
 	}
+	slices.Sort(lp)
+	slices.Sort(lg)
+	t.Logf("plain p50 %v p90 %v; group p50 %v p90 %v; ratio %.3f", percentile(lp, .5), percentile(lp, .9), percentile(lg, .5), percentile(lg, .9), float64(percentile(lg, .5))/float64(percentile(lp, .5)))
 }

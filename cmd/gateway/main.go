@@ -37,7 +37,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
-	case errors.As(err, new(usageError)):
+	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)):
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(2)
 	default:
