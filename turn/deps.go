@@ -21,4 +21,6 @@ type Ledger interface {
 // another holder has the key.
 type Locker interface {
 	Acquire(ctx context.Context, key, holder string) (*locking.Lease, error)
+	// Wait blocks until key looks free (or ctx is done); used by the wait busy policy.
+	Wait(ctx context.Context, key string) error
 }

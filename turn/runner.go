@@ -24,6 +24,9 @@ type Config struct {
 	// FinalizeTimeout bounds the appends and lease release that end a turn, which run
 	// without the turn's cancellation. 0: 10s.
 	FinalizeTimeout time.Duration
+	// BusyWait is how long a send to a busy context waits for the running task to end
+	// before it is refused with CONTEXT_BUSY. 0: refuse at once (the "reject" policy).
+	BusyWait time.Duration
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
@@ -166,7 +169,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 		taskID = uuid.NewString()
 	}
 	key := conversations.Key(peer, m.ContextID)
-	lease, err := r.locks.Acquire(ctx, key, taskID)
+	lease, err := r.acquire(ctx, key, taskID)
 	if err != nil {
 		return nil, a2a.Task{}, r.refuse(ctx, peer, &m, err)
 	}
@@ -207,6 +210,29 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text()}
 	r.wg.Go(func() { tr.run(tctx) }) // exits when the agent is done and the end is recorded
 	return lt, first, nil
+}
+
+// acquire takes the context's lease; with a BusyWait it waits for a busy context to free
+// up until the bound, then reports it held.
+func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
+	lease, err := r.locks.Acquire(ctx, key, holder)
+	if err == nil || r.cfg.BusyWait <= 0 || !errors.Is(err, locking.ErrHeld) {
+		return lease, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.BusyWait)
+	defer cancel()
+	for {
+		if werr := r.locks.Wait(wctx, key); werr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err // still held at the bound: report the last holder
+		}
+		lease, err = r.locks.Acquire(ctx, key, holder)
+		if err == nil || !errors.Is(err, locking.ErrHeld) {
+			return lease, err
+		}
+	}
 }
 
 func hasContent(ps []a2a.Part) bool {
@@ -283,6 +309,19 @@ func (tr *turnRun) run(ctx context.Context) {
 			tr.finish(ctx, "", "", fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
 	}()
+	// A lost lease cancels the turn: another instance may now run this context.
+	if lost := tr.lease.Lost(); lost != nil {
+		watchDone := make(chan struct{})
+		var watch sync.WaitGroup
+		watch.Go(func() { // exits when the lease is lost or the turn ends
+			select {
+			case <-lost:
+				lt.cancel(locking.ErrLost)
+			case <-watchDone:
+			}
+		})
+		defer func() { close(watchDone); watch.Wait() }()
+	}
 	lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID,
 		Status: a2a.TaskStatus{State: a2a.StateWorking, Timestamp: time.Now().UTC()}}}, false)
 
@@ -328,6 +367,9 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 	switch {
 	case agentErr != nil && errors.Is(context.Cause(ctx), errCanceledByPeer):
 		state = a2a.StateCanceled
+	case agentErr != nil && errors.Is(context.Cause(ctx), locking.ErrLost):
+		state, statusText = a2a.StateFailed, "the gateway lost this context's lease during the turn; send the message again"
+		r.log.Warn("lease lost during a turn; canceled it", "task_id", lt.id)
 	case agentErr != nil && ctx.Err() != nil:
 		state, statusText = a2a.StateFailed, "the gateway shut down during this turn; send the message again"
 	case agentErr != nil:
@@ -364,11 +406,17 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 	defer cancel()
 	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
-		r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
+		text := "internal error: the reply could not be stored"
+		if errors.Is(err, ledger.ErrFenced) {
+			text = "a newer turn took over this context; this turn's reply was not stored"
+			r.log.Warn("turn fenced off: a newer holder owns the context", "task_id", lt.id)
+		} else {
+			r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
+		}
 		lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID, Final: true,
 			Status: a2a.TaskStatus{State: a2a.StateFailed, Timestamp: time.Now().UTC(), Message: &a2a.Message{
 				MessageID: uuid.NewString(), Role: a2a.RoleAgent, ContextID: lt.contextID, TaskID: lt.id,
-				Parts: []a2a.Part{a2a.TextPart("internal error: the reply could not be stored")}}}}}, true)
+				Parts: []a2a.Part{a2a.TextPart(text)}}}}}, true)
 		return
 	}
 	last := stored.Entries[len(stored.Entries)-1]

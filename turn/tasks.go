@@ -153,7 +153,7 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	}
 	// Not running here: parked (input-required) or left over. Take the lease so no turn
 	// runs meanwhile, and record the cancellation in a new epoch.
-	lease, err := r.locks.Acquire(ctx, conversations.Key(peer, t.ContextID), p.ID)
+	lease, err := r.acquire(ctx, conversations.Key(peer, t.ContextID), p.ID)
 	if err != nil {
 		var held *locking.HeldError
 		if errors.As(err, &held) {

@@ -23,6 +23,8 @@ type Config struct {
 	InsecurePublic  bool
 	PublicURL       string
 	AdminToken      string
+	BusyPolicy      string
+	BusyWait        time.Duration
 }
 
 // LogValue implements slog.LogValuer; secrets are never logged, only whether they are set.
@@ -30,7 +32,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
 		slog.Duration("echo_delay", c.EchoDelay), slog.String("log_level", c.LogLevel.String()),
-		slog.Bool("admin_token_set", c.AdminToken != ""),
+		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
 	)
 }
 
@@ -103,6 +105,8 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), cfg *Config
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
+	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
+	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
 	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/; empty: loopback clients only")
 	return e
 }
@@ -127,6 +131,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json or text", c.LogFormat))
+	}
+	if c.BusyPolicy != "reject" && c.BusyPolicy != "wait" {
+		errs = append(errs, fmt.Errorf("--busy-policy %q: want reject or wait", c.BusyPolicy))
+	}
+	if c.BusyPolicy == "wait" && c.BusyWait <= 0 {
+		errs = append(errs, errors.New("--busy-wait must be positive with --busy-policy wait"))
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))

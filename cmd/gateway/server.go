@@ -59,7 +59,11 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, 
 	}
 	s := &Server{cfg: cfg, log: logger, ledger: led, locks: locking.NewLocal(), served: make(chan error, 1)}
 	var ag agent.Agent = agent.Echo{Delay: cfg.EchoDelay}
-	s.runner = turn.New(turn.Config{}, led, s.locks, ag, logger)
+	tcfg := turn.Config{}
+	if cfg.BusyPolicy == "wait" {
+		tcfg.BusyWait = cfg.BusyWait
+	}
+	s.runner = turn.New(tcfg, led, s.locks, ag, logger)
 	if n, err := s.runner.Recover(ctx); err != nil {
 		_ = led.Close()
 		return nil, err
