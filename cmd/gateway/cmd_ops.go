@@ -127,7 +127,7 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 			arg = " CONTEXT_ID"
 		}
 		fmt.Fprintf(stderr, "Usage: gateway conversations %s [flags]%s\n\nFlags:\n", sub, arg)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	nargs := 1
 	if sub == "list" {
@@ -197,7 +197,7 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 	var asJSON bool
 	fs.StringVar(&peer, "peer", "", "the owner of CONTEXT_ID, when several peers use it")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.Usage = func() { fmt.Fprint(stderr, ledgerUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, ledgerUsage); printFlags(stderr, fs) }
 	if err := parseOps(fs, ef, args[1:], -1, "at most one CONTEXT_ID"); err != nil {
 		return err
 	}

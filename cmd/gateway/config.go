@@ -4,11 +4,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Config is everything `gateway serve` reads. Precedence: flag > GATEWAY_* env > default.
@@ -31,7 +35,7 @@ type Config struct {
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
-		slog.Duration("echo_delay", c.EchoDelay), slog.String("log_level", c.LogLevel.String()),
+		slog.String("echo_delay", c.EchoDelay.String()), slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
 	)
 }
@@ -41,6 +45,7 @@ func (c Config) LogValue() slog.Value {
 type envFlags struct {
 	fs     *flag.FlagSet
 	lookup func(string) (string, bool)
+	file   map[string]string // values from the config file, by flag name
 	errs   []error
 }
 
@@ -48,8 +53,14 @@ func envName(flagName string) string {
 	return "GATEWAY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// env returns the configured value of a flag below the command line: the GATEWAY_*
+// variable, else the config file.
 func (e *envFlags) env(name string) (string, bool) {
-	return e.lookup(envName(name))
+	if v, ok := e.lookup(envName(name)); ok {
+		return v, true
+	}
+	v, ok := e.file[name]
+	return v, ok
 }
 
 func (e *envFlags) String(p *string, name, def, usage string) {
@@ -94,8 +105,10 @@ func (e *envFlags) Level(p *slog.Level, name string, def slog.Level, usage strin
 }
 
 // bindServe defines serve's flags on fs.
-func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), cfg *Config) *envFlags {
-	e := &envFlags{fs: fs, lookup: lookup}
+func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[string]string, cfg *Config) *envFlags {
+	e := &envFlags{fs: fs, lookup: lookup, file: file}
+	var configPath string
+	fs.StringVar(&configPath, "config", "", "YAML config file whose keys are these flags' names (default ./gateway.yaml if present) (env GATEWAY_CONFIG)")
 	e.String(&cfg.Addr, "addr", "127.0.0.1:9900", "address to listen on; without peer tokens only loopback addresses are allowed")
 	e.String(&cfg.DataDir, "data-dir", "./data", "directory of the ledger (bbolt file ledger.db); one gateway process per directory")
 	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo")
@@ -150,4 +163,76 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// configPath finds the config file: --config in args, else GATEWAY_CONFIG, else
+// ./gateway.yaml when it exists. explicit reports whether it was asked for (then it must
+// exist).
+func configPath(args []string, lookup func(string) (string, bool)) (path string, explicit bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		for _, p := range []string{"--config", "-config"} {
+			if a == p && i+1 < len(args) {
+				return args[i+1], true
+			}
+			if v, ok := strings.CutPrefix(a, p+"="); ok {
+				return v, true
+			}
+		}
+	}
+	if v, ok := lookup("GATEWAY_CONFIG"); ok && v != "" {
+		return v, true
+	}
+	if _, err := os.Stat("gateway.yaml"); err == nil {
+		return "gateway.yaml", false
+	}
+	return "", false
+}
+
+// loadConfigFile reads a YAML mapping of flag names to scalar values. Keys that are not
+// flags of fs are errors, so a typo never passes silently.
+func loadConfigFile(path string, fs *flag.FlagSet) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	out := make(map[string]string, len(raw))
+	var errs []error
+	for k, v := range raw {
+		if fs.Lookup(k) == nil || k == "config" {
+			errs = append(errs, fmt.Errorf("config file %s: unknown key %q (keys are the flag names of 'gateway serve --help')", path, k))
+			continue
+		}
+		switch v.(type) {
+		case map[string]any, []any:
+			errs = append(errs, fmt.Errorf("config file %s: key %q must be a single value", path, k))
+			continue
+		case nil:
+			continue
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out, errors.Join(errs...)
+}
+
+// printFlags lists fs's flags GNU-style (--name), with their defaults.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if name != "" {
+			fmt.Fprintf(w, " %s", name)
+		}
+		fmt.Fprintf(w, "\n        %s", strings.ReplaceAll(usage, "\n", "\n        "))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }

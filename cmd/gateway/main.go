@@ -83,7 +83,19 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	ef := bindServe(fs, lookupEnv, &cfg)
+	// The config file's keys are checked against the flags, so bind them once to learn
+	// the names, then bind for real with the file's values under env and flags.
+	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
+	bindServe(probe, lookupEnv, nil, new(Config))
+	var file map[string]string
+	if path, explicit := configPath(args, lookupEnv); path != "" {
+		f, err := loadConfigFile(path, probe)
+		if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
+			return usageError{err.Error()}
+		}
+		file = f
+	}
+	ef := bindServe(fs, lookupEnv, file, &cfg)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: gateway serve [flags]
 
@@ -94,11 +106,13 @@ http://127.0.0.1:9900/ serving:
   GET  /.well-known/agent-card.json   the agent card
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down)
 
-Every flag can also be set with its GATEWAY_* environment variable; flags win.
+Every flag can also be set with its GATEWAY_* environment variable or in the YAML
+config file (--config, default ./gateway.yaml if present; keys are the flag names).
+Precedence: flag > environment > config file > default.
 
 Flags:
 `)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
