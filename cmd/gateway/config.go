@@ -29,6 +29,8 @@ type Config struct {
 	AdminToken      string
 	BusyPolicy      string
 	BusyWait        time.Duration
+	RedisAddr       string
+	LeaseTTL        time.Duration
 }
 
 // LogValue implements slog.LogValuer; secrets are never logged, only whether they are set.
@@ -37,6 +39,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
 		slog.String("echo_delay", c.EchoDelay.String()), slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
+		slog.String("redis_addr", c.RedisAddr), slog.String("lease_ttl", c.LeaseTTL.String()),
 	)
 }
 
@@ -118,6 +121,8 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
+	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances; empty: the in-process lease (one instance)")
+	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews it every ttl/3")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
 	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/; empty: loopback clients only")
@@ -144,6 +149,14 @@ func (c *Config) Validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want json or text", c.LogFormat))
+	}
+	if c.LeaseTTL < 100*time.Millisecond {
+		errs = append(errs, errors.New("--lease-ttl must be at least 100ms"))
+	}
+	if c.RedisAddr != "" {
+		if _, _, err := net.SplitHostPort(c.RedisAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--redis-addr %q: want host:port", c.RedisAddr))
+		}
 	}
 	if c.BusyPolicy != "reject" && c.BusyPolicy != "wait" {
 		errs = append(errs, fmt.Errorf("--busy-policy %q: want reject or wait", c.BusyPolicy))
