@@ -181,7 +181,7 @@ func NewCardHandler(cfg CardConfig) http.Handler {
 		h.Set("Cache-Control", "public, max-age=300")
 		h.Set("ETag", etag)
 		h.Set("Vary", "Host")
-		if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
+		if inm := strings.TrimSpace(r.Header.Get("If-None-Match")); inm == "*" || (inm != "" && strings.Contains(inm, etag)) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}

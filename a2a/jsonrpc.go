@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultMaxBodyBytes is the request body limit when TransportConfig.MaxBodyBytes is 0.
@@ -193,20 +196,20 @@ func NewJSONRPCHandler(h Handler, cfg TransportConfig) http.Handler {
 
 // headerDialect reads A2A-Version: "" and 0.x mean 0.3, 1.x means 1.0; ok is false for a
 // version this gateway does not speak.
-func headerDialect(r *http.Request) (Dialect, bool) {
+func headerDialect(r *http.Request) (d Dialect, version string, ok bool) {
 	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
 	if v == "" {
-		v = r.URL.Query().Get("A2A-Version")
+		v = strings.TrimSpace(r.URL.Query().Get("A2A-Version"))
 	}
 	switch {
 	case v == "":
-		return V03, true
+		return V03, v, true
 	case v == "1" || strings.HasPrefix(v, "1."):
-		return V1, true
+		return V1, v, true
 	case v == "0.3" || strings.HasPrefix(v, "0.3."):
-		return V03, true
+		return V03, v, true
 	}
-	return V03, false
+	return V03, v, false
 }
 
 func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -216,7 +219,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	hd, versionOK := headerDialect(r)
+	hd, version, versionOK := headerDialect(r)
 	if r.ContentLength > t.cfg.MaxBodyBytes {
 		t.tooLarge(w, hd)
 		return
@@ -240,7 +243,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !versionOK {
-		t.writeError(r.Context(), w, req.ID, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %q is not supported; use 1.0 or 0.3", r.Header.Get("A2A-Version")), req.Method, start)
+		t.writeError(r.Context(), w, req.ID, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %q is not supported; use 1.0 or 0.3", truncate(version, 32)), req.Method, start)
 		return
 	}
 	ctx := r.Context()
@@ -259,14 +262,30 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t.logDone(ctx, req.Method, d, 0, start)
 }
 
+// truncate shortens s to at most n bytes without splitting a UTF-8 character.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
 	return s[:n] + "…"
 }
 
-func (t *transport) call(ctx context.Context, r *http.Request, req *Request, spec methodSpec) ([]byte, error) {
+// errPanic is the cause of an internal error recovered from a panicking Handler.
+var errPanic = fmt.Errorf("%w: handler panicked", ErrInternal)
+
+// recovered turns a panic into an internal error, logged once with its stack.
+func (t *transport) recovered(ctx context.Context, method string, err *error) {
+	if p := recover(); p != nil {
+		t.log.ErrorContext(ctx, "handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		*err = errPanic
+	}
+}
+
+func (t *transport) call(ctx context.Context, r *http.Request, req *Request, spec methodSpec) (_ []byte, err error) {
+	defer t.recovered(ctx, req.Method, &err)
 	d := spec.dialect
 	switch spec.kind {
 	case mSend:
@@ -315,12 +334,16 @@ func (t *transport) call(ctx context.Context, r *http.Request, req *Request, spe
 		}
 		return t.cfg.ExtendedCard(r)
 	case mPush:
-		return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")
+		if d == V1 {
+			return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")
+		}
+		return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use message/stream or tasks/resubscribe")
 	}
 	return nil, ErrMethodNotFound
 }
 
-func (t *transport) openStream(ctx context.Context, req *Request, spec methodSpec, lastEventID string) (Stream, error) {
+func (t *transport) openStream(ctx context.Context, req *Request, spec methodSpec, lastEventID string) (_ Stream, err error) {
+	defer t.recovered(ctx, req.Method, &err)
 	if spec.kind == mStream {
 		p, err := DecodeSendParams(req.Params, spec.dialect)
 		if err != nil {
@@ -370,9 +393,7 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 	flush()
 	var buf bytes.Buffer
 	for {
-		nctx, cancel := context.WithTimeout(ctx, t.cfg.KeepAlive)
-		ev, err := st.Next(nctx)
-		cancel()
+		ev, err := t.next(ctx, st, req.Method)
 		switch {
 		case err == nil:
 			res, eerr := EncodeEvent(&ev, d)
@@ -407,6 +428,15 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			return
 		}
 	}
+}
+
+// next reads the stream's next event, bounded by the keep-alive interval, and turns a
+// panicking stream into an internal error.
+func (t *transport) next(ctx context.Context, st Stream, method string) (_ Event, err error) {
+	defer t.recovered(ctx, method, &err)
+	nctx, cancel := context.WithTimeout(ctx, t.cfg.KeepAlive)
+	defer cancel()
+	return st.Next(nctx)
 }
 
 func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request, d Dialect, err error, start time.Time) {

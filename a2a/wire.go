@@ -146,8 +146,11 @@ func encodeState(s TaskState, d Dialect) string {
 // "TASK_STATE_INPUT_REQUIRED"); ok is false for anything else.
 func DecodeState(s string) (TaskState, bool) {
 	if rest, ok := strings.CutPrefix(s, "TASK_STATE_"); ok {
-		if rest == "UNSPECIFIED" {
+		switch {
+		case rest == "UNSPECIFIED":
 			return StateUnknown, true
+		case rest == "UNKNOWN" || rest != strings.ToUpper(rest):
+			return "", false
 		}
 		s = strings.ToLower(strings.ReplaceAll(rest, "_", "-"))
 	}
@@ -363,8 +366,12 @@ func EncodeListTasks(r *ListTasksResult) ([]byte, error) {
 
 // ---- decoding: wire → internal ----
 
-func decodePart(w *wirePart, field string) (Part, error) {
-	p := Part{Metadata: w.Metadata, MediaType: w.MediaType, Filename: w.Filename}
+func decodePart(w *wirePart, field string, d Dialect) (Part, error) {
+	p := Part{Metadata: w.Metadata}
+	if d == V1 {
+		// v0.3 parts carry media type and name only inside a file object.
+		p.MediaType, p.Filename = w.MediaType, w.Filename
+	}
 	kind := w.Kind
 	if kind == "" { // v1.0, or a lenient v0.3 client: discriminate by the field present
 		n := 0
@@ -374,7 +381,10 @@ func decodePart(w *wirePart, field string) (Part, error) {
 		if w.File != nil {
 			kind, n = "file", n+1
 		}
-		if len(w.Raw) > 0 || w.URL != nil {
+		if len(w.Raw) > 0 {
+			kind, n = "file", n+1
+		}
+		if w.URL != nil {
 			kind, n = "file", n+1
 		}
 		if len(w.Data) > 0 {
@@ -394,6 +404,9 @@ func decodePart(w *wirePart, field string) (Part, error) {
 		p.Kind = PartFile
 		switch {
 		case w.File != nil:
+			if len(w.File.Bytes) > 0 && w.File.URI != "" {
+				return Part{}, InvalidParams(field+".file", "has both bytes and uri; a file part has exactly one")
+			}
 			p.Raw, p.URL = w.File.Bytes, w.File.URI
 			if p.MediaType == "" {
 				p.MediaType = w.File.MimeType
@@ -422,7 +435,7 @@ func decodePart(w *wirePart, field string) (Part, error) {
 	return p, nil
 }
 
-func decodeMessage(w *wireMessage, field string) (Message, error) {
+func decodeMessage(w *wireMessage, field string, d Dialect) (Message, error) {
 	if w.Kind != "" && w.Kind != "message" {
 		return Message{}, InvalidParams(field+".kind", "must be \"message\"")
 	}
@@ -447,7 +460,7 @@ func decodeMessage(w *wireMessage, field string) (Message, error) {
 		ReferenceTaskIDs: w.ReferenceTaskIDs,
 	}
 	for i := range w.Parts {
-		p, err := decodePart(&w.Parts[i], fmt.Sprintf("%s.parts[%d]", field, i))
+		p, err := decodePart(&w.Parts[i], fmt.Sprintf("%s.parts[%d]", field, i), d)
 		if err != nil {
 			return Message{}, err
 		}
@@ -510,7 +523,7 @@ func DecodeSendParams(raw json.RawMessage, d Dialect) (*SendParams, error) {
 	if w.Message == nil {
 		return nil, InvalidParams("message", "is required")
 	}
-	m, err := decodeMessage(w.Message, "message")
+	m, err := decodeMessage(w.Message, "message", d)
 	if err != nil {
 		return nil, err
 	}
