@@ -1,12 +1,14 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,7 +44,7 @@ type AppendResult struct {
 // gap-free sequence numbers following the conversation's last one; it creates the
 // conversation on its first append. It returns only after the commit holding the entries
 // has returned (fsync'd unless Options.NoSync): a nil error means the entries are durable.
-// The returned entries are decoded from the stored bytes, so they equal what reads return.
+// The returned entries equal what reads return.
 //
 // Errors, after which nothing of req was appended: [ErrInvalid] (wrapped, naming the field;
 // for a bad contextId it also wraps conversations.ErrInvalidContextID) when req fails
@@ -94,13 +96,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	if out.err != nil {
 		return AppendResult{}, out.err
 	}
-	res := AppendResult{Epoch: out.epoch, Entries: make([]Entry, len(out.encoded))}
-	for i, b := range out.encoded {
-		if err := json.Unmarshal(b, &res.Entries[i]); err != nil {
-			return AppendResult{}, fmt.Errorf("ledger: decode appended entry: %w", err)
-		}
-	}
-	return res, nil
+	return AppendResult{Epoch: out.epoch, Entries: out.entries}, nil
 }
 
 // appendAlone is the NoGroupCommit path: one bbolt transaction for this request only.
@@ -138,6 +134,7 @@ type prepared struct {
 	epoch            uint64
 	now              time.Time
 	entries          []Entry    // copies; ID, ContextID, Owner, CreatedAt filled; large parts moved
+	templates        []template // entries[i] encoded, apart from the fields the transaction fills
 	artifacts        []artifact // content moved out of entries, deduplicated within the request
 	taskIDs          []string   // distinct task ids in order of first appearance
 }
@@ -203,7 +200,18 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 				p.artifacts = append(p.artifacts, a)
 			}
 		}
-		p.entries[i] = e
+		t, err := newTemplate(&e)
+		if err != nil {
+			return nil, invalid("entries[%d]: %v", i, err)
+		}
+		// Keep the entry as it will read back (compacted JSON, no empty slices), so that
+		// Append returns exactly what reads return.
+		var norm Entry
+		if err := json.Unmarshal(t.encoded, &norm); err != nil {
+			return nil, invalid("entries[%d]: %v", i, err)
+		}
+		p.entries[i] = norm
+		p.templates = append(p.templates, t)
 	}
 	return p, nil
 }
@@ -302,18 +310,13 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		}
 	}
 	encoded := make([][]byte, len(p.entries))
+	entries := make([]Entry, len(p.entries))
 	prev := m.LastHash
-	for i := range p.entries {
+	for i := range p.templates {
 		e := p.entries[i]
 		e.Seq, e.Epoch, e.PrevHash = m.LastSeq+uint64(i)+1, m.Epoch, prev
-		b, hash, err := encodeEntry(&e)
-		if err != nil {
-			return outcome{}, invalid("entries[%d]: %v", i, err), nil
-		}
-		if int64(len(b)) > bolt.MaxValueSize {
-			return outcome{}, invalid("entries[%d]: %d bytes encoded, the limit is %d", i, len(b), bolt.MaxValueSize), nil
-		}
-		encoded[i], prev = b, hash
+		encoded[i], e.Hash = p.templates[i].fill(e.Seq, e.Epoch, e.PrevHash)
+		entries[i], prev = e, e.Hash
 	}
 
 	// Writes. The conversation bucket's creation can only fail if a non-bucket value sits at
@@ -381,7 +384,7 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if err := conv.Put(keyMeta, mb); err != nil {
 		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
 	}
-	return outcome{epoch: m.Epoch, encoded: encoded}, nil, nil
+	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
 }
 
 // readMeta decodes a conversation bucket's metadata (a copy: nothing aliases bbolt memory).
@@ -397,23 +400,63 @@ func readMeta(conv *bolt.Bucket) (metaRecord, error) {
 	return m, nil
 }
 
-// encodeEntry returns the stored JSON of e and its hash:
-// hash = hex(sha256(PrevHash ‖ canonical JSON of e with Hash empty)), and the stored JSON is
-// that canonical JSON with the "hash" member added (the last field of Entry, so the
-// result equals encoding/json's encoding of the entry with Hash set).
-func encodeEntry(e *Entry) (stored []byte, hash string, err error) {
-	e.Hash = ""
-	body, err := json.Marshal(e)
+// template is an entry's canonical JSON cut where the fields that only the write
+// transaction knows (seq, epoch, prevHash, hash) go, so that the expensive encoding runs in
+// the caller's goroutine and the committer only splices and hashes.
+type template struct {
+	encoded []byte // the whole encoding with seq, epoch, prevHash and hash zero
+	head    []byte // {"id":…,"contextId":…,"owner":…[,"taskId":…]
+	tail    []byte // ,"kind":… up to the last field before prevHash, without the closing brace
+}
+
+// seqEpochZero is how encoding/json writes Seq and Epoch when both are zero. A JSON string
+// never holds an unescaped quote, so its first occurrence is the fields themselves.
+var seqEpochZero = []byte(`,"seq":0,"epoch":0`)
+
+// newTemplate encodes e (whose Seq, Epoch, PrevHash and Hash must be zero) into a template.
+func newTemplate(e *Entry) (template, error) {
+	b, err := json.Marshal(e)
 	if err != nil {
-		return nil, "", err
+		return template{}, err
 	}
-	hash = chainHash(e.PrevHash, body)
-	stored = make([]byte, 0, len(body)+len(hash)+10)
-	stored = append(stored, body[:len(body)-1]...)
-	stored = append(stored, `,"hash":"`...)
-	stored = append(stored, hash...)
-	stored = append(stored, `"}`...)
-	return stored, hash, nil
+	i := bytes.Index(b, seqEpochZero)
+	if i < 0 || b[len(b)-1] != '}' {
+		return template{}, fmt.Errorf("unexpected encoding %.80q", b)
+	}
+	if int64(len(b))+200 > bolt.MaxValueSize {
+		return template{}, fmt.Errorf("%d bytes encoded, the limit is %d", len(b), bolt.MaxValueSize)
+	}
+	return template{encoded: b, head: b[:i], tail: b[i+len(seqEpochZero) : len(b)-1]}, nil
+}
+
+// fill returns the stored JSON of the entry with seq, epoch and prevHash (hex, or "" for
+// seq 1) set, and its hash:
+// hash = hex(sha256(prevHash ‖ canonical JSON with hash empty)), and the stored JSON is that
+// canonical JSON with the "hash" member added. Both equal encoding/json's encoding of the
+// entry (hash is Entry's last field, prevHash the one before it, both omitted when empty);
+// the tests and Verify check it.
+func (t *template) fill(seq, epoch uint64, prevHash string) (stored []byte, hash string) {
+	b := make([]byte, 0, len(t.head)+len(t.tail)+len(prevHash)+sha256.Size*2+64)
+	b = append(b, t.head...)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"epoch":`...)
+	b = strconv.AppendUint(b, epoch, 10)
+	b = append(b, t.tail...)
+	if prevHash != "" {
+		b = append(b, `,"prevHash":"`...)
+		b = append(b, prevHash...)
+		b = append(b, '"')
+	}
+	h := sha256.New()
+	h.Write([]byte(prevHash))
+	h.Write(b)
+	h.Write([]byte{'}'})
+	hash = hex.EncodeToString(h.Sum(nil))
+	b = append(b, `,"hash":"`...)
+	b = append(b, hash...)
+	b = append(b, `"}`...)
+	return b, hash
 }
 
 // chainHash is hex(sha256(prevHash ‖ canonical)).

@@ -41,9 +41,10 @@
 // "Acknowledged" means Append returned a nil error. That happens only after the bbolt
 // commit holding the entries returned, which fsyncs the data and the meta page unless
 // Options.NoSync is set, so an acknowledged entry survives kill -9 and power loss (as far
-// as the disk honours fsync). An Append that returns an error appended nothing; once its
-// request was queued it waits for the commit even if its context is canceled, so a caller
-// never believes a committed write failed.
+// as the disk honours fsync). An Append that returns an error appended nothing that can be
+// read (a failed final fsync is the one exception: see [Store.Append]); once its request was
+// queued it waits for the commit even if its context is canceled, so a caller never
+// believes a committed write failed.
 //
 // The hash covers encoding/json's encoding of [Entry] in its field order. Long text and
 // bytes of a part move to the artifact store before hashing, so the chain covers their

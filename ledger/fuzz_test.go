@@ -3,7 +3,10 @@ package ledger
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzKey checks the 8-byte seq key: it round-trips, and bytes.Compare order is numeric
@@ -41,6 +44,43 @@ func FuzzKey(f *testing.F) {
 		// Keys of one task sort by seq.
 		if got, want := bytes.Compare(taskKey(taskID, a), taskKey(taskID, b)), cmp.Compare(a, b); got != want {
 			t.Fatalf("task keys of seqs %d, %d compare %d, want %d", a, b, got, want)
+		}
+	})
+}
+
+// FuzzEntryEncoding checks that the spliced encoding the committer writes equals
+// encoding/json's encoding of the entry, and that the hash covers it, for any content.
+func FuzzEntryEncoding(f *testing.F) {
+	f.Add("hello", "task-1", "peer", uint64(1), uint64(0), "")
+	f.Add(`,"seq":0,"epoch":0`, "", `"seq":0`, uint64(1<<40), uint64(7), strings.Repeat("a", 64))
+	f.Add("<script>&\u2028\xff", "t", "", ^uint64(0), ^uint64(0), "x")
+	f.Fuzz(func(t *testing.T, text, taskID, actor string, seq, epoch uint64, prev string) {
+		if prev != "" { // a previous hash is always lowercase hex
+			prev = chainHash("", []byte(prev))
+		}
+		e := Entry{
+			ID: "id", ContextID: "c", Owner: "o", TaskID: taskID, Actor: actor,
+			Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
+			CreatedAt: time.Unix(1, 2).UTC(),
+			Parts:     []Part{{Kind: PartText, Text: text, Metadata: json.RawMessage(`{"k": "<v>"}`)}},
+		}
+		tpl, err := newTemplate(&e)
+		if err != nil {
+			t.Fatalf("newTemplate() error = %v", err)
+		}
+		stored, hash := tpl.fill(seq, epoch, prev)
+		e.Seq, e.Epoch, e.PrevHash = seq, epoch, prev
+		canonical, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := chainHash(prev, canonical); h != hash {
+			t.Fatalf("fill() hash = %s, want %s", hash, h)
+		}
+		e.Hash = hash
+		want, _ := json.Marshal(&e)
+		if string(stored) != string(want) {
+			t.Fatalf("fill() = %s\nwant    %s", stored, want)
 		}
 	})
 }

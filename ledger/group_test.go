@@ -1,13 +1,15 @@
 package ledger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations"
 )
 
 // TestGroupCommit_Concurrent runs 64 writers on distinct conversations with real fsync:
@@ -88,14 +90,21 @@ func TestGroupCommit_SameConversation(t *testing.T) {
 }
 
 // TestGroupCommit_RefusedRequestFailsAlone commits one batch directly: the requests refused
-// inside the transaction (stale epoch, a task of another conversation, an entry that cannot
-// be encoded) fail alone, the others commit together, in queue order, in one commit.
+// inside the transaction (stale epoch, a task of another conversation, a conversation whose
+// stored metadata is corrupt) fail alone, the others commit together, in queue order, in
+// one commit.
 func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 	t.Parallel()
 	s := mustOpen(t, testOpts)
 	ctx := t.Context()
 	withTask := func(e Entry, id string) Entry { e.TaskID = id; return e }
 	mustAppend(t, s, "local", "owner-of-t", withTask(userMsg("t"), "t"))
+	mustAppend(t, s, "local", "d", userMsg("d1"))
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(conversations.Key("local", "d"))).Put(keyMeta, []byte("{corrupt"))
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	reqs := []AppendRequest{
 		{Owner: "local", ContextID: "a", BeginTurn: true, Entries: []Entry{userMsg("a1")}},
@@ -103,7 +112,7 @@ func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 		{Owner: "local", ContextID: "a", Epoch: 1, Entries: []Entry{agentMsg("a2")}}, // sees the epoch set by the first request
 		{Owner: "local", ContextID: "c", Entries: []Entry{withTask(userMsg("steal"), "t")}},
 		{Owner: "local", ContextID: "b", Entries: []Entry{userMsg("b1")}},
-		{Owner: "local", ContextID: "d", Entries: []Entry{userMsg("bad json")}},
+		{Owner: "local", ContextID: "d", Entries: []Entry{userMsg("d2")}},
 		{Owner: "local", ContextID: "a", Entries: []Entry{userMsg("a3")}},
 	}
 	batch := make([]*pending, len(reqs))
@@ -114,14 +123,11 @@ func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 		}
 		batch[i] = &pending{req: p, done: make(chan outcome, 1)}
 	}
-	// Bypass validation to reach the in-transaction encoding check.
-	batch[5].req.entries[0].Metadata = json.RawMessage("{broken")
-
 	before := s.Stats()
 	s.commitBatch(batch)
 	after := s.Stats()
 
-	wantErr := []error{nil, ErrFenced, nil, ErrInvalid, nil, ErrInvalid, nil}
+	wantErr := []error{nil, ErrFenced, nil, ErrInvalid, nil, ErrChainBroken, nil}
 	for i, p := range batch {
 		out := <-p.done
 		if wantErr[i] == nil && out.err != nil || wantErr[i] != nil && !errors.Is(out.err, wantErr[i]) {
@@ -149,13 +155,15 @@ func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 			t.Errorf("conversation %s (-want +got):\n%s", tt.id, diff)
 		}
 	}
-	for _, id := range []string{"c", "d"} {
-		if _, err := s.Conversation(ctx, "local", id); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Conversation(%s) error = %v, want %v (refused requests leave nothing)", id, err, ErrNotFound)
-		}
+	if _, err := s.Conversation(ctx, "local", "c"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Conversation(c) error = %v, want %v (refused requests leave nothing)", err, ErrNotFound)
 	}
-	if n, err := s.VerifyAll(ctx); err != nil || n != 3 {
-		t.Errorf("VerifyAll() = %d, %v, want 3, nil", n, err)
+	if got, err := s.Range(ctx, "local", "d", 0, 0); err != nil || len(got) != 1 {
+		t.Errorf("Range(d) = %d entries, %v, want only d1", len(got), err)
+	}
+	// a, b and owner-of-t verify; d's corrupt metadata is reported.
+	if n, err := s.VerifyAll(ctx); n != 4 || !errors.Is(err, ErrChainBroken) {
+		t.Errorf("VerifyAll() = %d, %v, want 4 and ErrChainBroken for d", n, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -54,6 +55,14 @@ func convKey(owner, contextID string) (string, error) {
 		return "", fmt.Errorf("contextId: %w: %w", err, ErrInvalid)
 	}
 	return conversations.Key(owner, contextID), nil
+}
+
+// convBucket returns the bucket of a conversation inside tx, or ErrNotFound.
+func convBucket(tx *bolt.Tx, key string) (*bolt.Bucket, error) {
+	if conv := tx.Bucket([]byte(key)); conv != nil {
+		return conv, nil
+	}
+	return nil, ErrNotFound
 }
 
 // openConv returns the bucket and metadata of a conversation inside tx.
@@ -165,7 +174,7 @@ func (s *Store) Last(ctx context.Context, owner, contextID string, n int, keep f
 	}
 	var out []Entry
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		conv, _, err := openConv(tx, key)
+		conv, err := convBucket(tx, key)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -206,7 +215,7 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 	}
 	var out []Entry
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		conv, _, err := openConv(tx, key)
+		conv, err := convBucket(tx, key)
 		if err != nil {
 			return err
 		}
@@ -224,7 +233,10 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // TaskEntries returns the conversation a task belongs to and every entry of the task in seq
@@ -252,7 +264,7 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		key := string(kb)
 		b, m, err := openConv(tx, key)
 		if err != nil {
-			if err == ErrNotFound {
+			if errors.Is(err, ErrNotFound) {
 				return &ChainError{Key: key, Reason: fmt.Sprintf("task %q is indexed to a missing conversation", taskID)}
 			}
 			return err
@@ -300,7 +312,7 @@ func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string,
 	}
 	var found []first
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		conv, _, err := openConv(tx, key)
+		conv, err := convBucket(tx, key)
 		if err != nil {
 			return err
 		}

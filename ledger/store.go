@@ -50,7 +50,7 @@ type Stats struct {
 	Commits  uint64 // write transactions committed that carried appends
 	Requests uint64 // Append calls whose entries were committed
 	Appends  uint64 // entries committed
-	Rejected uint64 // Append calls refused (invalid, fenced, closed) or failed
+	Rejected uint64 // Append calls refused (invalid, fenced, closed, canceled) or failed
 }
 
 // AppendsPerCommit is Appends / Commits (0 before the first commit).
@@ -200,7 +200,7 @@ type pending struct {
 // outcome is what the committer tells one Append.
 type outcome struct {
 	epoch   uint64
-	encoded [][]byte // the stored JSON of each entry, owned by the receiver
+	entries []Entry // as stored
 	err     error
 }
 
@@ -230,7 +230,7 @@ func (s *Store) commitLoop() {
 }
 
 // commitBatch applies every request of batch in one bbolt transaction, in queue order, and
-// answers each. A request refused by its own checks (fencing, task ownership, encoding) is
+// answers each. A request refused by its own checks (fencing, task ownership, corrupt metadata) is
 // answered with that error alone and leaves no writes; if the transaction itself fails,
 // every request that was not refused gets the failure.
 func (s *Store) commitBatch(batch []*pending) {

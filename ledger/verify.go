@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,8 +17,9 @@ import (
 // Verify walks the conversation's hash chain from seq 1: every key is the entry's seq and
 // the seqs have no gap, every entry names this conversation's contextId and owner, every
 // PrevHash is the previous entry's Hash ("" for seq 1), every Hash is recomputed from the
-// entry, and the metadata agrees with the last entry and with the bucket's key. It reads
-// the whole conversation. Errors: a [*ChainError] (wrapping [ErrChainBroken]) naming the
+// entry, every artifact an entry references is stored and matches its digest, the task
+// indexes hold every entry of a task, and the metadata (last seq and hash, counters)
+// agrees with the entries and hashes to the bucket's key. It reads the whole conversation. Errors: a [*ChainError] (wrapping [ErrChainBroken]) naming the
 // first failing seq; [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an
 // invalid owner or contextId; [ErrClosed] after Close.
 func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
@@ -87,11 +89,13 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 	if got := conversations.Key(m.Owner, m.ContextID); got != key {
 		return fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
 	}
-	items := conv.Bucket(subBucketItems)
+	items, convTasks, taskIndex := conv.Bucket(subBucketItems), conv.Bucket(subBucketTasks), tx.Bucket(bucketTasks)
 	var (
-		want uint64 = 1
-		prev string
-		n    int
+		want  uint64 = 1
+		prev  string
+		n     int
+		turns int
+		tasks = map[string]bool{}
 	)
 	if items != nil {
 		c := items.Cursor()
@@ -129,6 +133,18 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 			if h := chainHash(e.PrevHash, canonical); h != stored {
 				return fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
 			}
+			if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
+				turns++
+			}
+			if e.TaskID != "" {
+				tasks[e.TaskID] = true
+				if convTasks == nil || !hasKey(convTasks, taskKey(e.TaskID, seq)) {
+					return fail(seq, "task %q: entry missing from the conversation's task index", e.TaskID)
+				}
+				if taskIndex == nil || string(taskIndex.Get([]byte(e.TaskID))) != key {
+					return fail(seq, "task %q: the global task index does not point to this conversation", e.TaskID)
+				}
+			}
 			for j, p := range e.Parts {
 				if p.ArtifactRef == "" {
 					continue
@@ -149,8 +165,18 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 		return fail(last, "metadata says lastHash %q, the last entry's hash is %q", m.LastHash, prev)
 	case m.Counters.Entries != int(last):
 		return fail(0, "metadata counts %d entries, %d are stored", m.Counters.Entries, last)
+	case m.Counters.Turns != turns:
+		return fail(0, "metadata counts %d turns, the entries hold %d", m.Counters.Turns, turns)
+	case m.Counters.Tasks != len(tasks):
+		return fail(0, "metadata counts %d tasks, the entries name %d", m.Counters.Tasks, len(tasks))
 	}
 	return nil
+}
+
+// hasKey reports whether b holds key k (whatever its value, even empty).
+func hasKey(b *bolt.Bucket, k []byte) bool {
+	got, _ := b.Cursor().Seek(k)
+	return bytes.Equal(got, k)
 }
 
 // checkArtifact returns why the artifact ref names is missing or corrupt ("" if sound).

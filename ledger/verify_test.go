@@ -55,6 +55,22 @@ func TestVerify_DetectsTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}), 5},
+		{"task index entry removed", rewrite(func(t *testing.T, _, conv *bolt.Bucket) {
+			if err := conv.Bucket(subBucketTasks).Delete(taskKey("t", 4)); err != nil {
+				t.Fatal(err)
+			}
+		}), 4},
+		{"task moved to another conversation", func(t *testing.T, tx *bolt.Tx) {
+			if err := tx.Bucket(bucketTasks).Put([]byte("t"), []byte(conversations.Key("local", "other"))); err != nil {
+				t.Fatal(err)
+			}
+		}, 4},
+		{"metadata counters", rewrite(func(t *testing.T, _, conv *bolt.Bucket) {
+			v := replaceOnce(t, string(conv.Get(keyMeta)), `"turns":5`, `"turns":4`)
+			if err := conv.Put(keyMeta, []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+		}), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +80,9 @@ func TestVerify_DetectsTampering(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mustAppend(t, s, "local", "c", numbered("m", 5)...)
+			entries := numbered("m", 5)
+			entries[3].TaskID = "t"
+			mustAppend(t, s, "local", "c", entries...)
 			mustAppend(t, s, "local", "other", numbered("o", 2)...)
 			if err := s.Verify(t.Context(), "local", "c"); err != nil {
 				t.Fatalf("Verify() before tampering error = %v", err)
