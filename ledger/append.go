@@ -102,6 +102,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 // appendAlone is the NoGroupCommit path: one bbolt transaction for this request only.
 func (s *Store) appendAlone(p *prepared) outcome {
 	var out outcome
+	start := time.Now()
 	err := s.safeUpdate(func(tx *bolt.Tx) error {
 		res, reqErr, txErr := s.apply(tx, p)
 		if txErr != nil {
@@ -120,6 +121,7 @@ func (s *Store) appendAlone(p *prepared) outcome {
 		out = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
 	default:
 		s.commits.Add(1)
+		s.commitNanos.Add(int64(time.Since(start)))
 	}
 	s.count(p, out.err)
 	return out

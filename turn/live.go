@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/ledger"
 )
 
 // liveTask is the in-memory event log of a running task. Publishing never blocks: events
@@ -15,6 +16,10 @@ type liveTask struct {
 	id, contextID, owner string
 	cancel               context.CancelCauseFunc
 	finished             chan struct{} // closed when the turn's goroutine has ended
+
+	// Set by the turn's goroutine before finished is closed: every entry of the task as the
+	// ledger stored it, when this turn created the task (so the task folds without a read).
+	stored []ledger.Entry
 
 	mu     sync.Mutex
 	events []a2a.Event

@@ -108,6 +108,14 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendRe
 	case <-ctx.Done():
 		return a2a.SendResult{}, ctx.Err()
 	}
+	if lt.stored != nil { // a new task: its entries are exactly what this turn appended
+		if err := r.inflate(ctx, lt.stored); err != nil {
+			return a2a.SendResult{}, err
+		}
+		t := foldTask(ledger.Conversation{ContextID: lt.contextID, Owner: lt.owner}, lt.id, lt.stored)
+		applyHistoryLength(&t, p.Config.HistoryLength)
+		return a2a.SendResult{Task: &t}, nil
+	}
 	t, err := r.loadTask(ctx, PeerFrom(ctx), lt.id, p.Config.HistoryLength)
 	if err != nil {
 		return a2a.SendResult{}, err
@@ -208,6 +216,9 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	r.live[taskID] = lt
 	r.mu.Unlock()
 	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text()}
+	if !continuing {
+		tr.first = res.Entries
+	}
 	r.wg.Go(func() { tr.run(tctx) }) // exits when the agent is done and the end is recorded
 	return lt, first, nil
 }
@@ -292,6 +303,7 @@ type turnRun struct {
 	epoch uint64
 	peer  string
 	text  string
+	first []ledger.Entry // the stored entries that created the task; nil when continuing one
 }
 
 func (tr *turnRun) run(ctx context.Context) {
@@ -418,6 +430,9 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 				MessageID: uuid.NewString(), Role: a2a.RoleAgent, ContextID: lt.contextID, TaskID: lt.id,
 				Parts: []a2a.Part{a2a.TextPart(text)}}}}}, true)
 		return
+	}
+	if tr.first != nil {
+		lt.stored = append(append(make([]ledger.Entry, 0, len(tr.first)+len(stored.Entries)), tr.first...), stored.Entries...)
 	}
 	last := stored.Entries[len(stored.Entries)-1]
 	if len(last.Parts) > 0 {
