@@ -1,15 +1,34 @@
 // Package locking provides leases that let only one holder run per key (one running task
-// per contextId, DESIGN §5). This file set has the in-process lease for the embedded,
-// single-instance gateway; the Redis lease for several instances shares its API.
-//
-// A lease is an admission mechanism, not a fence: correctness against a holder whose lease
-// expired comes from the ledger's epoch check (DESIGN L-2).
+// per contextId, DESIGN §5). [Local] is the in-process lease for the embedded,
+// single-instance gateway; [Redis] is the lease for several instances sharing a Redis
+// server (DESIGN L-2: SET NX PX with a random token, renewed every TTL/3 by a
+// compare-and-PEXPIRE script, released by compare-and-DEL). Both have the same methods
+// and errors: [*HeldError] (unwrapping to [ErrHeld]) when another holder has the key,
+// [ErrClosed] after Close, and for Redis [ErrUnavailable] when the server cannot answer,
+// on which callers fail closed (DESIGN L-3: LOCK_UNAVAILABLE, /readyz 503).
 //
 // # Imports
 //
-// Standard library and google/uuid; no project package (it locks strings).
+// Standard library, google/uuid and redis/go-redis/v9 (this is its only importer); no
+// project package (it locks strings).
 //
 // # Caveats
 //
-// The in-process Locker has one mutex and never holds it across I/O.
+// A lease is admission, not a fence. A holder that stalls past its TTL (GC pause,
+// SIGSTOP, partition) can still be running when a newer holder is admitted; correctness
+// comes from the ledger's epoch check (DESIGN L-2), which refuses the stale holder's
+// appends. [Lease.Lost] lets the holder stop early: a Redis lease closes it when a
+// renewal finds the key gone or someone else's, when Redis has not confirmed a renewal
+// for a whole TTL, and on Close. The holder must cancel its work when it fires.
+//
+// A Redis server without persistence forgets every lease when it restarts: running
+// holders then learn at their next renewal (within TTL/3) that the lease is lost.
+//
+// When an Acquire times out its SET NX may still be applied later (a hung server that
+// resumes): the key then stays held under that holder, with no renewal, until the TTL
+// passes.
+//
+// Locks: Local has one mutex; Redis has one (Redis.mu, guarding its closed flag and the
+// registration of in-flight calls). Neither is held across I/O and neither is taken while
+// holding the other.
 package locking
