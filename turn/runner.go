@@ -234,10 +234,13 @@ func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Leas
 	defer cancel()
 	for {
 		if werr := r.locks.Wait(wctx, key); werr != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil, ctx.Err()
+			case wctx.Err() != nil:
+				return nil, err // still held at the bound: report the last holder
 			}
-			return nil, err // still held at the bound: report the last holder
+			return nil, werr // the lock service failed: fail closed
 		}
 		lease, err = r.locks.Acquire(ctx, key, holder)
 		if err == nil || !errors.Is(err, locking.ErrHeld) {
@@ -262,6 +265,9 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 	if !errors.As(err, &held) {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, locking.ErrClosed) {
+			return ErrUnavailable()
 		}
 		r.log.WarnContext(ctx, "lease unavailable", "context_key", conversations.Key(peer, m.ContextID), "err", err)
 		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")

@@ -58,6 +58,8 @@ type benchOptions struct {
 	baseline bool
 	rounds   int
 	json     bool
+
+	baselineURL string // --baseline-url: bench against this server instead of the in-process echo
 }
 
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
@@ -75,7 +77,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		perRound := cfg.Warmup + cfg.Duration
 		fmt.Fprintf(stderr, "bench: %d rounds against %s and against an in-process baseline, %v each: about %v\n",
 			opts.rounds, cfg.URL, perRound, 2*time.Duration(opts.rounds)*perRound)
-		c, runErr := loadgen.Compare(ctx, cfg, opts.rounds)
+		var c loadgen.Comparison
+		var runErr error
+		if opts.baselineURL != "" {
+			c, runErr = loadgen.CompareWith(ctx, cfg, opts.baselineURL, opts.rounds)
+		} else {
+			c, runErr = loadgen.Compare(ctx, cfg, opts.rounds)
+		}
 		if errors.Is(runErr, loadgen.ErrInvalidConfig) {
 			return benchUsageError{runErr}
 		}
@@ -128,6 +136,7 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 	fs.StringVar(&o.cfg.Token, "token", "", "send \"Authorization: Bearer `T`\" with every request")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Second, "give each request at most `D`, including reading its stream")
 	fs.BoolVar(&o.baseline, "baseline", false, "also bench an in-process net/http echo server in alternating\nrounds and print the target/baseline ratios")
+	fs.StringVar(&o.baselineURL, "baseline-url", "", "use the A2A server at `URL` as the baseline instead of the in-process\necho (implies --baseline); e.g. the same gateway with another lease")
 	fs.IntVar(&o.rounds, "rounds", loadgen.DefaultRounds, "with --baseline, run `N` rounds of each side")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 
@@ -186,6 +195,9 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 		o.cfg.Dialect = d
 	default:
 		problems = append(problems, fmt.Errorf("--dialect %q: want 1.0 or 0.3", dialect))
+	}
+	if o.baselineURL != "" {
+		o.baseline = true
 	}
 	if set["rounds"] && !o.baseline {
 		problems = append(problems, errors.New("--rounds needs --baseline"))
@@ -268,7 +280,11 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 	header := fmt.Sprintf("target       %s\nsettings     dialect %s, %s, concurrency %d, contexts %d, %v per run after %v warmup\n",
 		cfg.URL, cfg.Dialect, mode, cfg.Concurrency, cfg.Contexts, cfg.Duration, cfg.Warmup)
 	if o.baseline {
-		header += fmt.Sprintf("baseline     in-process net/http JSON-RPC echo, %d alternating rounds\n\n", o.rounds)
+		if o.baselineURL != "" {
+			header += fmt.Sprintf("baseline     %s, %d alternating rounds\n\n", o.baselineURL, o.rounds)
+		} else {
+			header += fmt.Sprintf("baseline     in-process net/http JSON-RPC echo, %d alternating rounds\n\n", o.rounds)
+		}
 	}
 	if _, err := io.WriteString(w, header); err != nil {
 		return err

@@ -27,8 +27,18 @@ import (
 // Interface guards: the wiring is the one place that sees both sides.
 var (
 	_ turn.Ledger = (*ledger.Store)(nil)
-	_ turn.Locker = (*locking.Local)(nil)
+	_ locker      = (*locking.Local)(nil)
+	_ locker      = (*locking.Redis)(nil)
 )
+
+// locker is what the server needs of a lease service: what a turn needs, plus readiness,
+// the running task for operators, and Close.
+type locker interface {
+	turn.Locker
+	Holder(ctx context.Context, key string) (string, error)
+	Ping(ctx context.Context) error
+	Close() error
+}
 
 // Server is a running gateway: opened resources plus the HTTP server. Tests use it to run
 // the real thing in-process.
@@ -36,7 +46,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	ledger *ledger.Store
-	locks  *locking.Local
+	locks  locker
 	runner *turn.Runner
 	http   *http.Server
 	ln     net.Listener
@@ -57,7 +67,17 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, 
 	if err != nil {
 		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{cfg: cfg, log: logger, ledger: led, locks: locking.NewLocal(), served: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: logger, ledger: led, served: make(chan error, 1)}
+	if cfg.RedisAddr != "" {
+		rl, err := locking.NewRedis(ctx, locking.RedisConfig{Addr: cfg.RedisAddr, TTL: cfg.LeaseTTL}, logger)
+		if err != nil {
+			_ = led.Close()
+			return nil, fmt.Errorf("redis lease at %s: %w", cfg.RedisAddr, err)
+		}
+		s.locks = rl
+	} else {
+		s.locks = locking.NewLocal()
+	}
 	var ag agent.Agent = agent.Echo{Delay: cfg.EchoDelay}
 	tcfg := turn.Config{}
 	if cfg.BusyPolicy == "wait" {
@@ -65,6 +85,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, 
 	}
 	s.runner = turn.New(tcfg, led, s.locks, ag, logger)
 	if n, err := s.runner.Recover(ctx); err != nil {
+		_ = s.locks.Close()
 		_ = led.Close()
 		return nil, err
 	} else if n > 0 {
@@ -72,6 +93,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, 
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		_ = s.locks.Close()
 		_ = led.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
@@ -112,6 +134,11 @@ func (s *Server) routes() http.Handler {
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {
 			return c.String(http.StatusServiceUnavailable, "shutting down\n")
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := s.locks.Ping(ctx); err != nil {
+			return c.String(http.StatusServiceUnavailable, "lease service unavailable: turns fail closed until it is back\n")
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})

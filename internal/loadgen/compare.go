@@ -58,6 +58,18 @@ func Compare(ctx context.Context, cfg Config, rounds int) (Comparison, error) {
 		return Comparison{}, err
 	}
 	defer stop()
+	return CompareWith(ctx, cfg, baseURL, rounds)
+}
+
+// CompareWith is [Compare] against a baseline server already running at baseURL (for
+// example the same gateway with another configuration), with the same settings as cfg.
+func CompareWith(ctx context.Context, cfg Config, baseURL string, rounds int) (Comparison, error) {
+	if err := cfg.Validate(); err != nil {
+		return Comparison{}, err
+	}
+	if rounds <= 0 {
+		rounds = DefaultRounds
+	}
 	base := cfg
 	base.URL = baseURL
 
