@@ -44,7 +44,18 @@ type Runner struct {
 
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
+
+	// Rejected requests are audited off the request path, so a busy reply never waits
+	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
+	// one goroutine, owned by the Runner, writes them.
+	audits        chan ledger.AppendRequest
+	auditsDone    chan struct{}
+	auditsDropped atomic.Uint64
 }
+
+// auditQueue bounds the audits waiting to be written: 1,024 rejected requests, a few
+// hundred KiB at most.
+const auditQueue = 1024
 
 var _ a2a.Handler = (*Runner)(nil)
 
@@ -60,13 +71,48 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		cfg.FinalizeTimeout = 10 * time.Second
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Runner{
+	r := &Runner{
 		cfg: cfg, led: led, locks: locks, agent: ag,
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
-		live: map[string]*liveTask{},
+		live:       map[string]*liveTask{},
+		audits:     make(chan ledger.AppendRequest, auditQueue),
+		auditsDone: make(chan struct{}),
+	}
+	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
+	return r
+}
+
+func (r *Runner) writeAudits(queue <-chan ledger.AppendRequest) {
+	defer close(r.auditsDone)
+	for req := range queue {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+		if _, err := r.led.Append(ctx, req); err != nil {
+			r.log.Warn("audit of a rejected request not recorded", "err", err)
+		}
+		cancel()
 	}
 }
+
+// audit queues an audit-only record of a rejected request; it never blocks.
+func (r *Runner) audit(req ledger.AppendRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.audits == nil {
+		return // closed
+	}
+	select {
+	case r.audits <- req:
+	default:
+		if r.auditsDropped.Add(1)%100 == 1 {
+			r.log.Warn("audit queue full: rejected requests are not all recorded", "dropped", r.auditsDropped.Load())
+		}
+	}
+}
+
+// AuditsDropped returns how many audits of rejected requests were dropped because the
+// queue was full.
+func (r *Runner) AuditsDropped() uint64 { return r.auditsDropped.Load() }
 
 // Close stops accepting turns, waits for the running ones until ctx is done, then cancels
 // them and waits for them to record their end. It returns ctx.Err() if the deadline hit.
@@ -83,6 +129,13 @@ func (r *Runner) Close(ctx context.Context) error {
 		<-done
 	}
 	r.cancel()
+	r.mu.Lock()
+	if r.audits != nil {
+		close(r.audits)
+		r.audits = nil
+	}
+	r.mu.Unlock()
+	<-r.auditsDone
 	return err
 }
 
@@ -277,9 +330,7 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 		Actor: peer, MessageID: m.MessageID, Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts),
 		Metadata: marshalMeta(map[string]any{"rejected": "CONTEXT_BUSY", "runningTaskId": held.Holder}),
 	}
-	if _, aerr := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{audit}}); aerr != nil {
-		r.log.WarnContext(ctx, "audit of a busy rejection not recorded", "err", aerr)
-	}
+	r.audit(ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{audit}})
 	return &a2a.Error{
 		Err: a2a.ErrContextBusy,
 		Message: fmt.Sprintf("context %q is busy: task %s is running; retry when it completes",
@@ -428,6 +479,16 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 		if errors.Is(err, ledger.ErrFenced) {
 			text = "a newer turn took over this context; this turn's reply was not stored"
 			r.log.Warn("turn fenced off: a newer holder owns the context", "task_id", lt.id)
+			// Close the task without touching the conversation: an audit-only status, so
+			// the task does not stay "working" and no reply enters the newer turn.
+			_, aerr := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
+				TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit,
+				Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
+				Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},
+			}}})
+			if aerr != nil {
+				r.log.Warn("recording a fenced turn's failure failed", "task_id", lt.id, "err", aerr)
+			}
 		} else {
 			r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
 		}

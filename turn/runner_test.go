@@ -133,10 +133,16 @@ func TestBusyContextAndCancel(t *testing.T) {
 	if a2a.ToRPCError(err).Code != -32004 || a2a.ToRPCError(err).Reason != "CONTEXT_BUSY" {
 		t.Fatalf("busy maps to %+v", a2a.ToRPCError(err))
 	}
-	// The rejected request is audit-only: not in the task, recorded as AUDIT.
-	last, err := st.Last(t.Context(), "local", "busy", 10, nil)
-	if err != nil {
-		t.Fatal(err)
+	// The rejected request is audit-only: not in the task, recorded as AUDIT (written off
+	// the request path, so wait for it).
+	var last []ledger.Entry
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if last, err = st.Last(t.Context(), "local", "busy", 10, nil); err != nil {
+			t.Fatal(err)
+		}
+		if last[len(last)-1].Kind == ledger.KindAudit {
+			break
+		}
 	}
 	audits := 0
 	for _, e := range last {

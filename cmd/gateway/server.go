@@ -55,8 +55,16 @@ type Server struct {
 	closed atomic.Bool
 }
 
+// serverOption adjusts a Server before it starts (tests swap the agent).
+type serverOption func(*serverDeps)
+
+type serverDeps struct{ agent agent.Agent }
+
+// withAgent makes the server use a instead of the configured backend.
+func withAgent(a agent.Agent) serverOption { return func(d *serverDeps) { d.agent = a } }
+
 // OpenServer opens the ledger, recovers interrupted turns, and starts listening.
-func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, error) {
+func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...serverOption) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -78,7 +86,11 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger) (*Server, 
 	} else {
 		s.locks = locking.NewLocal()
 	}
-	var ag agent.Agent = agent.Echo{Delay: cfg.EchoDelay}
+	deps := serverDeps{agent: agent.Echo{Delay: cfg.EchoDelay}}
+	for _, o := range opts {
+		o(&deps)
+	}
+	ag := deps.agent
 	tcfg := turn.Config{}
 	if cfg.BusyPolicy == "wait" {
 		tcfg.BusyWait = cfg.BusyWait
