@@ -227,7 +227,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	}
 	taskID := m.TaskID
 	if taskID == "" {
-		taskID = uuid.NewString()
+		taskID = newTaskID()
 	}
 	key := conversations.Key(peer, m.ContextID)
 	lease, err := r.acquire(ctx, key, taskID)
@@ -514,4 +514,14 @@ func statusOrReply(statusText, reply string) string {
 		return statusText
 	}
 	return reply
+}
+
+// newTaskID returns a time-ordered (version 7) UUID: new tasks land at the right edge of
+// the ledger's task index, so a group commit touches one index page, not one per task.
+func newTaskID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
 }
