@@ -11,6 +11,7 @@ import (
 type Ledger interface {
 	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
 	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
+	Conversation(ctx context.Context, owner, contextID string) (ledger.Conversation, error)
 	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
 	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
 	Inflate(ctx context.Context, entries []ledger.Entry) error

@@ -48,7 +48,7 @@ type Runner struct {
 	// Rejected requests are audited off the request path, so a busy reply never waits
 	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
 	// one goroutine, owned by the Runner, writes them.
-	audits        chan ledger.AppendRequest
+	audits        chan auditItem
 	auditsDone    chan struct{}
 	auditsDropped atomic.Uint64
 }
@@ -76,18 +76,30 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
 		live:       map[string]*liveTask{},
-		audits:     make(chan ledger.AppendRequest, auditQueue),
+		audits:     make(chan auditItem, auditQueue),
 		auditsDone: make(chan struct{}),
 	}
 	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
 	return r
 }
 
-func (r *Runner) writeAudits(queue <-chan ledger.AppendRequest) {
+// auditItem is a queued audit; ifExists skips it when its conversation does not exist.
+type auditItem struct {
+	req      ledger.AppendRequest
+	ifExists bool
+}
+
+func (r *Runner) writeAudits(queue <-chan auditItem) {
 	defer close(r.auditsDone)
-	for req := range queue {
+	for it := range queue {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
-		if _, err := r.led.Append(ctx, req); err != nil {
+		if it.ifExists {
+			if _, err := r.led.Conversation(ctx, it.req.Owner, it.req.ContextID); err != nil {
+				cancel()
+				continue // no conversation (or unreadable): a refused request creates none
+			}
+		}
+		if _, err := r.led.Append(ctx, it.req); err != nil {
 			r.log.Warn("audit of a rejected request not recorded", "err", err)
 		}
 		cancel()
@@ -95,7 +107,7 @@ func (r *Runner) writeAudits(queue <-chan ledger.AppendRequest) {
 }
 
 // audit queues an audit-only record of a rejected request; it never blocks.
-func (r *Runner) audit(req ledger.AppendRequest) {
+func (r *Runner) audit(req auditItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.audits == nil {
@@ -210,6 +222,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 		st := foldTask(conv, m.TaskID, entries).Status.State
 		switch {
 		case st.Terminal():
+			r.auditRejected(peer, &m, "TASK_TERMINAL", m.TaskID)
 			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrUnsupportedOperation,
 				"task %q is %s and accepts no more messages; send without taskId to start a new task in the same context", m.TaskID, st)
 		case st != a2a.StateInputRequired:
@@ -223,6 +236,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 		return nil, a2a.Task{}, a2a.InvalidParams("message.contextId", "%s", strings.TrimPrefix(err.Error(), conversations.ErrInvalidContextID.Error()+": "))
 	}
 	if !hasContent(m.Parts) {
+		r.auditRejected(peer, &m, "EMPTY_MESSAGE", "")
 		return nil, a2a.Task{}, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
 	}
 	taskID := m.TaskID
@@ -325,18 +339,36 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 		r.log.WarnContext(ctx, "lease unavailable", "context_key", conversations.Key(peer, m.ContextID), "err", err)
 		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
 	}
-	audit := ledger.Entry{
-		Kind: ledger.KindAudit, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityAudit,
-		Actor: peer, MessageID: m.MessageID, Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts),
-		Metadata: marshalMeta(map[string]any{"rejected": "CONTEXT_BUSY", "runningTaskId": held.Holder}),
-	}
-	r.audit(ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{audit}})
+	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, "CONTEXT_BUSY", held.Holder)}}})
 	return &a2a.Error{
 		Err: a2a.ErrContextBusy,
 		Message: fmt.Sprintf("context %q is busy: task %s is running; retry when it completes",
 			m.ContextID, held.Holder),
 		Metadata: map[string]string{"contextId": m.ContextID, "taskId": held.Holder},
 	}
+}
+
+// auditEntry is the audit-only record of a rejected request.
+func auditEntry(peer string, m *a2a.Message, reason, taskID string) ledger.Entry {
+	meta := map[string]any{"rejected": reason}
+	if taskID != "" {
+		meta["taskId"] = taskID
+	}
+	return ledger.Entry{
+		Kind: ledger.KindAudit, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityAudit,
+		Actor: peer, MessageID: m.MessageID, Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts),
+		Metadata: marshalMeta(meta),
+	}
+}
+
+// auditRejected records a request refused for its content in the conversation it was
+// sent to, as an audit-only entry, when that conversation exists (a refused request never
+// creates one: bad input leaves no conversation behind).
+func (r *Runner) auditRejected(peer string, m *a2a.Message, reason, taskID string) {
+	if m.ContextID == "" || conversations.ValidateContextID(m.ContextID) != nil {
+		return
+	}
+	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
 }
 
 func (r *Runner) releaseLease(l *locking.Lease) {

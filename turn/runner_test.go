@@ -279,6 +279,7 @@ func TestInvalidInputStoresNothing(t *testing.T) {
 	if _, err := send(t.Context(), r, "ok", "no-such-task", "hi"); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("unknown taskId error = %v, want ErrTaskNotFound", err)
 	}
+	_ = r.Close(t.Context()) // drains the audit queue: nothing may be written after this
 	convs, err := st.List(t.Context(), ledger.ListOptions{})
 	if err != nil || len(convs) != 0 {
 		t.Fatalf("conversations after bad input = %v, %v; want none", convs, err)
@@ -376,5 +377,46 @@ func TestBusyWaitPolicy(t *testing.T) {
 	_, err = send(t.Context(), r, "wait", "", "three")
 	if !errors.Is(err, a2a.ErrContextBusy) || time.Since(start) < 50*time.Millisecond {
 		t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after >= 50ms", err, time.Since(start))
+	}
+}
+
+// TestRejectedContentIsAudited: an empty message to an existing conversation, and a
+// follow-up to a finished task, are recorded audit-only and never enter the conversation.
+func TestRejectedContentIsAudited(t *testing.T) {
+	t.Parallel()
+	r, st := newRunner(t, agent.Echo{})
+	res, err := send(t.Context(), r, "kept", "", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := send(t.Context(), r, "kept", "", "  "); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Fatalf("empty message error = %v", err)
+	}
+	if _, err := send(t.Context(), r, "kept", res.Task.ID, "late follow-up"); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Fatalf("follow-up to a completed task error = %v", err)
+	}
+	_ = r.Close(t.Context())
+	all, err := st.Last(t.Context(), "local", "kept", 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, e := range all {
+		if e.Kind == ledger.KindAudit {
+			if e.Visibility != ledger.VisibilityAudit {
+				t.Fatalf("audit entry %d is %s", e.Seq, e.Visibility)
+			}
+			reasons[metaString(e.Metadata, "rejected")] = true
+		}
+		if e.Kind == ledger.KindUserMessage && a2aText(e) != "first" {
+			t.Fatalf("rejected text entered the conversation: %+v", e)
+		}
+	}
+	if !reasons["EMPTY_MESSAGE"] || !reasons["TASK_TERMINAL"] {
+		t.Fatalf("audit reasons = %v, want EMPTY_MESSAGE and TASK_TERMINAL", reasons)
+	}
+	c, _ := st.Conversation(t.Context(), "local", "kept")
+	if c.Turns != 1 {
+		t.Fatalf("turns = %d, want 1", c.Turns)
 	}
 }
