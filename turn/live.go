@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/a2a-gateway/gateway/a2a"
@@ -25,6 +26,12 @@ type liveTask struct {
 	events []a2a.Event
 	done   bool
 	notify chan struct{} // closed (and replaced) on every publish and at the end
+
+	// open is set while the last event is a reply chunk no reader has taken yet: later
+	// chunks are added to it (their text in tail) instead of becoming events of their
+	// own. A reader that takes it closes it. Nothing a reader has seen ever changes.
+	open bool
+	tail strings.Builder
 }
 
 func newLiveTask(id, contextID, owner string) *liveTask {
@@ -38,9 +45,51 @@ func (lt *liveTask) publish(ev a2a.Event, end bool) {
 	if lt.done {
 		return
 	}
+	lt.seal()
+	lt.add(ev, end)
+}
+
+// publishChunk appends a reply chunk: a new artifact-update event, or, while the previous
+// chunk is still unread, more text for it (so a reply nobody streams costs a few events,
+// not one per token). The concatenation of every chunk event is the same either way.
+func (lt *liveTask) publishChunk(u *a2a.ArtifactUpdate, text string) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if lt.done {
+		return
+	}
+	if lt.open {
+		lt.tail.WriteString(text)
+		last := lt.events[len(lt.events)-1].Artifact
+		last.LastChunk = last.LastChunk || u.LastChunk
+		lt.wake()
+		return
+	}
+	lt.tail.Reset()
+	lt.tail.WriteString(text)
+	lt.open = true
+	lt.add(a2a.Event{Artifact: u}, false)
+}
+
+// seal makes an open chunk event final: its text is what was gathered. Call with mu held.
+func (lt *liveTask) seal() {
+	if !lt.open {
+		return
+	}
+	lt.events[len(lt.events)-1].Artifact.Artifact.Parts = []a2a.Part{a2a.TextPart(lt.tail.String())}
+	lt.open = false
+}
+
+// add appends ev; call with mu held.
+func (lt *liveTask) add(ev a2a.Event, end bool) {
 	ev.Seq = uint64(len(lt.events)) + 1
 	lt.events = append(lt.events, ev)
 	lt.done = end
+	lt.wake()
+}
+
+// wake tells waiting readers that the log changed; call with mu held.
+func (lt *liveTask) wake() {
 	close(lt.notify)
 	lt.notify = make(chan struct{})
 }
@@ -58,6 +107,9 @@ func (s *logStream) Next(ctx context.Context) (a2a.Event, error) {
 	for {
 		s.lt.mu.Lock()
 		if s.next < uint64(len(s.lt.events)) {
+			if s.next == uint64(len(s.lt.events))-1 {
+				s.lt.seal() // a reader takes the open chunk: it is final from now on
+			}
 			ev := s.lt.events[s.next]
 			s.next++
 			s.lt.mu.Unlock()

@@ -434,11 +434,11 @@ func (tr *turnRun) run(ctx context.Context) {
 		if pending == nil {
 			return
 		}
-		lt.publish(a2a.Event{Artifact: &a2a.ArtifactUpdate{
+		lt.publishChunk(&a2a.ArtifactUpdate{
 			TaskID: lt.id, ContextID: lt.contextID,
-			Artifact: a2a.Artifact{ArtifactID: artifactID, Name: "reply", Parts: []a2a.Part{a2a.TextPart(*pending)}},
+			Artifact: a2a.Artifact{ArtifactID: artifactID, Name: "reply"},
 			Append:   chunks > 0, LastChunk: last,
-		}}, false)
+		}, *pending)
 		chunks++
 		pending = nil
 	}

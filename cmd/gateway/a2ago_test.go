@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	a2ago "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -46,7 +47,9 @@ func taskText(t *testing.T, task *a2ago.Task) string {
 
 // TestA2AGoClient drives the real gateway with the real a2a-go v0.3 client.
 func TestA2AGoClient(t *testing.T) {
-	s := startServer(t, testConfig(t))
+	cfg := testConfig(t)
+	cfg.EchoDelay = 5 * time.Millisecond // chunks arrive one by one, as from a model
+	s := startServer(t, cfg)
 	c, card := newA2AGoClient(t, s)
 	ctx := t.Context()
 
