@@ -49,10 +49,12 @@ func (lt *liveTask) publish(ev a2a.Event, end bool) {
 	lt.add(ev, end)
 }
 
-// publishChunk appends a reply chunk: a new artifact-update event, or, while the previous
-// chunk is still unread, more text for it (so a reply nobody streams costs a few events,
-// not one per token). The concatenation of every chunk event is the same either way.
-func (lt *liveTask) publishChunk(u *a2a.ArtifactUpdate, text string) {
+// publishChunk appends a reply chunk of the artifact artifactID: a new artifact-update
+// event, or, while the previous chunk is still unread, more text for it (so a reply nobody
+// streams costs a few events, not one per token). The concatenation of every chunk event
+// is the same either way. No reader waits while a chunk is open (a waiting reader has
+// taken every event), so adding to it wakes nobody.
+func (lt *liveTask) publishChunk(artifactID, text string, appendFlag, last bool) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	if lt.done {
@@ -60,15 +62,19 @@ func (lt *liveTask) publishChunk(u *a2a.ArtifactUpdate, text string) {
 	}
 	if lt.open {
 		lt.tail.WriteString(text)
-		last := lt.events[len(lt.events)-1].Artifact
-		last.LastChunk = last.LastChunk || u.LastChunk
-		lt.wake()
+		if last {
+			lt.events[len(lt.events)-1].Artifact.LastChunk = true
+		}
 		return
 	}
 	lt.tail.Reset()
 	lt.tail.WriteString(text)
 	lt.open = true
-	lt.add(a2a.Event{Artifact: u}, false)
+	lt.add(a2a.Event{Artifact: &a2a.ArtifactUpdate{
+		TaskID: lt.id, ContextID: lt.contextID,
+		Artifact: a2a.Artifact{ArtifactID: artifactID, Name: "reply"},
+		Append:   appendFlag, LastChunk: last,
+	}}, false)
 }
 
 // seal makes an open chunk event final: its text is what was gathered. Call with mu held.

@@ -10,8 +10,8 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 )
 
-func chunk(text string, appendFlag, last bool) (*a2a.ArtifactUpdate, string) {
-	return &a2a.ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: a2a.Artifact{ArtifactID: "a"}, Append: appendFlag, LastChunk: last}, text
+func chunk(text string, appendFlag, last bool) (string, string, bool, bool) {
+	return "a", text, appendFlag, last
 }
 
 func drain(t *testing.T, s *logStream) []a2a.Event {

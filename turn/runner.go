@@ -428,33 +428,29 @@ func (tr *turnRun) run(ctx context.Context) {
 
 	artifactID := uuid.NewString()
 	var reply strings.Builder
-	var pending *string
+	var pending string // the chunk held back so that the last one can carry lastChunk
+	held := false
 	chunks := 0
 	flush := func(last bool) {
-		if pending == nil {
+		if !held {
 			return
 		}
-		lt.publishChunk(&a2a.ArtifactUpdate{
-			TaskID: lt.id, ContextID: lt.contextID,
-			Artifact: a2a.Artifact{ArtifactID: artifactID, Name: "reply"},
-			Append:   chunks > 0, LastChunk: last,
-		}, *pending)
+		lt.publishChunk(artifactID, pending, chunks > 0, last)
 		chunks++
-		pending = nil
+		held = false
 	}
 	emit := func(c string) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
 		reply.WriteString(c)
-		flush(false) // hold one chunk back so the last one can carry lastChunk
-		pending = &c
+		flush(false)
+		pending, held = c, true
 		return nil
 	}
 	res, err := r.agent.Reply(ctx, agent.Turn{ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text, Prompt: tr.text}, emit)
-	if err == nil && pending == nil && chunks == 0 {
-		empty := ""
-		pending = &empty
+	if err == nil && !held && chunks == 0 {
+		pending, held = "", true // an empty reply is still one (empty) last chunk
 	}
 	flush(true)
 	tr.finish(ctx, artifactID, reply.String(), err, res)
