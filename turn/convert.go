@@ -81,6 +81,17 @@ func metaString(b json.RawMessage, key string) string {
 	return s
 }
 
+// replyArtifactID reads the artifactId an AGENT_REPLY entry's metadata records.
+func replyArtifactID(b json.RawMessage) string {
+	var m struct {
+		ArtifactID string `json:"artifactId"`
+	}
+	if len(b) == 0 || json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	return m.ArtifactID
+}
+
 // foldTask rebuilds a task from its ledger entries (seq order): history from the visible
 // user and agent messages, artifacts from the agent replies, status from the last STATUS
 // entry. It is the only way a task record is made.
@@ -104,7 +115,7 @@ func foldTask(conv ledger.Conversation, taskID string, entries []ledger.Entry) a
 				Role: a2a.RoleAgent, Parts: parts,
 			})
 			t.Artifacts = append(t.Artifacts, a2a.Artifact{
-				ArtifactID: metaString(e.Metadata, metaArtifactID), Name: "reply", Parts: parts,
+				ArtifactID: replyArtifactID(e.Metadata), Name: "reply", Parts: parts,
 			})
 		case ledger.KindStatus:
 			st, ok := a2a.DecodeState(e.State)
