@@ -51,6 +51,7 @@ type Runner struct {
 	audits        chan auditItem
 	auditsDone    chan struct{}
 	auditsDropped atomic.Uint64
+	lastDropWarn  time.Time // guarded by mu
 }
 
 // auditQueue bounds the audits waiting to be written: 1,024 rejected requests, a few
@@ -91,22 +92,64 @@ type auditItem struct {
 
 func (r *Runner) writeAudits(queue <-chan auditItem) {
 	defer close(r.auditsDone)
-	for it := range queue {
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+	batch := make([]auditItem, 0, auditBatch)
+	for first := range queue {
+		// Drain what else is queued: a flood of busy rejections for one context becomes one
+		// append, not one commit each.
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < auditBatch {
+			select {
+			case it, ok := <-queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, it)
+			default:
+				break drain
+			}
+		}
+		r.appendAudits(batch)
+	}
+}
+
+// auditBatch is the most audits one pass of the writer gathers.
+const auditBatch = 256
+
+// appendAudits appends a batch of audits, one append per conversation.
+func (r *Runner) appendAudits(batch []auditItem) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+	defer cancel()
+	type convKey struct{ owner, contextID string }
+	groups := map[convKey]*auditItem{}
+	var order []convKey
+	for i := range batch {
+		k := convKey{batch[i].req.Owner, batch[i].req.ContextID}
+		if g, ok := groups[k]; ok {
+			g.req.Entries = append(g.req.Entries, batch[i].req.Entries...)
+			g.ifExists = g.ifExists && batch[i].ifExists
+			continue
+		}
+		it := batch[i]
+		it.req.Entries = append([]ledger.Entry(nil), it.req.Entries...)
+		groups[k] = &it
+		order = append(order, k)
+	}
+	for _, k := range order {
+		it := groups[k]
 		if it.ifExists {
 			if _, err := r.led.Conversation(ctx, it.req.Owner, it.req.ContextID); err != nil {
-				cancel()
 				continue // no conversation (or unreadable): a refused request creates none
 			}
 		}
 		if _, err := r.led.Append(ctx, it.req); err != nil {
-			r.log.Warn("audit of a rejected request not recorded", "err", err)
+			r.log.Warn("audit of rejected requests not recorded", "entries", len(it.req.Entries), "err", err)
 		}
-		cancel()
 	}
 }
 
-// audit queues an audit-only record of a rejected request; it never blocks.
+// audit queues an audit-only record of a rejected request; it never blocks. When the queue
+// is full the audit is dropped and counted; the warning says so at most every 10 seconds.
 func (r *Runner) audit(req auditItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -116,8 +159,10 @@ func (r *Runner) audit(req auditItem) {
 	select {
 	case r.audits <- req:
 	default:
-		if r.auditsDropped.Add(1)%100 == 1 {
-			r.log.Warn("audit queue full: rejected requests are not all recorded", "dropped", r.auditsDropped.Load())
+		n := r.auditsDropped.Add(1)
+		if now := time.Now(); now.Sub(r.lastDropWarn) >= 10*time.Second {
+			r.lastDropWarn = now
+			r.log.Warn("audit queue full: some rejected requests are not recorded", "dropped_total", n)
 		}
 	}
 }
