@@ -310,20 +310,10 @@ func EncodeTask(t *Task, d Dialect) ([]byte, error) { return json.Marshal(encode
 // EncodeSendResult returns the JSON result of a send in dialect d: bare in v0.3, wrapped
 // as {"task":…} or {"message":…} in v1.0.
 func EncodeSendResult(r SendResult, d Dialect) ([]byte, error) {
-	var v any
-	var key string
-	switch {
-	case r.Task != nil:
-		v, key = encodeTask(r.Task, d), "task"
-	case r.Message != nil:
-		v, key = encodeMessage(r.Message, d), "message"
-	default:
+	if r.Task == nil && r.Message == nil {
 		return nil, fmt.Errorf("%w: empty send result", ErrInternal)
 	}
-	if d == V1 {
-		v = map[string]any{key: v}
-	}
-	return json.Marshal(v)
+	return EncodeEvent(&Event{Task: r.Task, Message: r.Message}, d) // same shapes: bare or wrapped
 }
 
 // EncodeEvent returns the JSON of a stream event in dialect d: bare with `kind` in v0.3,

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -139,6 +141,7 @@ type prepared struct {
 	templates        []template // entries[i] encoded, apart from the fields the transaction fills
 	artifacts        []artifact // content moved out of entries, deduplicated within the request
 	taskIDs          []string   // distinct task ids in order of first appearance
+	taskFirst        []int      // taskFirst[j]: the index in entries of taskIDs[j]'s first entry
 }
 
 type artifact struct {
@@ -188,6 +191,7 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 		if e.TaskID != "" && !seenTask[e.TaskID] {
 			seenTask[e.TaskID] = true
 			p.taskIDs = append(p.taskIDs, e.TaskID)
+			p.taskFirst = append(p.taskFirst, i)
 		}
 		if len(e.Parts) > 0 {
 			e.Parts = append([]Part(nil), e.Parts...)
@@ -206,16 +210,91 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 		if err != nil {
 			return nil, invalid("entries[%d]: %v", i, err)
 		}
-		// Keep the entry as it will read back (compacted JSON, no empty slices), so that
-		// Append returns exactly what reads return.
-		var norm Entry
-		if err := json.Unmarshal(t.encoded, &norm); err != nil {
+		// Keep the entry as it will read back, so that Append returns exactly what reads
+		// return.
+		if err := normalize(&e); err != nil {
 			return nil, invalid("entries[%d]: %v", i, err)
 		}
-		p.entries[i] = norm
+		p.entries[i] = e
 		p.templates = append(p.templates, t)
 	}
 	return p, nil
+}
+
+// normalize turns e into what decoding its stored JSON gives back, without the decoding:
+// JSON values (metadata, data) compacted and HTML-escaped as encoding/json writes them,
+// invalid UTF-8 in part strings replaced as encoding/json replaces it, empty slices nil.
+// Fields that validation already restricts to valid UTF-8 and CreatedAt (UTC, no
+// monotonic reading) read back unchanged. Byte slices are copied, so the entry aliases
+// nothing of the caller's.
+func normalize(e *Entry) error {
+	var err error
+	if e.Metadata, err = normalizeJSON(e.Metadata); err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if len(e.Parts) == 0 {
+		e.Parts = nil
+	}
+	for j := range e.Parts {
+		p := &e.Parts[j]
+		for _, f := range []*string{&p.Kind, &p.Text, &p.URL, &p.MediaType, &p.Filename, &p.ArtifactRef} {
+			*f = jsonString(*f)
+		}
+		if len(p.Raw) == 0 {
+			p.Raw = nil
+		} else {
+			p.Raw = bytes.Clone(p.Raw)
+		}
+		if p.Data, err = normalizeJSON(p.Data); err != nil {
+			return fmt.Errorf("parts[%d].data: %w", j, err)
+		}
+		if p.Metadata, err = normalizeJSON(p.Metadata); err != nil {
+			return fmt.Errorf("parts[%d].metadata: %w", j, err)
+		}
+	}
+	return nil
+}
+
+// normalizeJSON returns the JSON value v as encoding/json encodes a json.RawMessage (and
+// therefore as it reads back): compacted, with <, >, &, U+2028 and U+2029 escaped. Empty
+// is nil.
+func normalizeJSON(v json.RawMessage) (json.RawMessage, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	b.Grow(len(v))
+	if err := json.Compact(&b, v); err != nil {
+		return nil, err
+	}
+	out := b.Bytes()
+	if bytes.ContainsAny(out, "<>&\u2028\u2029") {
+		var esc bytes.Buffer
+		esc.Grow(len(out) + 16)
+		json.HTMLEscape(&esc, out)
+		out = esc.Bytes()
+	}
+	return out, nil
+}
+
+// jsonString returns s as it reads back from encoding/json, which encodes every byte of
+// invalid UTF-8 as U+FFFD.
+func jsonString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // moveLarge replaces the content of a part longer than LargePartBytes with a reference to
@@ -250,34 +329,14 @@ func (s *Store) moveLarge(i, j int, part *Part) (artifact, bool, error) {
 	return artifact{digest: digest, data: data}, true, nil
 }
 
-// metaRecord is the "meta" value of a conversation bucket.
-type metaRecord struct {
-	ContextID    string    `json:"contextId"`
-	Owner        string    `json:"owner"`
-	CreatedAt    time.Time `json:"createdAt"`
-	LastActivity time.Time `json:"lastActivity"`
-	LastSeq      uint64    `json:"lastSeq"`
-	LastHash     string    `json:"lastHash,omitempty"`
-	Epoch        uint64    `json:"epoch"`
-	Counters     counters  `json:"counters"`
-	LastTaskID   string    `json:"lastTaskId,omitempty"`
-}
-
-type counters struct {
-	Entries int `json:"entries"`
-	Turns   int `json:"turns"` // USER_MESSAGE entries that are MODEL_VISIBLE
-	Tasks   int `json:"tasks"`
-}
-
 // apply appends one prepared request inside the write transaction tx. Every check that can
 // refuse the request (reqErr) runs before its first write, so a refused request leaves no
 // trace and the other requests of the batch go on. txErr is a bbolt failure after writes
 // began: the transaction must be rolled back.
 func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
-	tasks := tx.Bucket(bucketTasks)
-	artifacts := tx.Bucket(bucketArtifacts)
-	if tasks == nil || artifacts == nil {
-		return outcome{}, nil, errors.New("ledger: index buckets missing")
+	log, tasks, artifacts := tx.Bucket(bucketLog), tx.Bucket(bucketTasks), tx.Bucket(bucketArtifacts)
+	if log == nil || tasks == nil || artifacts == nil {
+		return outcome{}, nil, errors.New("ledger: log or index buckets missing")
 	}
 	key := []byte(p.key)
 
@@ -302,11 +361,11 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	case p.epoch != 0 && p.epoch != m.Epoch:
 		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
 	}
-	var newTasks []string
-	for _, id := range p.taskIDs {
+	var newTasks []int // indexes in p.taskIDs
+	for j, id := range p.taskIDs {
 		switch owner := tasks.Get([]byte(id)); {
 		case owner == nil:
-			newTasks = append(newTasks, id)
+			newTasks = append(newTasks, j)
 		case string(owner) != p.key:
 			return outcome{}, invalid("taskId %q: belongs to another conversation", id), nil
 		}
@@ -332,15 +391,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			return outcome{}, nil, fmt.Errorf("create conversation bucket: %w", err)
 		}
 	}
-	items, err := conv.CreateBucketIfNotExists(subBucketItems)
-	if err != nil {
-		return outcome{}, nil, fmt.Errorf("entries bucket: %w", err)
-	}
-	items.FillPercent = 0.9 // right-edge appends: keep pages nearly full
-	convTasks, err := conv.CreateBucketIfNotExists(subBucketTasks)
-	if err != nil {
-		return outcome{}, nil, fmt.Errorf("tasks bucket: %w", err)
-	}
+	// Entries go in at the right edge of the log and of the conversation, and a leaf left
+	// behind by a split there is never written again: fill it.
+	log.FillPercent, conv.FillPercent = 1, 1
 	for _, a := range p.artifacts {
 		if artifacts.Get([]byte(a.digest)) != nil {
 			continue // content-addressed: written once
@@ -349,20 +402,35 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			return outcome{}, nil, fmt.Errorf("put artifact: %w", err)
 		}
 	}
-	for _, id := range newTasks {
+	// The task index, like the entries, grows at its right edge when task ids are
+	// time-ordered.
+	tasks.FillPercent = 0.9
+	for _, j := range newTasks {
+		id := p.taskIDs[j]
 		if err := tasks.Put([]byte(id), key); err != nil {
 			return outcome{}, nil, fmt.Errorf("put task index: %w", err)
+		}
+		if err := conv.Put(taskStartKey(m.LastSeq+uint64(p.taskFirst[j])+1), []byte(id)); err != nil {
+			return outcome{}, nil, fmt.Errorf("put task list: %w", err)
 		}
 	}
 	for i := range p.entries {
 		e := &p.entries[i]
 		seq := m.LastSeq + uint64(i) + 1
-		if err := items.Put(encodeSeq(seq), encoded[i]); err != nil {
+		pos, err := log.NextSequence()
+		if err != nil {
+			return outcome{}, nil, fmt.Errorf("log position: %w", err)
+		}
+		ptr := encodeSeq(pos)
+		if err := log.Put(ptr, encoded[i]); err != nil {
 			return outcome{}, nil, fmt.Errorf("put entry: %w", err)
 		}
+		if err := conv.Put(entryKey(seq), ptr); err != nil {
+			return outcome{}, nil, fmt.Errorf("put entry position: %w", err)
+		}
 		if e.TaskID != "" {
-			if err := convTasks.Put(taskKey(e.TaskID, seq), nil); err != nil {
-				return outcome{}, nil, fmt.Errorf("put task entry: %w", err)
+			if err := tasks.Put(taskKey(e.TaskID, seq), nil); err != nil {
+				return outcome{}, nil, fmt.Errorf("put task index: %w", err)
 			}
 		}
 		m.Counters.Entries++
@@ -377,29 +445,12 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	}
 	if len(newTasks) > 0 {
 		m.Counters.Tasks += len(newTasks)
-		m.LastTaskID = newTasks[len(newTasks)-1]
+		m.LastTaskID = p.taskIDs[newTasks[len(newTasks)-1]]
 	}
-	mb, err := json.Marshal(&m)
-	if err != nil {
-		return outcome{}, nil, fmt.Errorf("encode meta: %w", err)
-	}
-	if err := conv.Put(keyMeta, mb); err != nil {
+	if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
 		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
 	}
 	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
-}
-
-// readMeta decodes a conversation bucket's metadata (a copy: nothing aliases bbolt memory).
-func readMeta(conv *bolt.Bucket) (metaRecord, error) {
-	var m metaRecord
-	v := conv.Get(keyMeta)
-	if v == nil {
-		return m, errors.New("metadata missing")
-	}
-	if err := json.Unmarshal(v, &m); err != nil {
-		return m, fmt.Errorf("metadata unreadable: %v", err)
-	}
-	return m, nil
 }
 
 // template is an entry's canonical JSON cut where the fields that only the write

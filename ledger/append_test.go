@@ -97,9 +97,9 @@ func TestAppend_StoredForm(t *testing.T) {
 	s := mustOpen(t, testOpts)
 	res := mustAppend(t, s, "local", "c", userMsg("a <b> & \u2028 c"), agentMsg("d"))
 	err := s.db.View(func(tx *bolt.Tx) error {
-		items := tx.Bucket([]byte(conversations.Key("local", "c"))).Bucket(subBucketItems)
+		conv := tx.Bucket([]byte(conversations.Key("local", "c")))
 		for i, e := range res.Entries {
-			stored := items.Get(encodeSeq(e.Seq))
+			stored := tx.Bucket(bucketLog).Get(conv.Get(entryKey(e.Seq)))
 			want, err := json.Marshal(&e)
 			if err != nil {
 				return err
@@ -203,8 +203,8 @@ func TestAppend_Invalid(t *testing.T) {
 	if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
 		t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
 	}
-	if n := countTopLevel(t, s); n != 2 {
-		t.Errorf("%d top-level buckets, want 2 (the indexes only)", n)
+	if n := countTopLevel(t, s); n != 3 {
+		t.Errorf("%d top-level buckets, want 3 (the log and the indexes only)", n)
 	}
 }
 

@@ -7,24 +7,44 @@ import (
 	"strings"
 )
 
-// Storage layout (bbolt):
+// Storage layout (bbolt), seq and pos as 8 bytes big-endian:
 //
-//	"v1/<64 hex>"        one top-level bucket per conversation, named conversations.Key(owner, contextId)
-//	    "meta"           JSON record (metaRecord)
-//	    "entries"/       8-byte big-endian seq → entry JSON
-//	    "tasks"/         taskId ‖ 0x00 ‖ 8-byte seq → empty
-//	"v1.tasks"/          taskId → conversation key (global task index)
-//	"v1.artifacts"/      sha256 hex → content (written once)
+//	"v1/<64 hex>"/             one flat bucket per conversation, named conversations.Key(owner, contextId)
+//	    "e" ‖ seq              → pos [‖ taskId]: where entry seq is in "v1.log", and the task
+//	                             the entry starts, if it is the first entry of a task
+//	    "m"                    → metadata (metaRecord, binary)
+//	"v1.log"/                  pos → entry JSON, for every conversation, pos in order of appending
+//	"v1.tasks"/                global task index
+//	    taskId                 → conversation key
+//	    taskId ‖ 0x00 ‖ seq    → empty: entry seq of that conversation belongs to the task
+//	"v1.artifacts"/            sha256 hex → content (written once)
+//
+// Every key an append writes lies at or next to the right edge of its tree, so a commit
+// dirties few pages: the entries of all its appends go to the end of the log, where they
+// share pages; in a conversation, the position of each new entry goes next to the
+// metadata it rewrites ("e" sorts before "m"), usually in one leaf page. Task ids hold no
+// control characters, so a task's own key and those of its entries sort together, and
+// time-ordered task ids (the gateway's UUIDv7) put the keys of new tasks at the right edge
+// of the task index.
 //
 // No other top-level name is ever read, listed or written.
 var (
+	bucketLog       = []byte("v1.log")
 	bucketTasks     = []byte("v1.tasks")
 	bucketArtifacts = []byte("v1.artifacts")
 
-	keyMeta        = []byte("meta")
-	subBucketItems = []byte("entries")
-	subBucketTasks = []byte("tasks")
+	keyMeta = []byte{prefixMeta}
 )
+
+// Key prefixes inside a conversation bucket.
+const (
+	prefixEntry = 'e'
+	prefixMeta  = 'm'
+)
+
+// posLen is the length of an entry's log position, the start of its value in the
+// conversation bucket.
+const posLen = 8
 
 // seqLen is the length of an encoded sequence number.
 const seqLen = 8
@@ -45,17 +65,38 @@ func decodeSeq(b []byte) (seq uint64, ok bool) {
 	return binary.BigEndian.Uint64(b), true
 }
 
-// taskKey returns taskID ‖ 0x00 ‖ seq, the key of a conversation's "tasks" bucket. Task
-// ids hold no control characters, so the 0x00 separator is unambiguous and all keys of
-// one task sort together, in seq order.
+// entryKey returns "e" ‖ seq, the key of entry seq's log position in its conversation's
+// bucket.
+func entryKey(seq uint64) []byte {
+	b := make([]byte, 1+seqLen)
+	b[0] = prefixEntry
+	binary.BigEndian.PutUint64(b[1:], seq)
+	return b
+}
+
+// entrySeq is the inverse of entryKey; ok is false for any other key.
+func entrySeq(k []byte) (seq uint64, ok bool) {
+	if len(k) != 1+seqLen || k[0] != prefixEntry {
+		return 0, false
+	}
+	return decodeSeq(k[1:])
+}
+
+// entryPrefix is the common prefix of every entry key.
+var entryPrefix = []byte{prefixEntry}
+
+// taskKey returns taskID ‖ 0x00 ‖ seq, the key of the global task index that says entry
+// seq belongs to taskID. Task ids hold no control characters, so the 0x00 separator is
+// unambiguous and all keys of one task sort together, in seq order, right after the
+// task's own key.
 func taskKey(taskID string, seq uint64) []byte {
 	b := make([]byte, 0, len(taskID)+1+seqLen)
 	b = append(b, taskID...)
 	b = append(b, 0)
-	return append(b, encodeSeq(seq)...)
+	return binary.BigEndian.AppendUint64(b, seq)
 }
 
-// taskPrefix is the common prefix of every key of taskID in a "tasks" bucket.
+// taskPrefix is the common prefix of every entry key of taskID in the global task index.
 func taskPrefix(taskID string) []byte {
 	return append([]byte(taskID), 0)
 }

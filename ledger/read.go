@@ -178,14 +178,10 @@ func (s *Store) Last(ctx context.Context, owner, contextID string, n int, keep f
 		if err != nil || n == 0 {
 			return err
 		}
-		items := conv.Bucket(subBucketItems)
-		if items == nil {
-			return nil
-		}
-		c := items.Cursor()
-		for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+		log, c := tx.Bucket(bucketLog), conv.Cursor()
+		for k, v := lastEntry(c); isEntryKey(k) && len(out) < n; k, v = c.Prev() {
 			var e Entry
-			if err := decodeEntry(key, k, v, &e); err != nil {
+			if err := readEntry(log, key, k, v, &e); err != nil {
 				return err
 			}
 			if keep == nil || keep(&e) {
@@ -219,14 +215,13 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 		if err != nil {
 			return err
 		}
-		items := conv.Bucket(subBucketItems)
-		if items == nil || afterSeq == ^uint64(0) {
+		if afterSeq == ^uint64(0) {
 			return nil
 		}
-		c := items.Cursor()
-		for k, v := c.Seek(encodeSeq(afterSeq + 1)); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
+		log, c := tx.Bucket(bucketLog), conv.Cursor()
+		for k, v := c.Seek(entryKey(afterSeq + 1)); isEntryKey(k) && (limit == 0 || len(out) < limit); k, v = c.Next() {
 			var e Entry
-			if err := decodeEntry(key, k, v, &e); err != nil {
+			if err := readEntry(log, key, k, v, &e); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -270,21 +265,18 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 			return err
 		}
 		conv = m.conversation(key)
-		items, tasks := b.Bucket(subBucketItems), b.Bucket(subBucketTasks)
-		if items == nil || tasks == nil {
-			return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: "entries or tasks bucket missing"}
-		}
 		prefix := taskPrefix(taskID)
-		c := tasks.Cursor()
+		log, c := tx.Bucket(bucketLog), idx.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			_, seq, ok := splitTaskKey(k)
-			v := items.Get(encodeSeq(seq))
+			ek := entryKey(seq)
+			v := b.Get(ek)
 			if !ok || v == nil {
 				return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
 					Reason: fmt.Sprintf("task %q indexes a missing entry", taskID)}
 			}
 			var e Entry
-			if err := decodeEntry(key, encodeSeq(seq), v, &e); err != nil {
+			if err := readEntry(log, key, ek, v, &e); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -297,48 +289,32 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 	return conv, out, nil
 }
 
-// TaskIDs returns the tasks of the conversation in creation order (by their first entry).
-// It jumps from task to task in the conversation's task index, reading one key per task.
-// Errors: [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an invalid
-// owner or contextId; [ErrClosed] after Close.
+// TaskIDs returns the tasks of the conversation in creation order (by their first entry),
+// reading the conversation's list of tasks: one key per task. Errors: [ErrNotFound] if the
+// conversation does not exist; [ErrInvalid] for an invalid owner or contextId; a
+// [ChainError] for a malformed key of the list; [ErrClosed] after Close.
 func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string, error) {
 	key, err := convKey(owner, contextID)
 	if err != nil {
 		return nil, err
 	}
-	type first struct {
-		id  string
-		seq uint64
-	}
-	var found []first
+	ids := []string{}
 	err = s.view(ctx, func(tx *bolt.Tx) error {
 		conv, err := convBucket(tx, key)
 		if err != nil {
 			return err
 		}
-		tasks := conv.Bucket(subBucketTasks)
-		if tasks == nil {
-			return nil
-		}
-		c := tasks.Cursor()
-		for k, _ := c.First(); k != nil; {
-			id, seq, ok := splitTaskKey(k)
-			if !ok {
-				return &ChainError{Key: key, Reason: fmt.Sprintf("malformed task key %x", k)}
+		c := conv.Cursor()
+		for k, v := c.Seek([]byte{prefixTaskStart}); len(k) > 0 && k[0] == prefixTaskStart; k, v = c.Next() {
+			if _, ok := taskStartSeq(k); !ok || len(v) == 0 {
+				return &ChainError{Key: key, Reason: fmt.Sprintf("malformed task list key %x", k)}
 			}
-			found = append(found, first{id, seq})
-			// Every key of this task is id ‖ 0x00 ‖ seq, so id ‖ 0x01 is past all of them.
-			k, _ = c.Seek(append([]byte(id), 1))
+			ids = append(ids, string(v))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	slices.SortFunc(found, func(a, b first) int { return cmp.Compare(a.seq, b.seq) })
-	ids := make([]string, len(found))
-	for i, f := range found {
-		ids[i] = f.id
 	}
 	return ids, nil
 }
@@ -403,12 +379,46 @@ func (s *Store) Inflate(ctx context.Context, entries []Entry) error {
 	})
 }
 
-// decodeEntry decodes the stored entry v at key k of conversation key into e (a copy: e
-// aliases no bbolt memory).
-func decodeEntry(key string, k, v []byte, e *Entry) error {
+// isEntryKey reports whether k lies in the entries' key range of a conversation bucket.
+func isEntryKey(k []byte) bool { return len(k) > 0 && k[0] == prefixEntry }
+
+// lastEntry moves c to the newest entry of its conversation bucket and returns it (a key
+// outside the entries' range if there is none).
+func lastEntry(c *bolt.Cursor) (k, v []byte) {
+	if k, _ = c.Seek([]byte{prefixEntry + 1}); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
+// readEntry decodes into e the entry whose key k in conversation key holds its log
+// position ptr (a copy: e aliases no bbolt memory).
+func readEntry(log *bolt.Bucket, key string, k, ptr []byte, e *Entry) error {
+	seq, v, err := entryJSON(log, k, ptr)
+	if err != nil {
+		return &ChainError{Key: key, Seq: seq, Reason: err.Error()}
+	}
 	if err := json.Unmarshal(v, e); err != nil {
-		seq, _ := decodeSeq(k)
 		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
 	}
 	return nil
+}
+
+// entryJSON returns the seq of the entry key k of a conversation and the entry's stored
+// JSON, found in log at the position ptr that k holds.
+func entryJSON(log *bolt.Bucket, k, ptr []byte) (seq uint64, v []byte, err error) {
+	seq, ok := entrySeq(k)
+	if !ok {
+		return 0, nil, fmt.Errorf("malformed entry key %x", k)
+	}
+	if _, ok := decodeSeq(ptr); !ok {
+		return seq, nil, fmt.Errorf("malformed log position %x", ptr)
+	}
+	if log != nil {
+		v = log.Get(ptr)
+	}
+	if v == nil {
+		return seq, nil, fmt.Errorf("entry missing from the log (position %x)", ptr)
+	}
+	return seq, v, nil
 }

@@ -119,7 +119,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketTasks, bucketArtifacts} {
+		for _, name := range [][]byte{bucketLog, bucketTasks, bucketArtifacts} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}

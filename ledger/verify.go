@@ -89,7 +89,7 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 	if got := conversations.Key(m.Owner, m.ContextID); got != key {
 		return fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
 	}
-	items, convTasks, taskIndex := conv.Bucket(subBucketItems), conv.Bucket(subBucketTasks), tx.Bucket(bucketTasks)
+	log, taskIndex := tx.Bucket(bucketLog), tx.Bucket(bucketTasks)
 	var (
 		want  uint64 = 1
 		prev  string
@@ -97,65 +97,76 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 		turns int
 		tasks = map[string]bool{}
 	)
-	if items != nil {
-		c := items.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if n++; n%verifyCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
+	c := conv.Cursor()
+	for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
+		if n++; n%verifyCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			seq, ok := decodeSeq(k)
-			if !ok {
-				return fail(want, "malformed key %x", k)
-			}
-			if seq != want {
-				return fail(want, "seq %d missing (next stored seq is %d)", want, seq)
-			}
-			var e Entry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fail(seq, "entry unreadable: %v", err)
-			}
-			switch {
-			case e.Seq != seq:
-				return fail(seq, "entry says seq %d", e.Seq)
-			case e.ContextID != m.ContextID || e.Owner != m.Owner:
-				return fail(seq, "entry belongs to contextId %q owner %q", e.ContextID, e.Owner)
-			case e.PrevHash != prev:
-				return fail(seq, "prevHash %q, previous entry's hash is %q", e.PrevHash, prev)
-			}
-			stored := e.Hash
-			e.Hash = ""
-			canonical, err := json.Marshal(&e)
-			if err != nil {
-				return fail(seq, "entry cannot be re-encoded: %v", err)
-			}
-			if h := chainHash(e.PrevHash, canonical); h != stored {
-				return fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
-			}
-			if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
-				turns++
-			}
-			if e.TaskID != "" {
-				tasks[e.TaskID] = true
-				if convTasks == nil || !hasKey(convTasks, taskKey(e.TaskID, seq)) {
-					return fail(seq, "task %q: entry missing from the conversation's task index", e.TaskID)
-				}
-				if taskIndex == nil || string(taskIndex.Get([]byte(e.TaskID))) != key {
-					return fail(seq, "task %q: the global task index does not point to this conversation", e.TaskID)
-				}
-			}
-			for j, p := range e.Parts {
-				if p.ArtifactRef == "" {
-					continue
-				}
-				if reason := checkArtifact(artifacts, p.ArtifactRef); reason != "" {
-					return fail(seq, "parts[%d]: %s", j, reason)
-				}
-			}
-			prev = stored
-			want++
 		}
+		seq, ok := entrySeq(k)
+		if !ok {
+			return fail(want, "malformed key %x", k)
+		}
+		if seq != want {
+			return fail(want, "seq %d missing (next stored seq is %d)", want, seq)
+		}
+		_, raw, err := entryJSON(log, k, v)
+		if err != nil {
+			return fail(seq, "%v", err)
+		}
+		var e Entry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fail(seq, "entry unreadable: %v", err)
+		}
+		switch {
+		case e.Seq != seq:
+			return fail(seq, "entry says seq %d", e.Seq)
+		case e.ContextID != m.ContextID || e.Owner != m.Owner:
+			return fail(seq, "entry belongs to contextId %q owner %q", e.ContextID, e.Owner)
+		case e.PrevHash != prev:
+			return fail(seq, "prevHash %q, previous entry's hash is %q", e.PrevHash, prev)
+		}
+		stored := e.Hash
+		e.Hash = ""
+		canonical, err := json.Marshal(&e)
+		if err != nil {
+			return fail(seq, "entry cannot be re-encoded: %v", err)
+		}
+		if h := chainHash(e.PrevHash, canonical); h != stored {
+			return fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
+		}
+		if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
+			turns++
+		}
+		if e.TaskID != "" {
+			if taskIndex == nil || string(taskIndex.Get([]byte(e.TaskID))) != key {
+				return fail(seq, "task %q: the task index does not point to this conversation", e.TaskID)
+			}
+			if !hasKey(taskIndex, taskKey(e.TaskID, seq)) {
+				return fail(seq, "task %q: entry missing from the task index", e.TaskID)
+			}
+			if !tasks[e.TaskID] {
+				tasks[e.TaskID] = true
+				if got := conv.Get(taskStartKey(seq)); string(got) != e.TaskID {
+					return fail(seq, "task %q starts here, the conversation's list of tasks says %q", e.TaskID, got)
+				}
+			}
+		}
+		for j, p := range e.Parts {
+			if p.ArtifactRef == "" {
+				continue
+			}
+			if reason := checkArtifact(artifacts, p.ArtifactRef); reason != "" {
+				return fail(seq, "parts[%d]: %s", j, reason)
+			}
+		}
+		prev = stored
+		want++
+	}
+	listed := 0
+	for k, _ := c.Seek([]byte{prefixTaskStart}); len(k) > 0 && k[0] == prefixTaskStart; k, _ = c.Next() {
+		listed++
 	}
 	last := want - 1
 	switch {
@@ -169,6 +180,8 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 		return fail(0, "metadata counts %d turns, the entries hold %d", m.Counters.Turns, turns)
 	case m.Counters.Tasks != len(tasks):
 		return fail(0, "metadata counts %d tasks, the entries name %d", m.Counters.Tasks, len(tasks))
+	case listed != len(tasks):
+		return fail(0, "the conversation lists %d tasks, the entries name %d", listed, len(tasks))
 	}
 	return nil
 }

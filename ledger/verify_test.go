@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -12,51 +13,69 @@ import (
 
 func TestVerify_DetectsTampering(t *testing.T) {
 	t.Parallel()
-	rewrite := func(f func(t *testing.T, items *bolt.Bucket, meta *bolt.Bucket)) func(t *testing.T, tx *bolt.Tx) {
+	rewrite := func(f func(t *testing.T, conv *bolt.Bucket)) func(t *testing.T, tx *bolt.Tx) {
 		return func(t *testing.T, tx *bolt.Tx) {
-			conv := tx.Bucket([]byte(conversations.Key("local", "c")))
-			f(t, conv.Bucket(subBucketItems), conv)
+			f(t, tx.Bucket([]byte(conversations.Key("local", "c"))))
 		}
 	}
-	replace := func(old, new string) func(t *testing.T, items, _ *bolt.Bucket) {
-		return func(t *testing.T, items, _ *bolt.Bucket) {
-			v := string(items.Get(encodeSeq(3)))
-			nv := replaceOnce(t, v, old, new)
-			if err := items.Put(encodeSeq(3), []byte(nv)); err != nil {
+	// rewriteEntry replaces the stored JSON of entry seq in the log.
+	rewriteEntry := func(seq uint64, f func(t *testing.T, v []byte) []byte) func(t *testing.T, tx *bolt.Tx) {
+		return func(t *testing.T, tx *bolt.Tx) {
+			pos := tx.Bucket([]byte(conversations.Key("local", "c"))).Get(entryKey(seq))
+			log := tx.Bucket(bucketLog)
+			if err := log.Put(pos, f(t, log.Get(pos))); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	replace := func(old, new string) func(t *testing.T, tx *bolt.Tx) {
+		return rewriteEntry(3, func(t *testing.T, v []byte) []byte {
+			return []byte(replaceOnce(t, string(v), old, new))
+		})
 	}
 	tests := []struct {
 		name    string
 		tamper  func(t *testing.T, tx *bolt.Tx)
 		wantSeq uint64
 	}{
-		{"edited text", rewrite(replace(`"text":"m-3"`, `"text":"m-X"`)), 3},
-		{"edited trust", rewrite(replace(`"trust":"PEER_UNTRUSTED"`, `"trust":"OPERATOR_TRUSTED"`)), 3},
-		{"removed entry", rewrite(func(t *testing.T, items, _ *bolt.Bucket) {
-			if err := items.Delete(encodeSeq(3)); err != nil {
+		{"edited text", replace(`"text":"m-3"`, `"text":"m-X"`), 3},
+		{"edited trust", replace(`"trust":"PEER_UNTRUSTED"`, `"trust":"OPERATOR_TRUSTED"`), 3},
+		{"removed entry", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			if err := conv.Delete(entryKey(3)); err != nil {
 				t.Fatal(err)
 			}
 		}), 3},
-		{"swapped entries", rewrite(func(t *testing.T, items, _ *bolt.Bucket) {
-			a, b := append([]byte(nil), items.Get(encodeSeq(2))...), append([]byte(nil), items.Get(encodeSeq(3))...)
-			if items.Put(encodeSeq(2), b) != nil || items.Put(encodeSeq(3), a) != nil {
+		{"swapped entries", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			a, b := append([]byte(nil), conv.Get(entryKey(2))...), append([]byte(nil), conv.Get(entryKey(3))...)
+			if conv.Put(entryKey(2), b) != nil || conv.Put(entryKey(3), a) != nil {
 				t.Fatal("put failed")
 			}
 		}), 2},
-		{"garbage value", rewrite(func(t *testing.T, items, _ *bolt.Bucket) {
-			if err := items.Put(encodeSeq(3), []byte("{not json")); err != nil {
+		{"garbage value", rewriteEntry(3, func(*testing.T, []byte) []byte { return []byte("{not json") }), 3},
+		{"entry missing from the log", func(t *testing.T, tx *bolt.Tx) {
+			pos := tx.Bucket([]byte(conversations.Key("local", "c"))).Get(entryKey(3))
+			if err := tx.Bucket(bucketLog).Delete(pos); err != nil {
 				t.Fatal(err)
 			}
-		}), 3},
-		{"truncated tail", rewrite(func(t *testing.T, items, _ *bolt.Bucket) {
-			if err := items.Delete(encodeSeq(5)); err != nil {
+		}, 3},
+		{"entry of another conversation", func(t *testing.T, tx *bolt.Tx) {
+			pos := tx.Bucket([]byte(conversations.Key("local", "other"))).Get(entryKey(2))
+			if err := tx.Bucket([]byte(conversations.Key("local", "c"))).Put(entryKey(2), bytes.Clone(pos)); err != nil {
+				t.Fatal(err)
+			}
+		}, 2},
+		{"truncated tail", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			if err := conv.Delete(entryKey(5)); err != nil {
 				t.Fatal(err)
 			}
 		}), 5},
-		{"task index entry removed", rewrite(func(t *testing.T, _, conv *bolt.Bucket) {
-			if err := conv.Bucket(subBucketTasks).Delete(taskKey("t", 4)); err != nil {
+		{"task index entry removed", func(t *testing.T, tx *bolt.Tx) {
+			if err := tx.Bucket(bucketTasks).Delete(taskKey("t", 4)); err != nil {
+				t.Fatal(err)
+			}
+		}, 4},
+		{"task missing from the conversation's list", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			if err := conv.Delete(taskStartKey(4)); err != nil {
 				t.Fatal(err)
 			}
 		}), 4},
@@ -65,9 +84,13 @@ func TestVerify_DetectsTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 4},
-		{"metadata counters", rewrite(func(t *testing.T, _, conv *bolt.Bucket) {
-			v := replaceOnce(t, string(conv.Get(keyMeta)), `"turns":5`, `"turns":4`)
-			if err := conv.Put(keyMeta, []byte(v)); err != nil {
+		{"metadata counters", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			m, err := decodeMeta(conv.Get(keyMeta))
+			if err != nil || m.Counters.Turns != 5 {
+				t.Fatalf("decodeMeta() = %+v, %v, want 5 turns", m, err)
+			}
+			m.Counters.Turns = 4
+			if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
 				t.Fatal(err)
 			}
 		}), 0},
