@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // Turn is what a backend is given for one turn.
@@ -14,6 +16,9 @@ type Turn struct {
 	// Prompt is the full text the agent should act on: prior turns under the boundary,
 	// then the current message. Backends that take a single text use it.
 	Prompt string
+	// Request is the same turn as a provider-neutral chat request (instruction stack,
+	// trust-tagged messages, the current message last). Chat backends map it.
+	Request projection.Request
 }
 
 // Result is how a reply ended.

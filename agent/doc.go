@@ -7,5 +7,5 @@
 //
 // # Imports
 //
-// Standard library only; no project package.
+// projection (the provider-neutral request, pure) and the standard library; no adapter.
 package agent

@@ -27,7 +27,7 @@ var rules = map[string]rule{
 	"ledger":        {[]string{"a2a", "conversations"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user besides conversations"},
 	"locking":       {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
 	"streaming":     {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
-	"agent":         {[]string{"a2a"}, nil, "backends see the protocol model at most"},
+	"agent":         {[]string{"a2a", "projection", "history"}, nil, "backends see the protocol model and the pure projection at most"},
 	"peers":         {[]string{"a2a", "conversations"}, nil, "peer directory"},
 	"turn":          {[]string{"a2a", "agent", "conversations", "ledger", "locking", "streaming", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
