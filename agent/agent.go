@@ -19,12 +19,18 @@ type Turn struct {
 	// Request is the same turn as a provider-neutral chat request (instruction stack,
 	// trust-tagged messages, the current message last). Chat backends map it.
 	Request projection.Request
+	// UpstreamContextID is the contextId a relaying backend used upstream for this
+	// conversation last time ("" on the first turn); the gateway keeps it in the ledger.
+	UpstreamContextID string
 }
 
 // Result is how a reply ended.
 type Result struct {
 	// InputRequired: the agent asks the peer for more input (task state INPUT_REQUIRED).
 	InputRequired bool
+	// UpstreamContextID is the contextId a relaying backend used upstream; the gateway
+	// records it with the reply and hands it back on the conversation's next turn.
+	UpstreamContextID string
 }
 
 // Emit receives reply chunks in order; the reply is their concatenation. An error from

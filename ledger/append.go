@@ -206,13 +206,13 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 				p.artifacts = append(p.artifacts, a)
 			}
 		}
-		t, err := newTemplate(&e)
-		if err != nil {
+		// Store, hash and return the entry as it reads back, so that Append returns exactly
+		// what reads return and Verify, which re-encodes what it reads, recomputes the hash.
+		if err := normalize(&e); err != nil {
 			return nil, invalid("entries[%d]: %v", i, err)
 		}
-		// Keep the entry as it will read back, so that Append returns exactly what reads
-		// return.
-		if err := normalize(&e); err != nil {
+		t, err := newTemplate(&e)
+		if err != nil {
 			return nil, invalid("entries[%d]: %v", i, err)
 		}
 		p.entries[i] = e
@@ -221,12 +221,13 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 	return p, nil
 }
 
-// normalize turns e into what decoding its stored JSON gives back, without the decoding:
-// JSON values (metadata, data) compacted and HTML-escaped as encoding/json writes them,
-// invalid UTF-8 in part strings replaced as encoding/json replaces it, empty slices nil.
-// Fields that validation already restricts to valid UTF-8 and CreatedAt (UTC, no
-// monotonic reading) read back unchanged. Byte slices are copied, so the entry aliases
-// nothing of the caller's.
+// normalize turns e into what decoding its encoding/json encoding gives back, without
+// encoding or decoding: JSON values (metadata, data) compacted and HTML-escaped as
+// encoding/json writes them, each byte of invalid UTF-8 in a part's strings replaced by
+// U+FFFD as encoding/json replaces it, empty slices nil. The other strings (validation
+// allows only valid UTF-8) and CreatedAt (prepare makes it UTC without a monotonic
+// reading) read back unchanged. A normalized entry's encoding decodes and re-encodes to
+// the same bytes. Byte slices are copied, so the entry aliases nothing of the caller's.
 func normalize(e *Entry) error {
 	var err error
 	if e.Metadata, err = normalizeJSON(e.Metadata); err != nil {
@@ -405,14 +406,15 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	// The task index, like the entries, grows at its right edge when task ids are
 	// time-ordered.
 	tasks.FillPercent = 0.9
+	var starts []bool // starts[i]: entries[i] is the first entry of a new task
+	if len(newTasks) > 0 {
+		starts = make([]bool, len(p.entries))
+	}
 	for _, j := range newTasks {
-		id := p.taskIDs[j]
-		if err := tasks.Put([]byte(id), key); err != nil {
+		if err := tasks.Put([]byte(p.taskIDs[j]), key); err != nil {
 			return outcome{}, nil, fmt.Errorf("put task index: %w", err)
 		}
-		if err := conv.Put(taskStartKey(m.LastSeq+uint64(p.taskFirst[j])+1), []byte(id)); err != nil {
-			return outcome{}, nil, fmt.Errorf("put task list: %w", err)
-		}
+		starts[p.taskFirst[j]] = true
 	}
 	for i := range p.entries {
 		e := &p.entries[i]
@@ -421,11 +423,15 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		if err != nil {
 			return outcome{}, nil, fmt.Errorf("log position: %w", err)
 		}
-		ptr := encodeSeq(pos)
+		ptr := encodeSeq(pos) // bbolt keeps keys and values until the commit: never reused
 		if err := log.Put(ptr, encoded[i]); err != nil {
 			return outcome{}, nil, fmt.Errorf("put entry: %w", err)
 		}
-		if err := conv.Put(entryKey(seq), ptr); err != nil {
+		v := ptr
+		if starts != nil && starts[i] {
+			v = append(ptr[:posLen:posLen], e.TaskID...)
+		}
+		if err := conv.Put(entryKey(seq), v); err != nil {
 			return outcome{}, nil, fmt.Errorf("put entry position: %w", err)
 		}
 		if e.TaskID != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -361,6 +362,76 @@ func TestReopen(t *testing.T) {
 		}
 		if n, err := s.VerifyAll(ctx); err != nil || n != 2 {
 			t.Errorf("VerifyAll() = %d, %v, want 2, nil", n, err)
+		}
+	})
+}
+
+// TestAppend_ReturnsWhatReadsReturn: the entries Append returns are exactly (reflect.DeepEqual:
+// nil versus empty slices, time zones and monotonic readings count) what Range, Last and
+// TaskEntries read back, for entries whose JSON values have whitespace, HTML characters
+// and U+2028, with empty slices, invalid UTF-8, times in other zones or with a monotonic
+// reading, unicode, and a part moved to the artifact store.
+func TestAppend_ReturnsWhatReadsReturn(t *testing.T) {
+	t.Parallel()
+	zone := time.FixedZone("odd", -(3*3600 + 25*60 + 7))
+	corpus := []Entry{
+		{
+			Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel, Role: RoleUser,
+			Actor: "pëer/α", MessageID: "m-ü",
+			Metadata: json.RawMessage(" {\n\t\"a\" : [ 1, 2.50, \"<x> & y\" ],\r\n \"s\": \"\u2028\u2029\" } "),
+			Parts: []Part{
+				{Kind: PartText, Text: "héllo 世界 😀 <b>&</b>\u2028", Metadata: json.RawMessage(`{ "k" : "v" }`)},
+				{Kind: PartData, Data: json.RawMessage("[ true , null, {\"x\" : \"\\u003c\"} ]")},
+				{Kind: PartFile, Raw: []byte{0, 1, 2, 255}, MediaType: "application/octet-stream", Filename: "f\xffile.bin"},
+				{Kind: PartFile, URL: "https://example.invalid/\xc3(", Raw: []byte{}},
+			},
+		},
+		{Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityAudit, State: "working",
+			Parts: []Part{}, Metadata: json.RawMessage{}},
+		{Kind: KindAgentReply, Trust: TrustAgent, Visibility: VisibilityModel, Role: RoleAgent,
+			CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 891011121, zone),
+			Metadata:  json.RawMessage("null"),
+			Parts:     []Part{{Kind: PartText, Text: "bad utf-8: \xff\xfe a\xc3 \xed\xa0\x80 end"}}},
+		{Kind: KindToolCall, Trust: TrustAgent, Visibility: VisibilityAudit, CreatedAt: time.Now(), // monotonic reading
+			Parts: []Part{{Kind: PartData, Data: json.RawMessage(`"just a string"`)}}},
+		{Kind: KindToolResult, Trust: TrustAgent, Visibility: VisibilityModel, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.Local),
+			Parts: []Part{{Kind: PartText, Text: strings.Repeat("long ü ", 40)}}}, // moves to the artifact store
+		{Kind: KindAudit, Trust: TrustOperator, Visibility: VisibilityAudit, Metadata: json.RawMessage(`{}`),
+			CorrelationID: "corr", CausationID: "cause"},
+	}
+	for i := range corpus {
+		corpus[i].TaskID = "task-norm"
+	}
+	modes(t, func(t *testing.T, opts Options) {
+		opts.LargePartBytes = 100
+		s := mustOpen(t, opts)
+		ctx := t.Context()
+		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: "norm", BeginTurn: true, Entries: corpus})
+		if err != nil {
+			t.Fatalf("Append() error = %v", err)
+		}
+		if ref := res.Entries[4].Parts[0].ArtifactRef; ref == "" {
+			t.Fatalf("entry 5's long part was not moved to the artifact store")
+		}
+		ranged, err := s.Range(ctx, "local", "norm", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := s.Last(ctx, "local", "norm", len(corpus), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, byTask, err := s.TaskEntries(ctx, "task-norm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, got := range map[string][]Entry{"Range": ranged, "Last": last, "TaskEntries": byTask} {
+			if !reflect.DeepEqual(res.Entries, got) {
+				t.Errorf("%s() is not exactly what Append() returned (-append +%s):\n%s", name, name, cmp.Diff(res.Entries, got))
+			}
+		}
+		if err := s.Verify(ctx, "local", "norm"); err != nil {
+			t.Errorf("Verify() error = %v", err)
 		}
 	})
 }

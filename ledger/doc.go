@@ -1,12 +1,19 @@
 // Package ledger is the single source of truth for every conversation: an append-only,
 // hash-chained, fsync'd log per conversation, stored in bbolt (DESIGN D-2..D-5, seed 000).
 //
-// Each conversation is one top-level bucket named conversations.Key(owner, contextId)
-// ("v1/<64 hex>") holding its metadata (original contextId and owner, epoch, counters), its
-// entries keyed by 8-byte big-endian seq, and a per-task index. A global task index
-// ("v1.tasks") finds a task's conversation, and a content-addressed artifact store
-// ("v1.artifacts") holds parts larger than Options.LargePartBytes. Nothing outside this
-// namespace (older versions, legacy names) is ever read, listed or written.
+// Each conversation is one flat top-level bucket named conversations.Key(owner, contextId)
+// ("v1/<64 hex>") holding its metadata (original contextId and owner, epoch, counters; a
+// small versioned binary record) and, keyed by seq, where each of its entries is in the log.
+// The log ("v1.log") holds the entries of every conversation in the order they were
+// appended. A global task index ("v1.tasks") finds a task's conversation and entries, and a
+// content-addressed artifact store ("v1.artifacts") holds parts larger than
+// Options.LargePartBytes. Nothing outside this namespace (older versions, legacy names) is
+// ever read, listed or written.
+//
+// The layout keeps a commit small: whatever a commit appends lands at the right edge of
+// the log, of each conversation and (with time-ordered task ids) of the task index, so the
+// appends of one commit share their pages instead of each dirtying its own. keys.go has
+// the details.
 //
 // Every entry carries seq (1, 2, ... without gaps), the conversation's epoch and
 // hash = hex(sha256(prevHash ‖ canonical JSON of the entry with hash empty)), so
@@ -49,6 +56,14 @@
 // The hash covers encoding/json's encoding of [Entry] in its field order. Long text and
 // bytes of a part move to the artifact store before hashing, so the chain covers their
 // sha256 reference rather than the content itself (content addressing covers the rest).
+// An entry is stored, hashed and returned by Append as encoding/json reads it back: JSON
+// values (metadata, data) compacted, each byte of invalid UTF-8 in a part's strings
+// replaced by U+FFFD, empty slices nil.
+//
+// A data file written by an earlier build (conversations with sub-buckets and JSON
+// metadata) is moved to the current layout by the first Open, in one transaction; entries
+// and their hashes do not change. Builds that predate the log do not understand the file
+// after that: do not downgrade.
 //
 // Keys and values read from bbolt are valid only inside their transaction; everything the
 // package returns is a copy. Callbacks given to [Store.Last] run inside a read

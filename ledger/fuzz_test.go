@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
 )
 
-// FuzzKey checks the 8-byte seq key: it round-trips, and bytes.Compare order is numeric
-// order (so cursors walk entries in seq order). Task keys round-trip too.
+// FuzzKey checks the 8-byte seq encoding and the entry keys built on it: they round-trip,
+// and bytes.Compare order is numeric order (so cursors walk entries in seq order) with
+// every entry key before the metadata key. Task keys round-trip too.
 func FuzzKey(f *testing.F) {
 	for _, seed := range [][2]uint64{
 		{0, 1}, {1, 2}, {255, 256}, {65535, 65536}, {1 << 32, 1<<32 - 1},
@@ -30,6 +35,19 @@ func FuzzKey(f *testing.F) {
 		}
 		if got, want := bytes.Compare(ka, kb), cmp.Compare(a, b); got != want {
 			t.Fatalf("bytes.Compare(encodeSeq(%d), encodeSeq(%d)) = %d, want %d", a, b, got, want)
+		}
+		ea, eb := entryKey(a), entryKey(b)
+		if got, ok := entrySeq(ea); !ok || got != a {
+			t.Fatalf("entrySeq(entryKey(%d)) = %d, %v", a, got, ok)
+		}
+		if got, want := bytes.Compare(ea, eb), cmp.Compare(a, b); got != want {
+			t.Fatalf("bytes.Compare(entryKey(%d), entryKey(%d)) = %d, want %d", a, b, got, want)
+		}
+		if !isEntryKey(ea) || bytes.Compare(ea, keyMeta) >= 0 || isEntryKey(keyMeta) {
+			t.Fatalf("entryKey(%d) = %x is not an entry key before the metadata key %x", a, ea, keyMeta)
+		}
+		if _, ok := entrySeq(ka); ok {
+			t.Fatalf("entrySeq(%x) accepted a key without the entry prefix", ka)
 		}
 		if validateIdent("taskId", taskID) != nil || taskID == "" {
 			return
@@ -81,6 +99,59 @@ func FuzzEntryEncoding(f *testing.F) {
 		want, _ := json.Marshal(&e)
 		if string(stored) != string(want) {
 			t.Fatalf("fill() = %s\nwant    %s", stored, want)
+		}
+	})
+}
+
+// FuzzNormalize checks normalize against encoding/json: a normalized entry (with CreatedAt
+// made UTC without a monotonic reading, as prepare makes it) equals what decoding the
+// encoding of the original gives back, so Append can return it as reads will, and its own
+// encoding decodes and re-encodes to the same bytes, so Verify recomputes its hash.
+func FuzzNormalize(f *testing.F) {
+	f.Add("hello", `{"a": 1}`, `[1, "<b>"]`, "f.txt", []byte{1}, int64(1), int64(2), 0)
+	f.Add("bad \xff\xfe \xed\xa0\x80 a\xc3", " { \"k\" : \"\u2028<&>\" } ", "null", "\xc3(", []byte{}, int64(-1e10), int64(999999999), -12345)
+	f.Add("", "", "", "", []byte(nil), int64(0), int64(0), 3600)
+	f.Add("\u2029 😀 \\ \"q\"", "[ 1.50 , -0 , 1e3 ]", `"\u00e9\ud83d\ude00"`, "ü", []byte{0, 255}, int64(1<<33), int64(5), 86399)
+	f.Fuzz(func(t *testing.T, text, meta, data, name string, raw []byte, sec, nsec int64, offset int) {
+		e := Entry{
+			ID: "id", ContextID: "c", Owner: "o", Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
+			CreatedAt: time.Unix(sec, nsec).In(time.FixedZone("z", offset%86400)).Round(0).UTC(),
+			Metadata:  json.RawMessage(meta),
+			Parts: []Part{
+				{Kind: PartText, Text: text, Metadata: json.RawMessage(meta)},
+				{Kind: PartData, Data: json.RawMessage(data)},
+				{Kind: PartFile, Raw: raw, Filename: name, URL: text, MediaType: name},
+			},
+		}
+		if validateEntry(0, &e, "o", "c") != nil {
+			return // not an entry Append accepts
+		}
+		b, err := json.Marshal(&e)
+		if err != nil {
+			return // a year outside 0..9999: newTemplate refuses it
+		}
+		var want Entry
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("json.Unmarshal(%s) error = %v", b, err)
+		}
+		got := e
+		got.Parts = slices.Clone(e.Parts)
+		if err := normalize(&got); err != nil {
+			t.Fatalf("normalize() error = %v", err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("normalize() differs from the JSON round trip (-round trip +normalize):\n%s", gocmp.Diff(want, got))
+		}
+		enc, err := json.Marshal(&got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Entry
+		if err := json.Unmarshal(enc, &back); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := json.Marshal(&back); !bytes.Equal(again, enc) {
+			t.Fatalf("encoding of the normalized entry is not stable:\n%s\n%s", enc, again)
 		}
 	})
 }

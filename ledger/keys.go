@@ -27,6 +27,9 @@ import (
 // time-ordered task ids (the gateway's UUIDv7) put the keys of new tasks at the right edge
 // of the task index.
 //
+// Earlier builds kept each conversation's entries and task index in sub-buckets and its
+// metadata as JSON, and had no log: Open moves such a file to this layout (upgrade.go).
+//
 // No other top-level name is ever read, listed or written.
 var (
 	bucketLog       = []byte("v1.log")

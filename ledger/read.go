@@ -289,10 +289,11 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 	return conv, out, nil
 }
 
-// TaskIDs returns the tasks of the conversation in creation order (by their first entry),
-// reading the conversation's list of tasks: one key per task. Errors: [ErrNotFound] if the
+// TaskIDs returns the tasks of the conversation in creation order (by their first entry).
+// It walks the positions of the conversation's entries, which name the task an entry
+// starts (a few bytes per entry; no entry is read). Errors: [ErrNotFound] if the
 // conversation does not exist; [ErrInvalid] for an invalid owner or contextId; a
-// [ChainError] for a malformed key of the list; [ErrClosed] after Close.
+// [ChainError] for a malformed position; [ErrClosed] after Close.
 func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string, error) {
 	key, err := convKey(owner, contextID)
 	if err != nil {
@@ -305,11 +306,14 @@ func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string,
 			return err
 		}
 		c := conv.Cursor()
-		for k, v := c.Seek([]byte{prefixTaskStart}); len(k) > 0 && k[0] == prefixTaskStart; k, v = c.Next() {
-			if _, ok := taskStartSeq(k); !ok || len(v) == 0 {
-				return &ChainError{Key: key, Reason: fmt.Sprintf("malformed task list key %x", k)}
+		for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
+			if len(v) < posLen {
+				seq, _ := entrySeq(k)
+				return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("malformed log position %x", v)}
 			}
-			ids = append(ids, string(v))
+			if len(v) > posLen {
+				ids = append(ids, string(v[posLen:]))
+			}
 		}
 		return nil
 	})
@@ -405,17 +409,17 @@ func readEntry(log *bolt.Bucket, key string, k, ptr []byte, e *Entry) error {
 }
 
 // entryJSON returns the seq of the entry key k of a conversation and the entry's stored
-// JSON, found in log at the position ptr that k holds.
+// JSON, found in log at the position that k's value ptr starts with.
 func entryJSON(log *bolt.Bucket, k, ptr []byte) (seq uint64, v []byte, err error) {
 	seq, ok := entrySeq(k)
 	if !ok {
 		return 0, nil, fmt.Errorf("malformed entry key %x", k)
 	}
-	if _, ok := decodeSeq(ptr); !ok {
+	if len(ptr) < posLen {
 		return seq, nil, fmt.Errorf("malformed log position %x", ptr)
 	}
 	if log != nil {
-		v = log.Get(ptr)
+		v = log.Get(ptr[:posLen])
 	}
 	if v == nil {
 		return seq, nil, fmt.Errorf("entry missing from the log (position %x)", ptr)

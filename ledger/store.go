@@ -118,13 +118,10 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketLog, bucketTasks, bucketArtifacts} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		return nil
+	var upgraded int
+	err = db.Update(func(tx *bolt.Tx) (err error) {
+		upgraded, err = setUp(tx)
+		return err
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
@@ -141,6 +138,9 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		s.queue = make(chan *pending, opts.MaxBatch)
 		// The committer exits when Close closes s.queue and it has answered every request.
 		s.wg.Go(s.commitLoop)
+	}
+	if upgraded > 0 {
+		s.logger.Info("ledger upgraded to the current layout", "path", path, "conversations", upgraded)
 	}
 	s.logger.Info("ledger opened", "path", path, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit)
 	return s, nil

@@ -74,11 +74,18 @@ func TestVerify_DetectsTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 4},
-		{"task missing from the conversation's list", rewrite(func(t *testing.T, conv *bolt.Bucket) {
-			if err := conv.Delete(taskStartKey(4)); err != nil {
+		{"task start unmarked", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			v := conv.Get(entryKey(4))
+			if err := conv.Put(entryKey(4), bytes.Clone(v[:posLen])); err != nil {
 				t.Fatal(err)
 			}
 		}), 4},
+		{"task start moved", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			v := conv.Get(entryKey(2))
+			if err := conv.Put(entryKey(2), append(bytes.Clone(v), "t"...)); err != nil {
+				t.Fatal(err)
+			}
+		}), 2},
 		{"task moved to another conversation", func(t *testing.T, tx *bolt.Tx) {
 			if err := tx.Bucket(bucketTasks).Put([]byte("t"), []byte(conversations.Key("local", "other"))); err != nil {
 				t.Fatal(err)

@@ -219,12 +219,14 @@ func TestLedgerVerifyCLI(t *testing.T) {
 		if b == nil {
 			return errors.New("conversation bucket not found")
 		}
-		entries := b.Bucket([]byte("entries"))
-		if entries == nil {
-			return errors.New("entries bucket not found")
+		// Key "e" ‖ seq holds the entry's position in the log (8 bytes first).
+		pos := b.Get([]byte("e\x00\x00\x00\x00\x00\x00\x00\x01"))
+		log := tx.Bucket([]byte("v1.log"))
+		if len(pos) < 8 || log == nil || log.Get(pos[:8]) == nil {
+			return errors.New("first entry not found")
 		}
-		k, v := entries.Cursor().First()
-		return entries.Put(k, bytes.Replace(v, []byte("original words"), []byte("forged words!!"), 1))
+		v := log.Get(pos[:8])
+		return log.Put(pos[:8], bytes.Replace(v, []byte("original words"), []byte("forged words!!"), 1))
 	})
 	_ = db.Close()
 	if err != nil {
