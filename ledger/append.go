@@ -141,7 +141,6 @@ type prepared struct {
 	templates        []template // entries[i] encoded, apart from the fields the transaction fills
 	artifacts        []artifact // content moved out of entries, deduplicated within the request
 	taskIDs          []string   // distinct task ids in order of first appearance
-	taskFirst        []int      // taskFirst[j]: the index in entries of taskIDs[j]'s first entry
 }
 
 type artifact struct {
@@ -191,7 +190,6 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 		if e.TaskID != "" && !seenTask[e.TaskID] {
 			seenTask[e.TaskID] = true
 			p.taskIDs = append(p.taskIDs, e.TaskID)
-			p.taskFirst = append(p.taskFirst, i)
 		}
 		if len(e.Parts) > 0 {
 			e.Parts = append([]Part(nil), e.Parts...)
@@ -335,9 +333,9 @@ func (s *Store) moveLarge(i, j int, part *Part) (artifact, bool, error) {
 // trace and the other requests of the batch go on. txErr is a bbolt failure after writes
 // began: the transaction must be rolled back.
 func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
-	log, tasks, artifacts := tx.Bucket(bucketLog), tx.Bucket(bucketTasks), tx.Bucket(bucketArtifacts)
-	if log == nil || tasks == nil || artifacts == nil {
-		return outcome{}, nil, errors.New("ledger: log or index buckets missing")
+	tasks, artifacts := tx.Bucket(bucketTasks), tx.Bucket(bucketArtifacts)
+	if tasks == nil || artifacts == nil {
+		return outcome{}, nil, errors.New("ledger: index buckets missing")
 	}
 	key := []byte(p.key)
 
@@ -362,12 +360,12 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	case p.epoch != 0 && p.epoch != m.Epoch:
 		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
 	}
-	var newTasks []int // indexes in p.taskIDs
-	for j, id := range p.taskIDs {
-		switch owner := tasks.Get([]byte(id)); {
-		case owner == nil:
-			newTasks = append(newTasks, j)
-		case string(owner) != p.key:
+	var newTasks []string
+	for _, id := range p.taskIDs {
+		head := tasks.Get([]byte(id))
+		if head == nil {
+			newTasks = append(newTasks, id)
+		} else if owner, _ := splitTaskHead(head); owner != p.key {
 			return outcome{}, invalid("taskId %q: belongs to another conversation", id), nil
 		}
 	}
@@ -392,9 +390,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			return outcome{}, nil, fmt.Errorf("create conversation bucket: %w", err)
 		}
 	}
-	// Entries go in at the right edge of the log and of the conversation, and a leaf left
-	// behind by a split there is never written again: fill it.
-	log.FillPercent, conv.FillPercent = 1, 1
+	// Entries go in at the right edge of the conversation, and a leaf left behind by a
+	// split there is never written again: fill it.
+	conv.FillPercent = 1
 	for _, a := range p.artifacts {
 		if artifacts.Get([]byte(a.digest)) != nil {
 			continue // content-addressed: written once
@@ -404,35 +402,20 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		}
 	}
 	// The task index, like the entries, grows at its right edge when task ids are
-	// time-ordered.
+	// time-ordered. Each new task links to the one the conversation started before it.
 	tasks.FillPercent = 0.9
-	var starts []bool // starts[i]: entries[i] is the first entry of a new task
-	if len(newTasks) > 0 {
-		starts = make([]bool, len(p.entries))
-	}
-	for _, j := range newTasks {
-		if err := tasks.Put([]byte(p.taskIDs[j]), key); err != nil {
+	for _, id := range newTasks {
+		if err := tasks.Put([]byte(id), taskHead(p.key, m.LastTaskID)); err != nil {
 			return outcome{}, nil, fmt.Errorf("put task index: %w", err)
 		}
-		starts[p.taskFirst[j]] = true
+		m.LastTaskID = id
+		m.Counters.Tasks++
 	}
 	for i := range p.entries {
 		e := &p.entries[i]
 		seq := m.LastSeq + uint64(i) + 1
-		pos, err := log.NextSequence()
-		if err != nil {
-			return outcome{}, nil, fmt.Errorf("log position: %w", err)
-		}
-		ptr := encodeSeq(pos) // bbolt keeps keys and values until the commit: never reused
-		if err := log.Put(ptr, encoded[i]); err != nil {
+		if err := conv.Put(entryKey(seq), encoded[i]); err != nil {
 			return outcome{}, nil, fmt.Errorf("put entry: %w", err)
-		}
-		v := ptr
-		if starts != nil && starts[i] {
-			v = append(ptr[:posLen:posLen], e.TaskID...)
-		}
-		if err := conv.Put(entryKey(seq), v); err != nil {
-			return outcome{}, nil, fmt.Errorf("put entry position: %w", err)
 		}
 		if e.TaskID != "" {
 			if err := tasks.Put(taskKey(e.TaskID, seq), nil); err != nil {
@@ -448,10 +431,6 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	m.LastHash = prev
 	if p.now.After(m.LastActivity) {
 		m.LastActivity = p.now
-	}
-	if len(newTasks) > 0 {
-		m.Counters.Tasks += len(newTasks)
-		m.LastTaskID = p.taskIDs[newTasks[len(newTasks)-1]]
 	}
 	if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
 		return outcome{}, nil, fmt.Errorf("put meta: %w", err)

@@ -100,7 +100,7 @@ func TestAppend_StoredForm(t *testing.T) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		conv := tx.Bucket([]byte(conversations.Key("local", "c")))
 		for i, e := range res.Entries {
-			stored := tx.Bucket(bucketLog).Get(conv.Get(entryKey(e.Seq)))
+			stored := conv.Get(entryKey(e.Seq))
 			want, err := json.Marshal(&e)
 			if err != nil {
 				return err
@@ -204,8 +204,8 @@ func TestAppend_Invalid(t *testing.T) {
 	if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
 		t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
 	}
-	if n := countTopLevel(t, s); n != 3 {
-		t.Errorf("%d top-level buckets, want 3 (the log and the indexes only)", n)
+	if n := countTopLevel(t, s); n != 2 {
+		t.Errorf("%d top-level buckets, want 2 (the indexes only)", n)
 	}
 }
 

@@ -2,18 +2,17 @@
 // hash-chained, fsync'd log per conversation, stored in bbolt (DESIGN D-2..D-5, seed 000).
 //
 // Each conversation is one flat top-level bucket named conversations.Key(owner, contextId)
-// ("v1/<64 hex>") holding its metadata (original contextId and owner, epoch, counters; a
-// small versioned binary record) and, keyed by seq, where each of its entries is in the log.
-// The log ("v1.log") holds the entries of every conversation in the order they were
-// appended. A global task index ("v1.tasks") finds a task's conversation and entries, and a
-// content-addressed artifact store ("v1.artifacts") holds parts larger than
+// ("v1/<64 hex>") holding its entries keyed by seq and its metadata (original contextId and
+// owner, epoch, counters, last task; a small versioned binary record). A global task index
+// ("v1.tasks") finds a task's conversation and entries and lists a conversation's tasks,
+// and a content-addressed artifact store ("v1.artifacts") holds parts larger than
 // Options.LargePartBytes. Nothing outside this namespace (older versions, legacy names) is
 // ever read, listed or written.
 //
-// The layout keeps a commit small: whatever a commit appends lands at the right edge of
-// the log, of each conversation and (with time-ordered task ids) of the task index, so the
-// appends of one commit share their pages instead of each dirtying its own. keys.go has
-// the details.
+// The layout keeps a commit small: what an append writes lands at the right edge of its
+// conversation, next to the metadata it rewrites, and (with time-ordered task ids) at the
+// right edge of the task index, where the appends of one commit share their pages.
+// keys.go has the details.
 //
 // Every entry carries seq (1, 2, ... without gaps), the conversation's epoch and
 // hash = hex(sha256(prevHash ‖ canonical JSON of the entry with hash empty)), so
@@ -62,8 +61,8 @@
 //
 // A data file written by an earlier build (conversations with sub-buckets and JSON
 // metadata) is moved to the current layout by the first Open, in one transaction; entries
-// and their hashes do not change. Builds that predate the log do not understand the file
-// after that: do not downgrade.
+// and their hashes do not change. Earlier builds do not understand the file after that:
+// do not downgrade. Open refuses a file of a newer layout.
 //
 // Keys and values read from bbolt are valid only inside their transaction; everything the
 // package returns is a copy. Callbacks given to [Store.Last] run inside a read

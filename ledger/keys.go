@@ -7,47 +7,46 @@ import (
 	"strings"
 )
 
-// Storage layout (bbolt), seq and pos as 8 bytes big-endian:
+// Storage layout (bbolt), seq as 8 bytes big-endian:
 //
 //	"v1/<64 hex>"/             one flat bucket per conversation, named conversations.Key(owner, contextId)
-//	    "e" ‖ seq              → pos [‖ taskId]: where entry seq is in "v1.log", and the task
-//	                             the entry starts, if it is the first entry of a task
+//	    "e" ‖ seq              → entry JSON
 //	    "m"                    → metadata (metaRecord, binary)
-//	"v1.log"/                  pos → entry JSON, for every conversation, pos in order of appending
-//	"v1.tasks"/                global task index
-//	    taskId                 → conversation key
+//	"v1.tasks"/                task index (its bucket sequence holds layoutVersion)
+//	    taskId                 → conversation key [‖ 0x00 ‖ previous taskId]: the task's
+//	                             conversation and the task the conversation started before it
 //	    taskId ‖ 0x00 ‖ seq    → empty: entry seq of that conversation belongs to the task
 //	"v1.artifacts"/            sha256 hex → content (written once)
 //
 // Every key an append writes lies at or next to the right edge of its tree, so a commit
-// dirties few pages: the entries of all its appends go to the end of the log, where they
-// share pages; in a conversation, the position of each new entry goes next to the
-// metadata it rewrites ("e" sorts before "m"), usually in one leaf page. Task ids hold no
+// dirties few pages. In a conversation, new entries go next to the metadata that the
+// append rewrites ("e" sorts before "m"), usually in one leaf page. Task ids hold no
 // control characters, so a task's own key and those of its entries sort together, and
 // time-ordered task ids (the gateway's UUIDv7) put the keys of new tasks at the right edge
-// of the task index.
+// of the task index, where the appends of one commit share their pages. A conversation's
+// tasks are listed by following the previous-task links back from the metadata's last
+// task, one key per task, so the conversation itself keeps no list.
 //
-// Earlier builds kept each conversation's entries and task index in sub-buckets and its
-// metadata as JSON, and had no log: Open moves such a file to this layout (upgrade.go).
+// Earlier builds (layout 1, task index sequence 0) kept each conversation's entries and
+// task index in sub-buckets and its metadata as JSON: Open moves such a file to this
+// layout (upgrade.go).
 //
 // No other top-level name is ever read, listed or written.
 var (
-	bucketLog       = []byte("v1.log")
 	bucketTasks     = []byte("v1.tasks")
 	bucketArtifacts = []byte("v1.artifacts")
 
 	keyMeta = []byte{prefixMeta}
 )
 
+// layoutVersion is the storage layout this build reads and writes.
+const layoutVersion = 2
+
 // Key prefixes inside a conversation bucket.
 const (
 	prefixEntry = 'e'
 	prefixMeta  = 'm'
 )
-
-// posLen is the length of an entry's log position, the start of its value in the
-// conversation bucket.
-const posLen = 8
 
 // seqLen is the length of an encoded sequence number.
 const seqLen = 8
@@ -68,8 +67,7 @@ func decodeSeq(b []byte) (seq uint64, ok bool) {
 	return binary.BigEndian.Uint64(b), true
 }
 
-// entryKey returns "e" ‖ seq, the key of entry seq's log position in its conversation's
-// bucket.
+// entryKey returns "e" ‖ seq, the key of entry seq in its conversation's bucket.
 func entryKey(seq uint64) []byte {
 	b := make([]byte, 1+seqLen)
 	b[0] = prefixEntry
@@ -115,6 +113,24 @@ func splitTaskKey(k []byte) (taskID string, seq uint64, ok bool) {
 	}
 	seq, _ = decodeSeq(k[len(k)-seqLen:])
 	return string(id), seq, true
+}
+
+// taskHead returns the value of taskID's own key in the task index: the key of its
+// conversation, and the task the conversation started before it ("" if none).
+func taskHead(convKey, prevTaskID string) []byte {
+	b := make([]byte, 0, len(convKey)+1+len(prevTaskID))
+	b = append(b, convKey...)
+	if prevTaskID != "" {
+		b = append(b, 0)
+		b = append(b, prevTaskID...)
+	}
+	return b
+}
+
+// splitTaskHead is the inverse of taskHead. Conversation keys and task ids hold no 0x00.
+func splitTaskHead(v []byte) (convKey, prevTaskID string) {
+	k, prev, _ := bytes.Cut(v, []byte{0})
+	return string(k), string(prev)
 }
 
 const refPrefix = "sha256:"

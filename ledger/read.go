@@ -178,10 +178,10 @@ func (s *Store) Last(ctx context.Context, owner, contextID string, n int, keep f
 		if err != nil || n == 0 {
 			return err
 		}
-		log, c := tx.Bucket(bucketLog), conv.Cursor()
+		c := conv.Cursor()
 		for k, v := lastEntry(c); isEntryKey(k) && len(out) < n; k, v = c.Prev() {
 			var e Entry
-			if err := readEntry(log, key, k, v, &e); err != nil {
+			if err := decodeEntry(key, k, v, &e); err != nil {
 				return err
 			}
 			if keep == nil || keep(&e) {
@@ -218,10 +218,10 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 		if afterSeq == ^uint64(0) {
 			return nil
 		}
-		log, c := tx.Bucket(bucketLog), conv.Cursor()
+		c := conv.Cursor()
 		for k, v := c.Seek(entryKey(afterSeq + 1)); isEntryKey(k) && (limit == 0 || len(out) < limit); k, v = c.Next() {
 			var e Entry
-			if err := readEntry(log, key, k, v, &e); err != nil {
+			if err := decodeEntry(key, k, v, &e); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -252,11 +252,11 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		if idx == nil {
 			return ErrNotFound
 		}
-		kb := idx.Get([]byte(taskID))
-		if kb == nil {
+		head := idx.Get([]byte(taskID))
+		if head == nil {
 			return ErrNotFound
 		}
-		key := string(kb)
+		key, _ := splitTaskHead(head)
 		b, m, err := openConv(tx, key)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -266,7 +266,7 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		}
 		conv = m.conversation(key)
 		prefix := taskPrefix(taskID)
-		log, c := tx.Bucket(bucketLog), idx.Cursor()
+		c := idx.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			_, seq, ok := splitTaskKey(k)
 			ek := entryKey(seq)
@@ -276,7 +276,7 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 					Reason: fmt.Sprintf("task %q indexes a missing entry", taskID)}
 			}
 			var e Entry
-			if err := readEntry(log, key, ek, v, &e); err != nil {
+			if err := decodeEntry(key, ek, v, &e); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -290,36 +290,52 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 }
 
 // TaskIDs returns the tasks of the conversation in creation order (by their first entry).
-// It walks the positions of the conversation's entries, which name the task an entry
-// starts (a few bytes per entry; no entry is read). Errors: [ErrNotFound] if the
-// conversation does not exist; [ErrInvalid] for an invalid owner or contextId; a
-// [ChainError] for a malformed position; [ErrClosed] after Close.
+// It follows the task index from the conversation's last task to each task's predecessor,
+// reading one key per task. Errors: [ErrNotFound] if the conversation does not exist;
+// [ErrInvalid] for an invalid owner or contextId; a [ChainError] if the conversation's
+// metadata is unreadable or the task index disagrees with it; [ErrClosed] after Close.
 func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string, error) {
 	key, err := convKey(owner, contextID)
 	if err != nil {
 		return nil, err
 	}
-	ids := []string{}
+	var ids []string
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		conv, err := convBucket(tx, key)
+		_, m, err := openConv(tx, key)
 		if err != nil {
 			return err
 		}
-		c := conv.Cursor()
-		for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
-			if len(v) < posLen {
-				seq, _ := entrySeq(k)
-				return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("malformed log position %x", v)}
-			}
-			if len(v) > posLen {
-				ids = append(ids, string(v[posLen:]))
-			}
-		}
-		return nil
+		ids, err = taskChain(tx.Bucket(bucketTasks), key, &m)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	return ids, nil
+}
+
+// taskChain returns the tasks of conversation key (metadata m) in creation order, following
+// the previous-task links of the task index back from m.LastTaskID.
+func taskChain(idx *bolt.Bucket, key string, m *metaRecord) ([]string, error) {
+	ids := []string{}
+	for id := m.LastTaskID; id != ""; {
+		if len(ids) == m.Counters.Tasks {
+			return nil, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner,
+				Reason: fmt.Sprintf("the task index links more than the %d tasks the metadata counts", m.Counters.Tasks)}
+		}
+		var head []byte
+		if idx != nil {
+			head = idx.Get([]byte(id))
+		}
+		conv, prev := splitTaskHead(head)
+		if conv != key {
+			return nil, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner,
+				Reason: fmt.Sprintf("task %q: the task index does not point to this conversation", id)}
+		}
+		ids = append(ids, id)
+		id = prev
+	}
+	slices.Reverse(ids)
 	return ids, nil
 }
 
@@ -395,34 +411,15 @@ func lastEntry(c *bolt.Cursor) (k, v []byte) {
 	return c.Prev()
 }
 
-// readEntry decodes into e the entry whose key k in conversation key holds its log
-// position ptr (a copy: e aliases no bbolt memory).
-func readEntry(log *bolt.Bucket, key string, k, ptr []byte, e *Entry) error {
-	seq, v, err := entryJSON(log, k, ptr)
-	if err != nil {
-		return &ChainError{Key: key, Seq: seq, Reason: err.Error()}
+// decodeEntry decodes the stored entry v at key k of conversation key into e (a copy: e
+// aliases no bbolt memory).
+func decodeEntry(key string, k, v []byte, e *Entry) error {
+	seq, ok := entrySeq(k)
+	if !ok {
+		return &ChainError{Key: key, Reason: fmt.Sprintf("malformed entry key %x", k)}
 	}
 	if err := json.Unmarshal(v, e); err != nil {
 		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
 	}
 	return nil
-}
-
-// entryJSON returns the seq of the entry key k of a conversation and the entry's stored
-// JSON, found in log at the position that k's value ptr starts with.
-func entryJSON(log *bolt.Bucket, k, ptr []byte) (seq uint64, v []byte, err error) {
-	seq, ok := entrySeq(k)
-	if !ok {
-		return 0, nil, fmt.Errorf("malformed entry key %x", k)
-	}
-	if len(ptr) < posLen {
-		return seq, nil, fmt.Errorf("malformed log position %x", ptr)
-	}
-	if log != nil {
-		v = log.Get(ptr[:posLen])
-	}
-	if v == nil {
-		return seq, nil, fmt.Errorf("entry missing from the log (position %x)", ptr)
-	}
-	return seq, v, nil
 }

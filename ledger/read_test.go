@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations"
 )
 
 func TestLast(t *testing.T) {
@@ -286,5 +288,37 @@ func TestList(t *testing.T) {
 	c, err := s.Conversation(ctx, "local", "old")
 	if err != nil || c.Entries != 2 || c.Turns != 1 || !c.LastActivity.After(c.CreatedAt) {
 		t.Errorf("Conversation(old) = %+v, %v, want 2 entries, 1 turn, activity after creation", c, err)
+	}
+}
+
+// TestTaskIDs_BrokenChain: a task index whose links loop or leave the conversation is
+// reported, not followed forever.
+func TestTaskIDs_BrokenChain(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		head func(key string) []byte
+	}{
+		{"loop", func(key string) []byte { return taskHead(key, "t2") }},
+		{"other conversation", func(string) []byte { return taskHead(conversations.Key("local", "other"), "") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := mustOpen(t, testOpts)
+			e1, e2 := userMsg("1"), userMsg("2")
+			e1.TaskID, e2.TaskID = "t1", "t2"
+			mustAppend(t, s, "local", "c", e1, e2)
+			if ids, err := s.TaskIDs(t.Context(), "local", "c"); err != nil || !cmp.Equal(ids, []string{"t1", "t2"}) {
+				t.Fatalf("TaskIDs() = %v, %v, want [t1 t2]", ids, err)
+			}
+			if err := s.db.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketTasks).Put([]byte("t1"), tt.head(conversations.Key("local", "c")))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.TaskIDs(t.Context(), "local", "c"); !errors.Is(err, ErrChainBroken) {
+				t.Errorf("TaskIDs() error = %v, want %v", err, ErrChainBroken)
+			}
+		})
 	}
 }

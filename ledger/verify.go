@@ -15,13 +15,13 @@ import (
 )
 
 // Verify walks the conversation's hash chain from seq 1: every key is the entry's seq and
-// the seqs have no gap, every entry is in the log where its key says, names this
-// conversation's contextId and owner and its own seq, every PrevHash is the previous
-// entry's Hash ("" for seq 1), every Hash is recomputed from the entry, every artifact an
-// entry references is stored and matches its digest, the task index holds every entry of
-// a task and points the task to this conversation, the first entry of each task (and no
-// other) is marked as its start, and the metadata (last seq and hash, counters) agrees
-// with the entries and hashes to the bucket's key. It reads the whole conversation.
+// the seqs have no gap, every entry names this conversation's contextId and owner and its
+// own seq, every PrevHash is the previous entry's Hash ("" for seq 1), every Hash is
+// recomputed from the entry, every artifact an entry references is stored and matches its
+// digest, the task index holds every entry of a task, points the task to this conversation
+// and links it to the task whose first entry came before its own, and the metadata (last
+// seq and hash, counters, last task) agrees with the entries and hashes to the bucket's
+// key. It reads the whole conversation.
 // Errors: a [*ChainError] (wrapping [ErrChainBroken]) naming the first failing seq;
 // [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an invalid owner or
 // contextId; [ErrClosed] after Close.
@@ -92,13 +92,14 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 	if got := conversations.Key(m.Owner, m.ContextID); got != key {
 		return fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
 	}
-	log, taskIndex := tx.Bucket(bucketLog), tx.Bucket(bucketTasks)
+	taskIndex := tx.Bucket(bucketTasks)
 	var (
-		want  uint64 = 1
-		prev  string
-		n     int
-		turns int
-		tasks = map[string]bool{}
+		want     uint64 = 1
+		prev     string
+		n        int
+		turns    int
+		tasks    = map[string]bool{}
+		lastTask string // the task whose first entry came last so far
 	)
 	c := conv.Cursor()
 	for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
@@ -114,12 +115,8 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 		if seq != want {
 			return fail(want, "seq %d missing (next stored seq is %d)", want, seq)
 		}
-		_, raw, err := entryJSON(log, k, v)
-		if err != nil {
-			return fail(seq, "%v", err)
-		}
 		var e Entry
-		if err := json.Unmarshal(raw, &e); err != nil {
+		if err := json.Unmarshal(v, &e); err != nil {
 			return fail(seq, "entry unreadable: %v", err)
 		}
 		switch {
@@ -143,22 +140,23 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 			turns++
 		}
 		if e.TaskID != "" {
-			if taskIndex == nil || string(taskIndex.Get([]byte(e.TaskID))) != key {
+			var head []byte
+			if taskIndex != nil {
+				head = taskIndex.Get([]byte(e.TaskID))
+			}
+			owner, before := splitTaskHead(head)
+			if owner != key {
 				return fail(seq, "task %q: the task index does not point to this conversation", e.TaskID)
 			}
 			if !hasKey(taskIndex, taskKey(e.TaskID, seq)) {
 				return fail(seq, "task %q: entry missing from the task index", e.TaskID)
 			}
-		}
-		// v names the task this entry starts, if any: the first entry of each task.
-		switch starts := string(v[posLen:]); {
-		case e.TaskID != "" && !tasks[e.TaskID]:
-			tasks[e.TaskID] = true
-			if starts != e.TaskID {
-				return fail(seq, "task %q starts here, the entry's position names task %q", e.TaskID, starts)
+			if !tasks[e.TaskID] { // the task's first entry
+				if before != lastTask {
+					return fail(seq, "task %q: the task index says task %q came before it, the entries say %q", e.TaskID, before, lastTask)
+				}
+				tasks[e.TaskID], lastTask = true, e.TaskID
 			}
-		case starts != "":
-			return fail(seq, "the entry's position names task %q, which does not start here", starts)
 		}
 		for j, p := range e.Parts {
 			if p.ArtifactRef == "" {
@@ -183,6 +181,8 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 		return fail(0, "metadata counts %d turns, the entries hold %d", m.Counters.Turns, turns)
 	case m.Counters.Tasks != len(tasks):
 		return fail(0, "metadata counts %d tasks, the entries name %d", m.Counters.Tasks, len(tasks))
+	case m.LastTaskID != lastTask:
+		return fail(0, "metadata says the last task is %q, the entries say %q", m.LastTaskID, lastTask)
 	}
 	return nil
 }

@@ -18,19 +18,12 @@ func TestVerify_DetectsTampering(t *testing.T) {
 			f(t, tx.Bucket([]byte(conversations.Key("local", "c"))))
 		}
 	}
-	// rewriteEntry replaces the stored JSON of entry seq in the log.
-	rewriteEntry := func(seq uint64, f func(t *testing.T, v []byte) []byte) func(t *testing.T, tx *bolt.Tx) {
-		return func(t *testing.T, tx *bolt.Tx) {
-			pos := tx.Bucket([]byte(conversations.Key("local", "c"))).Get(entryKey(seq))
-			log := tx.Bucket(bucketLog)
-			if err := log.Put(pos, f(t, log.Get(pos))); err != nil {
+	replace := func(old, new string) func(t *testing.T, tx *bolt.Tx) {
+		return rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			v := replaceOnce(t, string(conv.Get(entryKey(3))), old, new)
+			if err := conv.Put(entryKey(3), []byte(v)); err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-	replace := func(old, new string) func(t *testing.T, tx *bolt.Tx) {
-		return rewriteEntry(3, func(t *testing.T, v []byte) []byte {
-			return []byte(replaceOnce(t, string(v), old, new))
 		})
 	}
 	tests := []struct {
@@ -51,16 +44,14 @@ func TestVerify_DetectsTampering(t *testing.T) {
 				t.Fatal("put failed")
 			}
 		}), 2},
-		{"garbage value", rewriteEntry(3, func(*testing.T, []byte) []byte { return []byte("{not json") }), 3},
-		{"entry missing from the log", func(t *testing.T, tx *bolt.Tx) {
-			pos := tx.Bucket([]byte(conversations.Key("local", "c"))).Get(entryKey(3))
-			if err := tx.Bucket(bucketLog).Delete(pos); err != nil {
+		{"garbage value", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			if err := conv.Put(entryKey(3), []byte("{not json")); err != nil {
 				t.Fatal(err)
 			}
-		}, 3},
+		}), 3},
 		{"entry of another conversation", func(t *testing.T, tx *bolt.Tx) {
-			pos := tx.Bucket([]byte(conversations.Key("local", "other"))).Get(entryKey(2))
-			if err := tx.Bucket([]byte(conversations.Key("local", "c"))).Put(entryKey(2), bytes.Clone(pos)); err != nil {
+			v := tx.Bucket([]byte(conversations.Key("local", "other"))).Get(entryKey(2))
+			if err := tx.Bucket([]byte(conversations.Key("local", "c"))).Put(entryKey(2), bytes.Clone(v)); err != nil {
 				t.Fatal(err)
 			}
 		}, 2},
@@ -74,23 +65,26 @@ func TestVerify_DetectsTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 4},
-		{"task start unmarked", rewrite(func(t *testing.T, conv *bolt.Bucket) {
-			v := conv.Get(entryKey(4))
-			if err := conv.Put(entryKey(4), bytes.Clone(v[:posLen])); err != nil {
+		{"task linked to a task that does not exist", func(t *testing.T, tx *bolt.Tx) {
+			if err := tx.Bucket(bucketTasks).Put([]byte("t"), taskHead(conversations.Key("local", "c"), "ghost")); err != nil {
 				t.Fatal(err)
 			}
-		}), 4},
-		{"task start moved", rewrite(func(t *testing.T, conv *bolt.Bucket) {
-			v := conv.Get(entryKey(2))
-			if err := conv.Put(entryKey(2), append(bytes.Clone(v), "t"...)); err != nil {
-				t.Fatal(err)
-			}
-		}), 2},
+		}, 4},
 		{"task moved to another conversation", func(t *testing.T, tx *bolt.Tx) {
 			if err := tx.Bucket(bucketTasks).Put([]byte("t"), []byte(conversations.Key("local", "other"))); err != nil {
 				t.Fatal(err)
 			}
 		}, 4},
+		{"metadata last task", rewrite(func(t *testing.T, conv *bolt.Bucket) {
+			m, err := decodeMeta(conv.Get(keyMeta))
+			if err != nil || m.LastTaskID != "t" {
+				t.Fatalf("decodeMeta() = %+v, %v, want last task t", m, err)
+			}
+			m.LastTaskID = ""
+			if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
+				t.Fatal(err)
+			}
+		}), 0},
 		{"metadata counters", rewrite(func(t *testing.T, conv *bolt.Bucket) {
 			m, err := decodeMeta(conv.Get(keyMeta))
 			if err != nil || m.Counters.Turns != 5 {

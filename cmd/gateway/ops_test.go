@@ -219,14 +219,11 @@ func TestLedgerVerifyCLI(t *testing.T) {
 		if b == nil {
 			return errors.New("conversation bucket not found")
 		}
-		// Key "e" ‖ seq holds the entry's position in the log (8 bytes first).
-		pos := b.Get([]byte("e\x00\x00\x00\x00\x00\x00\x00\x01"))
-		log := tx.Bucket([]byte("v1.log"))
-		if len(pos) < 8 || log == nil || log.Get(pos[:8]) == nil {
+		k, v := b.Cursor().Seek([]byte("e")) // entries are keyed "e" ‖ 8-byte seq
+		if len(k) == 0 || k[0] != 'e' {
 			return errors.New("first entry not found")
 		}
-		v := log.Get(pos[:8])
-		return log.Put(pos[:8], bytes.Replace(v, []byte("original words"), []byte("forged words!!"), 1))
+		return b.Put(k, bytes.Replace(v, []byte("original words"), []byte("forged words!!"), 1))
 	})
 	_ = db.Close()
 	if err != nil {
