@@ -2,10 +2,39 @@
 // turn (the current message's text and the prior turns, already rendered by the caller)
 // and streams its reply through a callback, chunk by chunk, append-only.
 //
-// Backends: echo (the embedded default). Real backends (openai, anthropic, exec, a2a
-// relay) implement the same [Agent] interface.
+// Backends, all implementing [Agent]:
+//
+//   - [Echo]: the embedded default, "echo: <text>" one word per chunk.
+//   - [OpenAI]: any OpenAI-compatible Chat Completions endpoint, streamed (server-sent
+//     events up to "data: [DONE]").
+//   - [Anthropic]: the Anthropic Messages API, streamed (message_start ... message_stop).
+//   - [Exec]: a command run through `sh -c` once per turn, the turn on its stdin (text or
+//     JSON), its stdout streamed as the reply, killed with its process group at the
+//     timeout.
+//
+// A reply that begins with [InputRequiredMarker] ends the task INPUT_REQUIRED; the marker
+// is removed. OpenAI, Anthropic and Exec apply it themselves; [WithInputMarker] adds it to
+// any other backend.
+//
+// Every failure of a real backend returns an error wrapping [ErrBackend] whose text is
+// short and safe to show a peer (the backend, the HTTP status or exit status, the failure
+// class); the detail (upstream status and body excerpt, stderr) is logged at Warn by the
+// backend, never returned. API keys are never logged. The caller's cancellation returns
+// ctx's error, and an error from the caller's [Emit] is returned as it is.
 //
 // # Imports
 //
 // projection (the provider-neutral request, pure) and the standard library; no adapter.
+//
+// # Caveats
+//
+// Exec needs a Unix system: it relies on process groups (Setpgid, kill(-pgid)). When the
+// command exits, whatever remains of its process group is killed too; output still held
+// open after the command exited is waited for at most 2s.
+//
+// The HTTP backends send the projection's mapping of the turn's request
+// (projection.Request.OpenAI and .Anthropic) byte for byte, except that OpenAI puts
+// max_tokens in front when one is configured. A request the mapping refuses (a tool call
+// without its result) is never sent. A turn without a request (no messages) is sent as
+// its prompt, one untrusted user message.
 package agent

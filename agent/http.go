@@ -1,0 +1,294 @@
+package agent
+
+// Shared by the HTTP chat backends (OpenAI, Anthropic): the default client, sending one
+// request, the server-sent-events reader, and turning failures into safe errors.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds one reply of a backend whose Config leaves Timeout zero.
+const DefaultTimeout = 300 * time.Second
+
+const (
+	maxSSEEvent   = 1 << 20 // the largest stream event accepted; a real delta is a few hundred bytes
+	maxErrorBody  = 4 << 10 // how much of an error response is read, for the log
+	maxLogExcerpt = 512     // how much of it is logged
+)
+
+// backendError is the error a backend returns for a failure: short, fixed text naming the
+// backend and the failure class, safe to show a peer; it wraps ErrBackend. The detail
+// (upstream status, body excerpt, stderr) goes to the log instead.
+func backendError(backend, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", backend, fmt.Sprintf(format, args...), ErrBackend)
+}
+
+// newHTTPClient is the client a chat backend uses when its Config gives none: it does not
+// follow redirects (a redirect would carry the API key to another host, and x-api-key is
+// not a header net/http strips), and it never sends requests for loopback or private
+// addresses through a proxy from the environment.
+func newHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = directForLocal(http.ProxyFromEnvironment)
+	return &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// directForLocal returns a proxy function that reaches localhost and loopback, private
+// and link-local addresses directly and asks proxy about every other host.
+func directForLocal(proxy func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	return func(req *http.Request) (*url.URL, error) {
+		host := req.URL.Hostname()
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+			return nil, nil
+		}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			ip = ip.Unmap()
+			if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
+				return nil, nil
+			}
+		}
+		return proxy(req)
+	}
+}
+
+// parseBaseURL checks a backend's base URL and returns it without a trailing slash.
+func parseBaseURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("URL %q: want an absolute http or https URL", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// httpBackend is what the chat backends share: where and how to send, and the logger.
+type httpBackend struct {
+	name    string // "openai", "anthropic": error prefix and log attribute
+	url     string // the endpoint POSTed to
+	client  *http.Client
+	owned   bool // the client is ours: Close releases its idle connections
+	timeout time.Duration
+	secret  string // the API key, redacted from anything logged
+	log     *slog.Logger
+}
+
+func newHTTPBackend(name, endpoint string, client *http.Client, timeout time.Duration, secret string, logger *slog.Logger) httpBackend {
+	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret}
+	if b.client == nil {
+		b.client, b.owned = newHTTPClient(), true
+	}
+	if b.timeout <= 0 {
+		b.timeout = DefaultTimeout
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	b.log = logger.With("component", "agent", "backend", name)
+	return b
+}
+
+func (b *httpBackend) close() {
+	if b.owned {
+		b.client.CloseIdleConnections()
+	}
+}
+
+// post sends body and returns the response if it is a 200; the caller closes its body.
+// Any other outcome is returned as the error the turn ends with (parent is the turn's own
+// context, ctx the one bounded by the timeout).
+func (b *httpBackend) post(parent, ctx context.Context, t Turn, body []byte, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
+	if err != nil {
+		b.log.WarnContext(parent, "building the upstream request failed", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
+		return nil, backendError(b.name, "the request could not be built")
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, b.broken(parent, ctx, t, "sending the upstream request failed", err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	b.log.WarnContext(parent, "upstream refused the request", "context_id", t.ContextID, "task_id", t.TaskID,
+		"status", resp.StatusCode, "body", b.excerpt(excerpt))
+	return nil, backendError(b.name, "upstream answered HTTP %d%s", resp.StatusCode, statusHint(resp.StatusCode))
+}
+
+// broken turns a transport or read failure into the turn's error: the caller's own
+// cancellation as it is, the timeout and anything else as a logged backend error.
+func (b *httpBackend) broken(parent, ctx context.Context, t Turn, msg string, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return perr
+	}
+	if ctx.Err() != nil {
+		b.log.WarnContext(parent, "upstream reply timed out", "context_id", t.ContextID, "task_id", t.TaskID, "timeout", b.timeout)
+		return backendError(b.name, "no complete reply within %s", b.timeout)
+	}
+	b.log.WarnContext(parent, msg, "context_id", t.ContextID, "task_id", t.TaskID, "err", b.redact(err.Error()))
+	return backendError(b.name, "the connection to upstream failed")
+}
+
+// malformed logs a stream the backend cannot read and returns the turn's error.
+func (b *httpBackend) malformed(parent context.Context, t Turn, what string, data []byte) error {
+	b.log.WarnContext(parent, "malformed upstream stream: "+what, "context_id", t.ContextID, "task_id", t.TaskID, "data", b.excerpt(data))
+	return backendError(b.name, "upstream sent a malformed stream")
+}
+
+// upstreamError logs an error the upstream reported inside a 200 reply or its stream.
+func (b *httpBackend) upstreamError(parent context.Context, t Turn, kind, message string) error {
+	b.log.WarnContext(parent, "upstream reported an error", "context_id", t.ContextID, "task_id", t.TaskID,
+		"error_type", b.redact(kind), "error_message", b.excerpt([]byte(message)))
+	return backendError(b.name, "upstream reported an error")
+}
+
+// excerpt is the start of an upstream body as loggable text, with the API key redacted
+// (before the cut, so that no part of the key survives it).
+func (b *httpBackend) excerpt(p []byte) string {
+	s := b.redact(string(p))
+	if len(s) <= maxLogExcerpt {
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ToValidUTF8(s[:maxLogExcerpt], "\uFFFD") + "…"
+}
+
+func (b *httpBackend) redact(s string) string {
+	if b.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, b.secret, "[REDACTED]")
+}
+
+// statusHint names the usual meaning of an upstream status.
+func statusHint(code int) string {
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return " (authentication refused)"
+	case code == http.StatusTooManyRequests:
+		return " (rate limited)"
+	case code == 529 || code == http.StatusServiceUnavailable:
+		return " (overloaded)"
+	case code >= 500:
+		return " (upstream error)"
+	case code >= 300 && code < 400:
+		return " (redirect not followed)"
+	case code >= 400:
+		return " (request refused)"
+	}
+	return ""
+}
+
+// isJSON reports whether a response is one JSON document rather than an event stream (an
+// endpoint that ignores "stream": true).
+func isJSON(resp *http.Response) bool {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	return strings.HasPrefix(ct, "application/json")
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	name string // the "event:" field; "" when absent
+	data []byte // the "data:" lines, joined by "\n"
+}
+
+// errSSETooLong reports an event larger than maxSSEEvent.
+var errSSETooLong = errors.New("stream event too large")
+
+// sseReader reads server-sent events (the text/event-stream format: field lines, events
+// ended by a blank line, ":" comments). id and retry fields are ignored.
+type sseReader struct {
+	r   *bufio.Reader
+	eof bool
+}
+
+func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
+
+// next returns the next event, or io.EOF when the stream ended. An event the stream ends
+// in without its blank line is still returned (its content decides whether it is whole).
+// Other errors are the underlying reader's, or errSSETooLong.
+func (s *sseReader) next() (sseEvent, error) {
+	var ev sseEvent
+	var data []byte
+	hasData := false
+	size := 0
+	for {
+		if s.eof {
+			if hasData {
+				ev.data = data
+				return ev, nil
+			}
+			return sseEvent{}, io.EOF
+		}
+		line, err := s.line(&size)
+		if err == io.EOF {
+			s.eof = true
+			if len(line) == 0 {
+				continue
+			}
+		} else if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			if hasData {
+				ev.data = data
+				return ev, nil
+			}
+			ev, size = sseEvent{}, 0
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			ev.name = string(value)
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			hasData = true
+		}
+	}
+}
+
+// line reads one line without its line ending; *size counts the event's bytes so far.
+// At the end of the stream it returns the unterminated rest (possibly empty) and io.EOF.
+func (s *sseReader) line(size *int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := s.r.ReadSlice('\n')
+		*size += len(frag)
+		if *size > maxSSEEvent {
+			return nil, errSSETooLong
+		}
+		line = append(line, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		return line, err
+	}
+}

@@ -1,0 +1,237 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// DefaultOpenAIURL is the OpenAI API base used when OpenAIConfig.URL is empty.
+const DefaultOpenAIURL = "https://api.openai.com/v1"
+
+// OpenAIConfig configures an [OpenAI] backend.
+type OpenAIConfig struct {
+	// URL is the API base: requests go to URL + "/chat/completions". Empty means
+	// [DefaultOpenAIURL]; any OpenAI-compatible server works (a local one at
+	// http://127.0.0.1:8000/v1, for instance).
+	URL string
+	// Model is the model named in every request. Required.
+	Model string
+	// APIKey is sent as "Authorization: Bearer <APIKey>". Empty sends no Authorization
+	// header (local servers that need none). The caller reads it from the environment; it
+	// is never logged.
+	APIKey string
+	// MaxTokens caps the reply ("max_tokens"). Zero leaves the cap to the endpoint.
+	MaxTokens int
+	// Timeout bounds a whole reply, from sending the request to the end of the stream.
+	// Zero means [DefaultTimeout].
+	Timeout time.Duration
+	// HTTPClient sends the requests. Nil means a client of the backend's own, which
+	// follows no redirects and reaches loopback and private addresses without a proxy.
+	HTTPClient *http.Client
+}
+
+// LogValue implements slog.LogValuer: the configuration without the API key (only
+// whether one is set).
+func (c OpenAIConfig) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("url", c.URL), slog.String("model", c.Model), slog.Bool("api_key_set", c.APIKey != ""),
+		slog.Int("max_tokens", c.MaxTokens), slog.Duration("timeout", c.Timeout))
+}
+
+// OpenAI is the backend for any OpenAI-compatible Chat Completions endpoint. It sends the
+// turn's request with "stream": true and emits each content delta as it arrives. A reply
+// that begins with [InputRequiredMarker] ends the task INPUT_REQUIRED (marker removed).
+// It is safe for concurrent use.
+type OpenAI struct {
+	model     string
+	maxTokens int
+	auth      string
+	h         httpBackend
+}
+
+// NewOpenAI returns an OpenAI backend. logger may be nil (nothing is logged). It returns
+// an error if cfg.Model is empty, cfg.URL is not an absolute http(s) URL, or MaxTokens is
+// negative.
+func NewOpenAI(cfg OpenAIConfig, logger *slog.Logger) (*OpenAI, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: a model is required")
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, errors.New("openai: max tokens must not be negative")
+	}
+	if cfg.URL == "" {
+		cfg.URL = DefaultOpenAIURL
+	}
+	base, err := parseBaseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	o := &OpenAI{model: cfg.Model, maxTokens: cfg.MaxTokens}
+	if cfg.APIKey != "" {
+		o.auth = "Bearer " + cfg.APIKey
+	}
+	o.h = newHTTPBackend("openai", base+"/chat/completions", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, logger)
+	return o, nil
+}
+
+// Close releases the idle connections of the backend's own HTTP client (none when
+// OpenAIConfig.HTTPClient was given). It always returns nil.
+func (o *OpenAI) Close() error {
+	o.h.close()
+	return nil
+}
+
+// Reply implements [Agent]. It sends t.Request as projection's Request.OpenAI maps it
+// (when t.Request has no messages, t.Prompt is the only user message). Failures return an
+// error wrapping [ErrBackend] whose text is safe to show a peer (it names the HTTP status
+// or the failure class, never upstream text); the detail is logged at Warn: a request the
+// mapping refuses (a tool call without its result, or the reverse; nothing is sent), a
+// non-200 status, a transport failure, a malformed stream, an error object in the
+// stream, a stream that ends before "data: [DONE]" (or a finish_reason), and the
+// Timeout. The caller's cancellation returns ctx's error, and an error from emit is
+// returned as it is.
+func (o *OpenAI) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
+	body, err := chatRequest(t).OpenAI(o.model, true)
+	if err == nil && o.maxTokens > 0 {
+		body, err = withJSONInt(body, "max_tokens", o.maxTokens)
+	}
+	if err != nil {
+		o.h.log.WarnContext(ctx, "the request cannot be sent", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
+		return Result{}, unsendable("openai", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.h.timeout)
+	defer cancel()
+	header := http.Header{}
+	if o.auth != "" {
+		header.Set("Authorization", o.auth)
+	}
+	resp, err := o.h.post(ctx, rctx, t, body, header)
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	f := newMarkerFilter(emit)
+	if isJSON(resp) {
+		err = o.whole(ctx, rctx, t, resp.Body, f.write)
+	} else {
+		err = o.stream(ctx, rctx, t, resp.Body, f.write)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	found, err := f.finish()
+	return Result{InputRequired: found}, err
+}
+
+// openAIChunk is a streamed chat.completion.chunk, or a whole chat.completion.
+type openAIChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Error json.RawMessage `json:"error"`
+}
+
+// failed reports the error object a chunk carries, if any.
+func (c *openAIChunk) failed() bool { return len(c.Error) > 0 && string(c.Error) != "null" }
+
+func (o *OpenAI) reportError(ctx context.Context, t Turn, raw json.RawMessage) error {
+	var e struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		e.Message = string(raw)
+	}
+	return o.h.upstreamError(ctx, t, e.Type, e.Message)
+}
+
+// stream reads the event stream, emitting the first choice's content deltas.
+func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error {
+	sse := newSSEReader(body)
+	finish := ""
+	for {
+		ev, err := sse.next()
+		if err == io.EOF {
+			if finish != "" {
+				o.h.log.DebugContext(parent, "stream ended without [DONE] after a finish_reason", "task_id", t.TaskID)
+				return nil
+			}
+			o.h.log.WarnContext(parent, "upstream stream ended before [DONE]", "context_id", t.ContextID, "task_id", t.TaskID)
+			return backendError("openai", "the upstream stream ended early")
+		}
+		if errors.Is(err, errSSETooLong) {
+			return o.h.malformed(parent, t, "event too large", nil)
+		}
+		if err != nil {
+			return o.h.broken(parent, ctx, t, "reading the upstream stream failed", err)
+		}
+		if string(ev.data) == "[DONE]" {
+			o.truncated(parent, t, finish)
+			return nil
+		}
+		var c openAIChunk
+		if err := json.Unmarshal(ev.data, &c); err != nil {
+			return o.h.malformed(parent, t, "undecodable chunk", ev.data)
+		}
+		if c.failed() {
+			return o.reportError(parent, t, c.Error)
+		}
+		for _, ch := range c.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if ch.Delta.Content != "" {
+				if err := emit(ch.Delta.Content); err != nil {
+					return err
+				}
+			}
+			if ch.FinishReason != "" {
+				finish = ch.FinishReason
+			}
+		}
+	}
+}
+
+// whole reads a non-streamed chat.completion (an endpoint that ignored "stream").
+func (o *OpenAI) whole(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error {
+	data, err := io.ReadAll(io.LimitReader(body, maxSSEEvent+1))
+	if err != nil {
+		return o.h.broken(parent, ctx, t, "reading the upstream reply failed", err)
+	}
+	var c openAIChunk
+	if len(data) > maxSSEEvent || json.Unmarshal(data, &c) != nil {
+		return o.h.malformed(parent, t, "undecodable reply", data)
+	}
+	if c.failed() {
+		return o.reportError(parent, t, c.Error)
+	}
+	for _, ch := range c.Choices {
+		if ch.Index == 0 {
+			o.truncated(parent, t, ch.FinishReason)
+			if ch.Message.Content == "" {
+				return nil
+			}
+			return emit(ch.Message.Content)
+		}
+	}
+	return o.h.malformed(parent, t, "reply without choices", data)
+}
+
+// truncated logs a reply the model did not end by itself.
+func (o *OpenAI) truncated(ctx context.Context, t Turn, finish string) {
+	if finish == "length" || finish == "content_filter" {
+		o.h.log.WarnContext(ctx, "reply cut short by upstream", "context_id", t.ContextID, "task_id", t.TaskID, "finish_reason", finish)
+	}
+}
