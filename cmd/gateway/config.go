@@ -31,6 +31,18 @@ type Config struct {
 	BusyWait        time.Duration
 	RedisAddr       string
 	LeaseTTL        time.Duration
+
+	AgentURL       string
+	AgentModel     string
+	AgentKeyEnv    string
+	AgentCommand   string
+	AgentInput     string
+	AgentTimeout   time.Duration
+	HistoryLimit   int
+	OperatorPolicy string
+
+	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
+	AgentKey string
 }
 
 // LogValue implements slog.LogValuer; secrets are never logged, only whether they are set.
@@ -40,6 +52,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("echo_delay", c.EchoDelay.String()), slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
 		slog.String("redis_addr", c.RedisAddr), slog.String("lease_ttl", c.LeaseTTL.String()),
+		slog.String("agent_model", c.AgentModel), slog.Bool("agent_key_set", c.AgentKey != ""),
+		slog.Int("history_limit", c.HistoryLimit),
 	)
 }
 
@@ -85,6 +99,18 @@ func (e *envFlags) Duration(p *time.Duration, name string, def time.Duration, us
 	e.fs.DurationVar(p, name, def, usage+" (env "+envName(name)+")")
 }
 
+func (e *envFlags) Int(p *int, name string, def int, usage string) {
+	if v, ok := e.env(name); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: not an integer", envName(name), v))
+		} else {
+			def = n
+		}
+	}
+	e.fs.IntVar(p, name, def, usage+" (env "+envName(name)+")")
+}
+
 func (e *envFlags) Bool(p *bool, name string, def bool, usage string) {
 	if v, ok := e.env(name); ok {
 		b, err := strconv.ParseBool(v)
@@ -114,7 +140,15 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	fs.StringVar(&configPath, "config", "", "YAML config file whose keys are these flags' names (default ./gateway.yaml if present) (env GATEWAY_CONFIG)")
 	e.String(&cfg.Addr, "addr", "127.0.0.1:9900", "address to listen on; without peer tokens only loopback addresses are allowed")
 	e.String(&cfg.DataDir, "data-dir", "./data", "directory of the ledger (bbolt file ledger.db); one gateway process per directory")
-	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo")
+	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn)")
+	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API)")
+	e.String(&cfg.AgentModel, "agent-model", "", "openai/anthropic: the model name (required for them)")
+	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
+	e.String(&cfg.AgentCommand, "agent-command", "", "exec: the command, run with sh -c once per turn; its stdout streams as the reply")
+	e.String(&cfg.AgentInput, "agent-input", "text", "exec: what the command reads on stdin: text (the rendered prompt) or json (contextId, taskId, peer, text, prompt, request)")
+	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
+	e.Int(&cfg.HistoryLimit, "history-limit", 20, "prior messages of the context the agent is given, under the reference-only boundary (0 disables, at most 200)")
+	e.String(&cfg.OperatorPolicy, "operator-policy", "", "operator instructions placed in the agent's instruction stack (below the platform policy, above the peer framing)")
 	e.Duration(&cfg.EchoDelay, "echo-delay", 0, "pause between the echo agent's chunks (one chunk per word)")
 	e.Level(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	e.String(&cfg.LogFormat, "log-format", "json", "log format: json or text")
@@ -141,8 +175,27 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
-	if c.Agent != "echo" {
-		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo", c.Agent))
+	switch c.Agent {
+	case "echo":
+	case "openai", "anthropic":
+		if c.AgentModel == "" {
+			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
+		}
+	case "exec":
+		if c.AgentCommand == "" {
+			errs = append(errs, errors.New("--agent exec needs --agent-command"))
+		}
+		if c.AgentInput != "text" && c.AgentInput != "json" {
+			errs = append(errs, fmt.Errorf("--agent-input %q: want text or json", c.AgentInput))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec", c.Agent))
+	}
+	if c.AgentTimeout <= 0 {
+		errs = append(errs, errors.New("--agent-timeout must be positive"))
+	}
+	if c.HistoryLimit < 0 || c.HistoryLimit > 200 {
+		errs = append(errs, fmt.Errorf("--history-limit %d: want 0 (disabled) to 200", c.HistoryLimit))
 	}
 	if c.EchoDelay < 0 {
 		errs = append(errs, errors.New("--echo-delay must not be negative"))
@@ -248,4 +301,16 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// agentKeyEnv returns the variable that holds the agent's API key.
+func (c *Config) agentKeyEnv() string {
+	switch {
+	case c.AgentKeyEnv != "":
+		return c.AgentKeyEnv
+	case c.Agent == "anthropic":
+		return "ANTHROPIC_API_KEY"
+	default:
+		return "OPENAI_API_KEY"
+	}
 }

@@ -22,6 +22,7 @@ func testConfig(t *testing.T) Config {
 		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Agent: "echo",
 		LogLevel: slog.LevelInfo, LogFormat: "json", ShutdownTimeout: 5 * time.Second,
 		BusyPolicy: "reject", LeaseTTL: 30 * time.Second,
+		AgentInput: "text", AgentTimeout: 30 * time.Second, HistoryLimit: 20,
 	}
 }
 

@@ -127,10 +127,16 @@ Flags:
 	if err := errors.Join(ef.errs...); err != nil {
 		return usageError{err.Error()}
 	}
+	if cfg.Agent == "openai" || cfg.Agent == "anthropic" {
+		cfg.AgentKey, _ = lookupEnv(cfg.agentKeyEnv())
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
 	logger := newLogger(cfg, stderr)
+	if (cfg.Agent == "openai" || cfg.Agent == "anthropic") && cfg.AgentKey == "" {
+		logger.Warn("no API key for the agent backend: requests go without one", "variable", cfg.agentKeyEnv())
+	}
 	slog.SetDefault(logger)
 	if _, set := lookupEnv("GOGC"); !set {
 		// The live heap is small and short-lived garbage dominates: collecting at 4× the

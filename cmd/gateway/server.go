@@ -47,6 +47,7 @@ type Server struct {
 	log    *slog.Logger
 	ledger *ledger.Store
 	locks  locker
+	agent  agent.Agent
 	runner *turn.Runner
 	http   *http.Server
 	ln     net.Listener
@@ -86,11 +87,21 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	} else {
 		s.locks = locking.NewLocal()
 	}
-	deps := serverDeps{agent: agent.Echo{Delay: cfg.EchoDelay}}
+	deps := serverDeps{}
 	for _, o := range opts {
 		o(&deps)
 	}
+	if deps.agent == nil {
+		ag, err := newAgent(cfg, logger)
+		if err != nil {
+			_ = s.locks.Close()
+			_ = led.Close()
+			return nil, err
+		}
+		deps.agent = ag
+	}
 	ag := deps.agent
+	s.agent = ag
 	tcfg := turn.Config{}
 	if cfg.BusyPolicy == "wait" {
 		tcfg.BusyWait = cfg.BusyWait
@@ -180,9 +191,26 @@ func (s *Server) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
 	_ = s.locks.Close()
+	if c, ok := s.agent.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
 	if err := s.ledger.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close ledger: %w", err))
 	}
 	s.log.Info("gateway stopped")
 	return errors.Join(errs...)
+}
+
+// newAgent builds the configured agent backend.
+func newAgent(cfg Config, logger *slog.Logger) (agent.Agent, error) {
+	switch cfg.Agent {
+	case "openai":
+		return agent.NewOpenAI(agent.OpenAIConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+	case "anthropic":
+		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+	case "exec":
+		return agent.NewExec(agent.ExecConfig{Command: cfg.AgentCommand, Input: cfg.AgentInput, Timeout: cfg.AgentTimeout}, logger)
+	default:
+		return agent.Echo{Delay: cfg.EchoDelay}, nil
+	}
 }
