@@ -1,0 +1,536 @@
+package projection
+
+import (
+	"math"
+)
+
+// Stats describes one projection. Section sizes are in bytes as budgets count them and in
+// tokens by [EstimateTokens] of those bytes: the system section is len(System); a message
+// counts len(Content) + len(ToolCallID) + 32, plus, per tool call, len(ID) + len(Name) +
+// len(Arguments) + 48 (the constants cover the labels and tags renderings add).
+type Stats struct {
+	SystemBytes, SystemTokens   int
+	HistoryBytes, HistoryTokens int // the history messages, drop marker included
+	CurrentBytes, CurrentTokens int
+
+	// HistoryMessages is the number of history messages, drop marker included.
+	HistoryMessages int
+	// Compacting reports that in-place compaction (P-3) is on for this conversation.
+	Compacting bool
+	// Replaced is the number of history messages shown in compacted form.
+	Replaced int
+	// Truncated is the number of messages (history and current) cut to their cap.
+	Truncated int
+	// Dropped is the number of history items before the first one shown (of every kind:
+	// Build does not read further back than it needs, so like the drop marker it counts
+	// entries, not messages), plus tool results left out because their call is not shown.
+	Dropped int
+	// OmittedBefore is the Seq of the first history item shown after a drop (the marker
+	// says that everything before it is omitted); 0 when nothing was dropped.
+	OmittedBefore uint64
+	// Redactions is the number of credentials replaced in messages.
+	Redactions int
+}
+
+// minDropBlock is the smallest drop block, in seq units.
+const minDropBlock = 4
+
+// Build projects a conversation for one turn (DESIGN P-1..P-4): history is the
+// conversation's ledger entries before the current message, oldest first (all of them or
+// only the newest; at least the newest 2*HistoryLimit projectable ones), and current is
+// the message the agent is to act on. The result is the instruction stack as System and
+// the history messages followed by the current message, each with its trust tag.
+//
+// Allowlist: only MODEL_VISIBLE items of the kinds KindUserMessage, KindAgentReply,
+// KindToolCall and KindToolResult are projected; status, error, audit and chunk entries
+// never are, nor are empty messages.
+//
+// Content: every text (history and current) goes through history.Filter, then trust-tag
+// imitations are neutralised and credentials redacted ([Redact]); the content is a fixed
+// point of history.Filter. History messages are capped at Policy.MaxMessageBytes, the
+// current one at Budget.Current, with a marker naming the original size and artifact.
+// Consecutive tool calls become one assistant message; a tool call whose result is not in
+// the window (or whose id is empty or repeated) is replaced by a note and its stray
+// result left out, so every request Build returns passes [Request.Validate].
+//
+// Budget (P-3): Build walks history from the newest item backwards and reads no more
+// than the HistoryLimit and history budget need, so its cost does not grow with the
+// length of the conversation. Two rules keep the request prefix byte-stable from turn to
+// turn, so providers' prompt caches keep hitting:
+//
+//  1. Compaction. Once the history no longer fits the budget in full, compaction is on,
+//     and it stays on for the rest of the conversation (it is on whenever anything has
+//     been dropped). While it is on, every tool result larger than 512 bytes (its Size,
+//     or the length of its text) is replaced in place by "[result of tool NAME omitted
+//     to save context: N bytes; artifact REF]", every other text longer than 1,024
+//     bytes (or MaxMessageBytes, if smaller) is cut to that length with a marker naming
+//     its size and artifact, and tool-call arguments longer than 256 bytes are replaced.
+//     The rule looks only at the message itself, never at the total, so a message is
+//     replaced the first time it appears in a request and identically in every later
+//     one; message count, roles and order do not change. The one request where
+//     compaction switches on changes the prefix from the first large message on.
+//  2. Drops. If the history is still over the budget or over HistoryLimit messages, the
+//     oldest messages are dropped and one marker message (role user, trust SYSTEM) says
+//     that the ledger entries before seq S are omitted. The cut is rounded up to a
+//     multiple of a block of max(4, HistoryLimit/2) seqs (halved while rounding would
+//     keep fewer than half the messages that fit), so the first message and the marker
+//     stay the same for many turns and change in one step. The window starts at a user
+//     message (a turn), or, when not even the newest turn fits, at any message but a
+//     tool result.
+//
+// Build is deterministic (P-4): the same items and policy give the same request, byte
+// for byte in every mapping. It returns an error wrapping [ErrInvalid] if current is not
+// a MODEL_VISIBLE KindUserMessage item, if a budget is negative, or if the history items
+// it reads are not in strictly increasing Seq order; and one wrapping [ErrOverBudget] if
+// the instruction stack does not fit Budget.System.
+func Build(history []Item, current Item, p Policy) (Request, Stats, error) {
+	cfg, err := p.resolve()
+	if err != nil {
+		return Request{}, Stats{}, err
+	}
+	system, err := systemText(cfg)
+	if err != nil {
+		return Request{}, Stats{}, err
+	}
+	if current.Kind != KindUserMessage || current.Visibility != VisibilityModel {
+		return Request{}, Stats{}, invalid("current item: kind %q, visibility %q, want %s %s",
+			current.Kind, current.Visibility, KindUserMessage, VisibilityModel)
+	}
+	var st Stats
+	msgs, err := buildHistory(history, cfg, &st)
+	if err != nil {
+		return Request{}, Stats{}, err
+	}
+	cur := currentMessage(&current, cfg, &st)
+
+	st.SystemBytes, st.SystemTokens = len(system), EstimateTokens(system)
+	st.HistoryMessages = len(msgs)
+	for i := range msgs {
+		st.HistoryBytes += cost(&msgs[i])
+	}
+	st.HistoryTokens = tokensOf(st.HistoryBytes)
+	st.CurrentBytes = cost(&cur)
+	st.CurrentTokens = tokensOf(st.CurrentBytes)
+	return Request{System: system, Messages: append(msgs, cur)}, st, nil
+}
+
+// allowed reports whether an item may be projected at all (the allowlist).
+func allowed(it *Item) bool {
+	if it.Visibility != VisibilityModel {
+		return false
+	}
+	switch it.Kind {
+	case KindUserMessage, KindAgentReply, KindToolCall, KindToolResult:
+		return true
+	}
+	return false
+}
+
+// normTrust maps empty and unknown trust values to PEER_UNTRUSTED.
+func normTrust(t Trust) Trust {
+	switch t {
+	case TrustPeerUntrusted, TrustOperator, TrustAgent, TrustSystem:
+		return t
+	}
+	return TrustPeerUntrusted
+}
+
+// currentMessage projects the current item: cleaned, capped at the current budget.
+func currentMessage(it *Item, cfg config, st *Stats) Message {
+	limit := cfg.currentBytes - msgOverhead
+	total, ref := itemSize(it), sanitizeRef(it.ArtifactRef)
+	var content string
+	if it.Text == "" && ref != "" {
+		content = notInlined(total, ref)
+	} else {
+		var n int
+		content, n = clean(it.Text, limit)
+		st.Redactions += n
+		var cut bool
+		if content, cut = fit(content, limit, total, ref); cut {
+			st.Truncated++
+		}
+	}
+	if content == "" {
+		content = "[empty message]"
+	}
+	return Message{Role: RoleUser, Content: content, Trust: normTrust(it.Trust)}
+}
+
+func itemSize(it *Item) int64 {
+	if it.Size > 0 {
+		return it.Size
+	}
+	return int64(len(it.Text))
+}
+
+// resultReplaceBytes: once compaction is on, tool results larger than this (by their
+// recorded size) are replaced by a placeholder.
+const resultReplaceBytes = 512
+
+// piece is one projectable history item in its two forms. The compact form is made
+// first; the full form only when it may be shown (nothing was dropped), so a tool result
+// that compaction replaces is never cleaned.
+type piece struct {
+	it          *Item
+	idx         int // index in the history slice
+	seq         uint64
+	kind        string
+	compact     form
+	full        *form // nil until fullForm
+	replaced    bool  // the compaction rule changed this message
+	cleaned     *cleanText
+	maxMessage  int
+	compactSize int
+}
+
+// form is a message with its cost and what cleaning did to it.
+type form struct {
+	m          Message
+	cost       int
+	redactions int
+	cut        bool // the text was cut to its cap
+	argsCut    bool // the tool-call arguments were replaced for their length
+}
+
+// cleanText memoises clean for an item's text.
+type cleanText struct {
+	s string
+	n int
+}
+
+// makePiece projects one allowed history item in its compact form; ok is false for an
+// empty message. The rule (see Build): a tool result over resultReplaceBytes becomes a
+// placeholder; any other text is cut to compactBytes (or MaxMessageBytes, if smaller);
+// tool-call arguments over compactArgsBytes are replaced.
+func makePiece(it *Item, cfg config) (pc piece, ok bool) {
+	pc = piece{it: it, seq: it.Seq, kind: it.Kind, maxMessage: cfg.maxMessageBytes}
+	pc.compactSize = min(compactBytes, cfg.maxMessageBytes)
+	if len(it.Text) <= pc.compactSize+precutMargin && !(it.Kind == KindToolResult && itemSize(it) > resultReplaceBytes) {
+		// Short enough that clean does not precut it for either cap: clean once.
+		c, n := clean(it.Text, pc.compactSize)
+		pc.cleaned = &cleanText{s: c, n: n}
+	}
+	if it.Kind == KindToolResult && itemSize(it) > resultReplaceBytes {
+		name := ""
+		if it.ToolName != "" {
+			name = sanitizeName(it.ToolName)
+		}
+		m := Message{Role: RoleTool, Trust: normTrust(it.Trust), ToolCallID: sanitizeID(it.ToolCallID),
+			Content: resultPlaceholder(name, itemSize(it), sanitizeRef(it.ArtifactRef))}
+		pc.compact = form{m: m, cost: cost(&m)}
+		pc.replaced = true
+		return pc, true
+	}
+	pc.compact = project(it, pc.compactSize, compactArgsBytes, pc.cleaned)
+	if pc.compact.m.Content == "" && len(pc.compact.m.ToolCalls) == 0 {
+		return piece{}, false
+	}
+	if pc.compact.cut && pc.compactSize < pc.maxMessage {
+		pc.replaced = true
+	}
+	if pc.compact.argsCut && compactArgsBytes < pc.maxMessage {
+		pc.replaced = true
+	}
+	return pc, true
+}
+
+// fullForm returns the piece's full form, making it on first use.
+func (pc *piece) fullForm() *form {
+	if pc.full == nil {
+		f := project(pc.it, pc.maxMessage, pc.maxMessage, pc.cleaned)
+		pc.full = &f
+	}
+	return pc.full
+}
+
+// project makes the message of an allowed history item with its text cut to limit and
+// its tool-call arguments to argsLimit. cleaned, if not nil, is the item's text already
+// cleaned.
+func project(it *Item, limit, argsLimit int, cleaned *cleanText) form {
+	var f form
+	total, ref := itemSize(it), sanitizeRef(it.ArtifactRef)
+	note := ""
+	if it.Kind == KindAgentReply && it.Partial {
+		note = partialNote
+	}
+	var content string
+	if it.Text == "" && ref != "" {
+		content = notInlined(total, ref)
+	} else {
+		if cleaned != nil {
+			content, f.redactions = cleaned.s, cleaned.n
+		} else {
+			content, f.redactions = clean(it.Text, limit)
+		}
+		content, f.cut = fit(content, limit-len(note), total, ref)
+		if content != "" {
+			content += note
+		}
+	}
+	m := Message{Content: content, Trust: normTrust(it.Trust)}
+	switch it.Kind {
+	case KindUserMessage:
+		m.Role = RoleUser
+	case KindAgentReply:
+		m.Role = RoleAssistant
+	case KindToolCall:
+		m.Role = RoleAssistant
+		args, n, cut := cleanArgs(it.ToolArgs, argsLimit)
+		f.redactions += n
+		f.argsCut = cut
+		m.ToolCalls = []ToolCall{{ID: sanitizeID(it.ToolCallID), Name: sanitizeName(it.ToolName), Arguments: args}}
+	case KindToolResult:
+		m.Role = RoleTool
+		m.ToolCallID = sanitizeID(it.ToolCallID)
+		if m.Content == "" {
+			m.Content = "[empty tool result]"
+		}
+	}
+	f.m = m
+	f.cost = cost(&m)
+	return f
+}
+
+// markerText is the content of the drop marker.
+func markerText(firstSeq uint64) string {
+	return "[Earlier part of this conversation omitted to fit the context budget: the ledger entries before #" +
+		thousands(int64(min(firstSeq, math.MaxInt64))) + " are not shown.]"
+}
+
+// markerCost is the most a drop marker can count for.
+var markerCost = msgOverhead + len(markerText(math.MaxInt64))
+
+// buildHistory selects, compacts and repairs the history messages (see Build).
+func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
+	if cfg.limit == 0 {
+		return nil, nil
+	}
+	budget := cfg.historyBytes
+	var ps []piece // newest first
+	var compactSum int
+	complete := true
+	var newer uint64
+	for i := len(hist) - 1; i >= 0; i-- {
+		it := &hist[i]
+		if i < len(hist)-1 && it.Seq >= newer {
+			return nil, invalid("history item %d: seq %d not below the next item's seq %d", i, it.Seq, newer)
+		}
+		newer = it.Seq
+		if !allowed(it) {
+			continue
+		}
+		pc, ok := makePiece(it, cfg)
+		if !ok {
+			continue
+		}
+		pc.idx = i
+		if len(ps) == cfg.limit {
+			complete = false
+			break
+		}
+		ps = append(ps, pc)
+		compactSum += pc.compact.cost
+		if compactSum > budget {
+			complete = false
+			break
+		}
+	}
+
+	keep := len(ps) // ps[:keep] are shown
+	compacting := true
+	var firstSeq uint64
+	if complete {
+		// Nothing dropped: compaction is on only if the full forms do not fit.
+		fullSum := 0
+		for j := 0; j < len(ps) && fullSum <= budget; j++ {
+			fullSum += ps[j].fullForm().cost
+		}
+		compacting = fullSum > budget
+	} else {
+		keep = dropWindow(ps, cfg.limit-1, budget-markerCost, cfg.limit)
+		switch {
+		case keep > 0:
+			firstSeq = ps[keep-1].seq
+		case len(ps) > 0:
+			firstSeq = ps[0].seq + 1
+		default:
+			firstSeq = 1
+		}
+		// Everything before the first item shown: Build did not read the older part, so
+		// this counts items of every kind, as the marker counts ledger entries.
+		st.Dropped = len(hist)
+		if keep > 0 {
+			st.Dropped = ps[keep-1].idx
+		}
+	}
+
+	msgs := make([]Message, 0, keep+1)
+	if firstSeq > 0 && budget >= markerCost {
+		msgs = append(msgs, Message{Role: RoleUser, Content: markerText(firstSeq), Trust: TrustSystem})
+		st.OmittedBefore = firstSeq
+	}
+	for j := keep - 1; j >= 0; j-- {
+		pc := &ps[j]
+		f := &pc.compact
+		if !compacting {
+			f = pc.fullForm()
+		} else if pc.replaced {
+			st.Replaced++
+		}
+		if f.cut && !pc.replaced {
+			st.Truncated++
+		}
+		st.Redactions += f.redactions
+		m := f.m
+		// Consecutive tool calls are one assistant message.
+		if pc.kind == KindToolCall && j < keep-1 && ps[j+1].kind == KindToolCall {
+			last := &msgs[len(msgs)-1]
+			last.Content = joinNonEmpty(last.Content, m.Content)
+			last.ToolCalls = append(last.ToolCalls, m.ToolCalls...)
+			if last.Trust != m.Trust {
+				last.Trust = TrustPeerUntrusted
+			}
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	st.Compacting = compacting
+	msgs, orphans := pairTools(msgs)
+	st.Dropped += orphans
+	return msgs, nil
+}
+
+// dropWindow returns how many of ps (newest first) to keep after a drop: at most
+// maxItems items whose compacted cost is at most maxBytes, starting (oldest first) at a
+// turn, that is a user message (or, when not even the newest turn fits, at any message
+// but a tool result), with the cut rounded up to a block of seqs (see Build).
+func dropWindow(ps []piece, maxItems, maxBytes, limit int) int {
+	if keep := alignedWindow(ps, maxItems, maxBytes, limit, func(k string) bool { return k == KindUserMessage }); keep > 0 {
+		return keep
+	}
+	return alignedWindow(ps, maxItems, maxBytes, limit, func(k string) bool { return k != KindToolResult })
+}
+
+// alignedWindow is dropWindow with the kinds a window may start at given by cut.
+func alignedWindow(ps []piece, maxItems, maxBytes, limit int, cut func(kind string) bool) int {
+	natural := -1 // index of the oldest message the natural cut keeps
+	sum := 0
+	for j := range ps {
+		if j+1 > maxItems {
+			break
+		}
+		if sum += ps[j].compact.cost; sum > maxBytes {
+			break
+		}
+		if cut(ps[j].kind) {
+			natural = j
+		}
+	}
+	if natural < 0 {
+		return 0
+	}
+	for b := uint64(max(minDropBlock, limit/2)); b > 1; b /= 2 {
+		c := (ps[natural].seq + b - 1) / b * b // the cut, rounded up to the block
+		for j := natural; j >= 0; j-- {
+			if ps[j].seq >= c && cut(ps[j].kind) {
+				if j+1 >= (natural+2)/2 {
+					return j + 1
+				}
+				break
+			}
+		}
+	}
+	return natural + 1
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n" + b
+}
+
+// pairTools makes tool traffic valid for every provider: each assistant message with tool
+// calls is followed by exactly the results of those calls. A call without a result right
+// after it, with an empty id, or with an id already used is replaced by a note in the
+// message's content; a tool result that answers no call right before it is left out. It
+// returns the messages and the number of results left out. Every change makes a message
+// shorter by the cost accounting (a note is shorter than callOverhead plus the name).
+func pairTools(msgs []Message) ([]Message, int) {
+	out := make([]Message, 0, len(msgs))
+	seen := make(map[string]bool) // lookups only; never iterated
+	dropped := 0
+	for i := 0; i < len(msgs); {
+		m := msgs[i]
+		i++
+		if m.Role == RoleTool {
+			dropped++
+			continue
+		}
+		if len(m.ToolCalls) == 0 {
+			out = append(out, m)
+			continue
+		}
+		end := i
+		for end < len(msgs) && msgs[end].Role == RoleTool {
+			end++
+		}
+		run := msgs[i:end]
+		i = end
+		calls := m.ToolCalls
+		answer := make([]int, len(calls)) // index in run + 1, 0: unanswered
+		for r := range run {
+			k := -1
+			for c := range calls {
+				if answer[c] == 0 && calls[c].ID != "" && calls[c].ID == run[r].ToolCallID {
+					k = c
+					break
+				}
+			}
+			if k < 0 {
+				dropped++
+				continue
+			}
+			answer[k] = r + 1
+		}
+		var keep []ToolCall
+		var results []Message
+		for c, call := range calls {
+			if answer[c] == 0 || seen[call.ID] {
+				if answer[c] != 0 {
+					dropped++
+				}
+				m.Content = joinNonEmpty(m.Content, unansweredNote(call.Name))
+				continue
+			}
+			seen[call.ID] = true
+			keep = append(keep, call)
+		}
+		// Results in the order they were recorded.
+		for r := range run {
+			for c := range calls {
+				if answer[c] == r+1 && containsCall(keep, calls[c]) {
+					results = append(results, run[r])
+				}
+			}
+		}
+		m.ToolCalls = keep
+		out = append(out, m)
+		out = append(out, results...)
+	}
+	return out, dropped
+}
+
+// containsCall reports whether keep holds call (the same id, which is unique in keep).
+func containsCall(keep []ToolCall, call ToolCall) bool {
+	for _, k := range keep {
+		if k.ID == call.ID {
+			return true
+		}
+	}
+	return false
+}
