@@ -50,3 +50,6 @@ func SplitWords(s string) []string {
 	}
 	return out
 }
+
+// UsesContext reports that the echo agent needs no history: the gateway skips reading it.
+func (Echo) UsesContext() bool { return false }

@@ -165,6 +165,13 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 // negative n or an invalid owner or contextId; [ErrChainBroken] for an undecodable entry;
 // [ErrClosed] after Close.
 func (s *Store) Last(ctx context.Context, owner, contextID string, n int, keep func(*Entry) bool) ([]Entry, error) {
+	return s.LastBefore(ctx, owner, contextID, 0, n, keep)
+}
+
+// LastBefore is [Store.Last] over the entries with seq < beforeSeq (0: no bound): what Last
+// returned at the moment the entry beforeSeq was about to be appended. It is how a turn's
+// history is rebuilt later (replay).
+func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
 	key, err := convKey(owner, contextID)
 	if err != nil {
 		return nil, err
@@ -179,7 +186,15 @@ func (s *Store) Last(ctx context.Context, owner, contextID string, n int, keep f
 			return err
 		}
 		c := conv.Cursor()
-		for k, v := lastEntry(c); isEntryKey(k) && len(out) < n; k, v = c.Prev() {
+		k, v := lastEntry(c)
+		if beforeSeq > 0 {
+			if k, _ = c.Seek(entryKey(beforeSeq)); k == nil {
+				k, v = lastEntry(c)
+			} else {
+				k, v = c.Prev()
+			}
+		}
+		for ; isEntryKey(k) && len(out) < n; k, v = c.Prev() {
 			var e Entry
 			if err := decodeEntry(key, k, v, &e); err != nil {
 				return err

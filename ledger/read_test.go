@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,5 +321,39 @@ func TestTaskIDs_BrokenChain(t *testing.T) {
 				t.Errorf("TaskIDs() error = %v, want %v", err, ErrChainBroken)
 			}
 		})
+	}
+}
+
+func TestLastBefore(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, Options{NoSync: true})
+	for i := range 10 {
+		if _, err := s.Append(t.Context(), AppendRequest{Owner: "local", ContextID: "lb", Entries: []Entry{textEntry(KindUserMessage, fmt.Sprint("m", i+1))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		before uint64
+		n      int
+		want   []uint64
+	}{
+		{0, 3, []uint64{8, 9, 10}},
+		{5, 3, []uint64{2, 3, 4}},
+		{2, 5, []uint64{1}},
+		{1, 5, nil},
+		{11, 2, []uint64{9, 10}},
+		{99, 2, []uint64{9, 10}},
+	} {
+		got, err := s.LastBefore(t.Context(), "local", "lb", tc.before, tc.n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []uint64
+		for _, e := range got {
+			seqs = append(seqs, e.Seq)
+		}
+		if !slices.Equal(seqs, tc.want) {
+			t.Errorf("LastBefore(%d, %d) seqs = %v, want %v", tc.before, tc.n, seqs, tc.want)
+		}
 	}
 }

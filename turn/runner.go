@@ -17,6 +17,7 @@ import (
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // Config configures a Runner. The zero value is usable.
@@ -27,6 +28,9 @@ type Config struct {
 	// BusyWait is how long a send to a busy context waits for the running task to end
 	// before it is refused with CONTEXT_BUSY. 0: refuse at once (the "reject" policy).
 	BusyWait time.Duration
+	// Policy is the projection policy (history limit, budgets, operator policy); the
+	// peer is filled in per turn. Its zero value gives the agent no history.
+	Policy projection.Policy
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
@@ -293,12 +297,28 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	if err != nil {
 		return nil, a2a.Task{}, r.refuse(ctx, peer, &m, err)
 	}
+	userEntry := ledger.Entry{
+		TaskID: taskID, Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted,
+		Visibility: ledger.VisibilityModel, Actor: peer, MessageID: m.MessageID,
+		Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts), Metadata: marshalMeta(m.Metadata),
+	}
+	// H-1: the history is read before the message is appended, so the message is never in
+	// its own history; only the original text is stored.
+	var prep prepared
+	if usesContext(r.agent) {
+		hist, err := r.readHistory(ctx, peer, m.ContextID, 0)
+		if err == nil {
+			prep, err = r.prepare(hist, peer, userEntry)
+		}
+		if err != nil {
+			r.releaseLease(lease)
+			return nil, a2a.Task{}, err
+		}
+	} else {
+		prep.prompt = m.Text()
+	}
 	entries := []ledger.Entry{
-		{
-			TaskID: taskID, Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted,
-			Visibility: ledger.VisibilityModel, Actor: peer, MessageID: m.MessageID,
-			Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts), Metadata: marshalMeta(m.Metadata),
-		},
+		userEntry,
 		{TaskID: taskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(a2a.StateWorking)},
 	}
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, BeginTurn: true, Entries: entries})
@@ -327,7 +347,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	r.mu.Lock()
 	r.live[taskID] = lt
 	r.mu.Unlock()
-	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text()}
+	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text(), prep: prep}
 	if !continuing {
 		tr.first = res.Entries
 	}
@@ -438,6 +458,7 @@ type turnRun struct {
 	peer  string
 	text  string
 	first []ledger.Entry // the stored entries that created the task; nil when continuing one
+	prep  prepared       // what the agent is given
 }
 
 func (tr *turnRun) run(ctx context.Context) {
@@ -493,7 +514,10 @@ func (tr *turnRun) run(ctx context.Context) {
 		pending, held = c, true
 		return nil
 	}
-	res, err := r.agent.Reply(ctx, agent.Turn{ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text, Prompt: tr.text}, emit)
+	res, err := r.agent.Reply(ctx, agent.Turn{
+		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text,
+		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream,
+	}, emit)
 	if err == nil && !held && chunks == 0 {
 		pending, held = "", true // an empty reply is still one (empty) last chunk
 	}
@@ -525,6 +549,9 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 		meta := map[string]any{metaArtifactID: artifactID}
 		if agentErr != nil {
 			meta[metaPartial] = true
+		}
+		if res.UpstreamContextID != "" {
+			meta[metaUpstream] = res.UpstreamContextID
 		}
 		entries = append(entries, ledger.Entry{
 			TaskID: lt.id, Kind: ledger.KindAgentReply, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityModel,
