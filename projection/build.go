@@ -73,10 +73,11 @@ const minDropBlock = 4
 //     oldest messages are dropped and one marker message (role user, trust SYSTEM) says
 //     that the ledger entries before seq S are omitted. The cut is rounded up to a
 //     multiple of a block of max(4, HistoryLimit/2) seqs (halved while rounding would
-//     keep fewer than half the messages that fit), so the first message and the marker
-//     stay the same for many turns and change in one step. The window starts at a user
-//     message (a turn), or, when not even the newest turn fits, at any message but a
-//     tool result.
+//     keep fewer than a quarter of the messages that fit; with at least one seq per
+//     message, a window bound by HistoryLimit keeps about half), so the first message
+//     and the marker stay the same for many turns and change in one step. The window
+//     starts at a user message (a turn), or, when not even the newest turn fits, at any
+//     message but a tool result.
 //
 // Build is deterministic (P-4): the same items and policy give the same request, byte
 // for byte in every mapping. It returns an error wrapping [ErrInvalid] if current is not
@@ -434,7 +435,7 @@ func alignedWindow(ps []piece, maxItems, maxBytes, limit int, cut func(kind stri
 		c := (ps[natural].seq + b - 1) / b * b // the cut, rounded up to the block
 		for j := natural; j >= 0; j-- {
 			if ps[j].seq >= c && cut(ps[j].kind) {
-				if j+1 >= (natural+2)/2 {
+				if j+1 >= (natural+4)/4 {
 					return j + 1
 				}
 				break

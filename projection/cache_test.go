@@ -107,7 +107,7 @@ func TestDropStability(t *testing.T) {
 			turns:      300,
 			opts:       convOptions{resultBytes: 5000, statuses: true, userBytes: 200, replyBytes: 400},
 			policy:     Policy{HistoryLimit: 200, Budget: Budget{History: 8192}},
-			maxChanges: 300 / 8,
+			maxChanges: 300 / 12,
 		},
 		{
 			name:       "limit bound",
