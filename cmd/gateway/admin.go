@@ -24,6 +24,7 @@ const adminPrefix = "/admin/v1/"
 //	GET /admin/v1/conversations?peer=&limit=                  list
 //	GET /admin/v1/conversations/{contextId}?peer=&limit=&all=  show (contextId path-escaped)
 //	GET /admin/v1/conversations/{contextId}/export?peer=       JSON Lines of every entry
+//	GET /admin/v1/conversations/{contextId}/replay?peer=&at=   what the agent was given at a turn
 //	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
 //
 // With a token, requests need "Authorization: Bearer <token>"; without one, only loopback
@@ -76,6 +77,22 @@ func (h adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case len(seg) == 1:
 			res, err := h.src.Show(ctx, id, peer, limit, q.Get("all") == "1" || q.Get("all") == "true")
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			writeAdminJSON(w, res)
+		case len(seg) == 2 && seg[1] == "replay":
+			var at uint64
+			if v := q.Get("at"); v != "" {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					adminError(w, http.StatusBadRequest, "at must be a ledger sequence number")
+					return
+				}
+				at = n
+			}
+			res, err := h.src.Replay(ctx, id, peer, at)
 			if err != nil {
 				h.fail(w, r, err)
 				return

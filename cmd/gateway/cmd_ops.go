@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // opsFlags are the flags every operator command shares.
 type opsFlags struct {
 	server, token, dataDir string
+	policy                 projection.Policy // replay with no gateway running
 }
 
 func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) *envFlags {
@@ -52,7 +54,7 @@ func openSource(ctx context.Context, o opsFlags, stderr io.Writer) (opsSource, f
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return directSource{led: led}, func() { _ = led.Close() }, nil
+	return directSource{led: led, policy: o.policy}, func() { _ = led.Close() }, nil
 }
 
 // parseOps parses an operator command's flags; usage errors are usageError.
@@ -87,6 +89,8 @@ Commands:
   show CONTEXT_ID      the conversation's messages and status changes (--all adds
                        audit-only entries such as rejected requests)
   export CONTEXT_ID    every ledger entry as JSON Lines
+  replay CONTEXT_ID    exactly what the agent was given at a turn (--at SEQ, default the
+                       latest), rebuilt from the ledger: --format text|json|openai|anthropic
 
 Run 'gateway conversations COMMAND --help' for its flags.
 `
@@ -107,6 +111,9 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 	var asJSON, all bool
 	var peer string
 	var limit int
+	var at uint64
+	var format, model string
+	var maxTokens int
 	fs.StringVar(&peer, "peer", "", "only conversations owned by this peer (needed when several peers use the same contextId)")
 	switch sub {
 	case "list":
@@ -117,6 +124,13 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 		fs.IntVar(&limit, "limit", 0, "only the newest N entries (0: all)")
 		fs.BoolVar(&all, "all", false, "include audit-only entries (rejected requests, error details)")
 	case "export":
+	case "replay":
+		fs.Uint64Var(&at, "at", 0, "the turn: the ledger seq of its message, or any seq inside it (0: the latest turn)")
+		fs.StringVar(&format, "format", "text", "text (the single-text prompt), json (the provider-neutral request), openai or anthropic (the request body those backends send)")
+		fs.StringVar(&model, "model", "replay", "model name to put in openai/anthropic bodies")
+		fs.IntVar(&maxTokens, "max-tokens", 1024, "max_tokens for anthropic bodies")
+		ef.Int(&o.policy.HistoryLimit, "history-limit", 20, "with no gateway running: the history limit the gateway used")
+		ef.String(&o.policy.Operator, "operator-policy", "", "with no gateway running: the operator policy the gateway used")
 	default:
 		fmt.Fprint(stderr, conversationsUsage)
 		return usageError{fmt.Sprintf("unknown conversations command %q", sub)}
@@ -168,8 +182,38 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 		printShow(stdout, res)
 	case "export":
 		return src.Export(ctx, fs.Arg(0), peer, stdout)
+	case "replay":
+		res, err := src.Replay(ctx, fs.Arg(0), peer, at)
+		if err != nil {
+			return err
+		}
+		return printReplay(stdout, res, format, model, maxTokens)
 	}
 	return nil
+}
+
+// printReplay writes a replayed turn in the requested format; the bytes are those the
+// agent backend of that kind was given.
+func printReplay(w io.Writer, res replayResult, format, model string, maxTokens int) error {
+	var b []byte
+	var err error
+	switch format {
+	case "text":
+		b = []byte(res.Prompt)
+	case "json":
+		return writeJSONIndent(w, res)
+	case "openai":
+		b, err = res.Request.OpenAI(model, true)
+	case "anthropic":
+		b, err = res.Request.Anthropic(model, maxTokens, true)
+	default:
+		return usageError{fmt.Sprintf("--format %q: want text, json, openai or anthropic", format)}
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b) // exactly the bytes, no newline added
+	return err
 }
 
 const ledgerUsage = `Usage: gateway ledger verify [flags] [CONTEXT_ID]

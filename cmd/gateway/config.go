@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // Config is everything `gateway serve` reads. Precedence: flag > GATEWAY_* env > default.
@@ -140,10 +142,10 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	fs.StringVar(&configPath, "config", "", "YAML config file whose keys are these flags' names (default ./gateway.yaml if present) (env GATEWAY_CONFIG)")
 	e.String(&cfg.Addr, "addr", "127.0.0.1:9900", "address to listen on; without peer tokens only loopback addresses are allowed")
 	e.String(&cfg.DataDir, "data-dir", "./data", "directory of the ledger (bbolt file ledger.db); one gateway process per directory")
-	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn)")
-	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API)")
+	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn), a2a (relay to an upstream A2A agent at --agent-url)")
+	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API); a2a: the upstream agent's URL (required)")
 	e.String(&cfg.AgentModel, "agent-model", "", "openai/anthropic: the model name (required for them)")
-	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
+	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY); a2a: the variable holding the upstream's bearer token (default: none)")
 	e.String(&cfg.AgentCommand, "agent-command", "", "exec: the command, run with sh -c once per turn; its stdout streams as the reply")
 	e.String(&cfg.AgentInput, "agent-input", "text", "exec: what the command reads on stdin: text (the rendered prompt) or json (contextId, taskId, peer, text, prompt, request)")
 	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
@@ -181,6 +183,10 @@ func (c *Config) Validate() error {
 		if c.AgentModel == "" {
 			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
 		}
+	case "a2a":
+		if c.AgentURL == "" {
+			errs = append(errs, errors.New("--agent a2a needs --agent-url (the upstream A2A agent)"))
+		}
 	case "exec":
 		if c.AgentCommand == "" {
 			errs = append(errs, errors.New("--agent exec needs --agent-command"))
@@ -189,7 +195,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--agent-input %q: want text or json", c.AgentInput))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec", c.Agent))
+		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec, a2a", c.Agent))
 	}
 	if c.AgentTimeout <= 0 {
 		errs = append(errs, errors.New("--agent-timeout must be positive"))
@@ -313,4 +319,9 @@ func (c *Config) agentKeyEnv() string {
 	default:
 		return "OPENAI_API_KEY"
 	}
+}
+
+// policy is the projection policy the configuration gives the agent.
+func (c *Config) policy() projection.Policy {
+	return projection.Policy{HistoryLimit: c.HistoryLimit, Operator: c.OperatorPolicy}
 }

@@ -127,7 +127,7 @@ Flags:
 	if err := errors.Join(ef.errs...); err != nil {
 		return usageError{err.Error()}
 	}
-	if cfg.Agent == "openai" || cfg.Agent == "anthropic" {
+	if cfg.Agent == "openai" || cfg.Agent == "anthropic" || (cfg.Agent == "a2a" && cfg.AgentKeyEnv != "") {
 		cfg.AgentKey, _ = lookupEnv(cfg.agentKeyEnv())
 	}
 	if err := cfg.Validate(); err != nil {

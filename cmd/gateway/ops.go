@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/turn"
 )
 
 // convView is one conversation as operators see it: original ids, never storage keys.
@@ -45,6 +47,16 @@ type showResult struct {
 	Entries      []ledger.Entry `json:"entries"`
 }
 
+// replayResult is what the agent was given at one turn, rebuilt from the ledger.
+type replayResult struct {
+	ContextID string             `json:"contextId"`
+	Peer      string             `json:"peer"`
+	TaskID    string             `json:"taskId"`
+	Text      string             `json:"text"`
+	Prompt    string             `json:"prompt"`
+	Request   projection.Request `json:"request"`
+}
+
 // errNoConversation: no conversation has that contextId (for that peer).
 var errNoConversation = errors.New("no such conversation")
 
@@ -55,12 +67,14 @@ type opsSource interface {
 	Show(ctx context.Context, contextID, peer string, limit int, all bool) (showResult, error)
 	Export(ctx context.Context, contextID, peer string, w io.Writer) error
 	Verify(ctx context.Context, contextID, peer string) (verifyReport, error)
+	Replay(ctx context.Context, contextID, peer string, atSeq uint64) (replayResult, error)
 }
 
 // directSource reads a ledger in this process (the server's admin API and offline CLI).
 type directSource struct {
 	led     *ledger.Store
 	running func(ctx context.Context, owner, contextID string) string // nil: nothing runs
+	policy  projection.Policy                                         // for Replay
 }
 
 func (d directSource) view(ctx context.Context, c ledger.Conversation) convView {
@@ -188,6 +202,21 @@ func (d directSource) Verify(ctx context.Context, contextID, peer string) (verif
 	}
 	rep.OK = len(rep.Problems) == 0
 	return rep, nil
+}
+
+func (d directSource) Replay(ctx context.Context, contextID, peer string, atSeq uint64) (replayResult, error) {
+	c, err := d.find(ctx, contextID, peer)
+	if err != nil {
+		return replayResult{}, err
+	}
+	t, err := turn.Replay(ctx, d.led, d.policy, c.Owner, c.ContextID, atSeq)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return replayResult{}, fmt.Errorf("%w: %v", errNoConversation, err)
+	}
+	if err != nil {
+		return replayResult{}, err
+	}
+	return replayResult{ContextID: c.ContextID, Peer: c.Owner, TaskID: t.TaskID, Text: t.Text, Prompt: t.Prompt, Request: t.Request}, nil
 }
 
 // unjoin splits an errors.Join result.

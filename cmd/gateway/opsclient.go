@@ -125,3 +125,13 @@ func (h *httpSource) Verify(ctx context.Context, contextID, peer string) (verify
 }
 
 func (h *httpSource) close() { h.hc.CloseIdleConnections() }
+
+func (h *httpSource) Replay(ctx context.Context, contextID, peer string, atSeq uint64) (replayResult, error) {
+	q := baseQuery(peer, 0)
+	if atSeq > 0 {
+		q.Set("at", strconv.FormatUint(atSeq, 10))
+	}
+	var out replayResult
+	err := h.getJSON(ctx, adminPrefix+"conversations/"+url.PathEscape(contextID)+"/replay", q, &out)
+	return out, err
+}

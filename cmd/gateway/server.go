@@ -21,6 +21,7 @@ import (
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/projection"
 	"github.com/a2a-gateway/gateway/turn"
 )
 
@@ -48,6 +49,7 @@ type Server struct {
 	ledger *ledger.Store
 	locks  locker
 	agent  agent.Agent
+	policy projection.Policy
 	runner *turn.Runner
 	http   *http.Server
 	ln     net.Listener
@@ -102,7 +104,13 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	}
 	ag := deps.agent
 	s.agent = ag
-	tcfg := turn.Config{}
+	s.policy = cfg.policy()
+	if err := s.policy.Validate(); err != nil {
+		_ = s.locks.Close()
+		_ = led.Close()
+		return nil, fmt.Errorf("projection policy: %w", err)
+	}
+	tcfg := turn.Config{Policy: s.policy}
 	if cfg.BusyPolicy == "wait" {
 		tcfg.BusyWait = cfg.BusyWait
 	}
@@ -148,7 +156,7 @@ func (s *Server) routes() http.Handler {
 	e.POST("/", echo.WrapHandler(rpc))
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
-	admin := adminHandler{src: directSource{led: s.ledger, running: func(ctx context.Context, owner, contextID string) string {
+	admin := adminHandler{src: directSource{led: s.ledger, policy: s.policy, running: func(ctx context.Context, owner, contextID string) string {
 		h, _ := s.locks.Holder(ctx, conversations.Key(owner, contextID))
 		return h
 	}}, token: s.cfg.AdminToken, log: s.log.With("component", "admin")}
@@ -208,6 +216,8 @@ func newAgent(cfg Config, logger *slog.Logger) (agent.Agent, error) {
 		return agent.NewOpenAI(agent.OpenAIConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
 	case "anthropic":
 		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+	case "a2a":
+		return agent.NewA2ARelay(agent.A2ARelayConfig{URL: cfg.AgentURL, Token: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
 	case "exec":
 		return agent.NewExec(agent.ExecConfig{Command: cfg.AgentCommand, Input: cfg.AgentInput, Timeout: cfg.AgentTimeout}, logger)
 	default:
