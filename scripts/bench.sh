@@ -7,6 +7,7 @@
 #  3. the busy reply: 1,000 concurrent senders on one contextId.
 #  4. ledger appends (plain fsync'd transactions vs group commit; growth) and lease
 #     acquire/release against a real redis-server.
+#  5. projection time against conversation length.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/gateway}
@@ -55,5 +56,7 @@ else
   echo "redis-server not installed: skipping the Redis lease benchmarks (apt-get install redis-server)"
 fi
 
-echo "=== ledger appends (fsync'd): plain Update vs group commit; growth"
+echo "=== ledger appends (fsync'd): plain Update vs group commit; growth; the gateway's turn pattern"
 go test -run '^$' -bench . -benchtime 2s ./ledger/
+echo "=== projection time at 100, 1,000 and 10,000 messages (history limits 20 and 200)"
+go test -run '^$' -bench 'BenchmarkBuild' ./projection/
