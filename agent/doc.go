@@ -24,7 +24,8 @@
 //
 // # Imports
 //
-// projection (the provider-neutral request, pure) and the standard library; no adapter.
+// a2a (the outbound client of the A2A relay), projection (the provider-neutral request,
+// pure) and the standard library; no adapter.
 //
 // # Caveats
 //
