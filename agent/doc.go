@@ -11,6 +11,8 @@
 //   - [Exec]: a command run through `sh -c` once per turn, the turn on its stdin (text or
 //     JSON), its stdout streamed as the reply, killed with its process group at the
 //     timeout.
+//   - [A2ARelay]: each turn relayed to an upstream A2A agent over the a2a client, one
+//     upstream contextId per conversation (the gateway keeps it in the ledger).
 //
 // A reply that begins with [InputRequiredMarker] ends the task INPUT_REQUIRED; the marker
 // is removed. OpenAI, Anthropic and Exec apply it themselves; [WithInputMarker] adds it to
