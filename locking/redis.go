@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -134,6 +135,11 @@ func NewRedis(ctx context.Context, cfg RedisConfig, logger *slog.Logger) (*Redis
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if !redisLoggerSet.Swap(true) {
+		// go-redis logs through a process-wide logger; route it to slog (Debug: every
+		// failure it reports also reaches the caller as an error, which is logged there).
+		redis.SetLogger(slogPrintf{logger.With("component", "go-redis")})
 	}
 	client := redis.NewClient(&redis.Options{
 		Addr:     cfg.Addr,
@@ -514,4 +520,14 @@ func (r *Redis) Close() error {
 	r.mu.Unlock()
 	r.wg.Wait()
 	return r.client.Close()
+}
+
+// redisLoggerSet makes the process-wide go-redis logger be set once, by the first locker.
+var redisLoggerSet atomic.Bool
+
+// slogPrintf adapts slog to go-redis's Printf logger.
+type slogPrintf struct{ l *slog.Logger }
+
+func (p slogPrintf) Printf(ctx context.Context, format string, v ...any) {
+	p.l.DebugContext(ctx, fmt.Sprintf(format, v...))
 }
