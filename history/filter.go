@@ -22,7 +22,7 @@ const QuoteMarker = "(quoted) "
 // is valid UTF-8. It runs in time linear in len(text).
 func Filter(text string) string {
 	s := normalize(text)
-	if strings.ContainsAny(s, "<[＜﹤［") {
+	if mayHoldToken(s) {
 		s = neutralizeTokens(s)
 	}
 	if !strings.Contains(s, "\n") {
@@ -577,4 +577,15 @@ var confusables = map[rune]rune{
 	'ᴅ': 'd', 'ᴇ': 'e', 'ꜰ': 'f', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k', 'ʟ': 'l',
 	'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ǫ': 'q', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u',
 	'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'y', 'ᴢ': 'z',
+}
+
+// mayHoldToken reports whether s contains a character that can open a template token:
+// "<", "[", or one of the fullwidth/small forms "＜﹤［". Those three all start with the
+// UTF-8 byte 0xEF, so a fast byte search rules most text out (ContainsAny with a
+// non-ASCII set decodes every rune).
+func mayHoldToken(s string) bool {
+	if strings.ContainsAny(s, "<[") { // ASCII set: the fast path
+		return true
+	}
+	return strings.IndexByte(s, 0xEF) >= 0 && strings.ContainsAny(s, "＜﹤［")
 }
