@@ -112,24 +112,7 @@ func (a *Anthropic) Reply(ctx context.Context, t Turn, emit Emit) (Result, error
 		a.h.log.WarnContext(ctx, "the request cannot be sent", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
 		return Result{}, unsendable("anthropic", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, a.h.timeout)
-	defer cancel()
-	resp, err := a.h.post(ctx, rctx, t, body, a.header.Clone())
-	if err != nil {
-		return Result{}, err
-	}
-	defer resp.Body.Close()
-	f := newMarkerFilter(emit)
-	if isJSON(resp) {
-		err = a.whole(ctx, rctx, t, resp.Body, f.write)
-	} else {
-		err = a.stream(ctx, rctx, t, resp.Body, f.write)
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	found, err := f.finish()
-	return Result{InputRequired: found}, err
+	return a.h.reply(ctx, t, body, a.header.Clone(), emit, a.whole, a.stream)
 }
 
 // anthropicEvent is the data of one stream event (the fields the backend reads).

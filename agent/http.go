@@ -292,3 +292,29 @@ func (s *sseReader) line(size *int) ([]byte, error) {
 		return line, err
 	}
 }
+
+// readBody reads an upstream answer (a stream or one JSON object) and emits its text.
+// parent is the caller's context, ctx the same bounded by the backend's timeout.
+type readBody func(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error
+
+// reply posts body with header, reads the answer with whole (a JSON answer) or stream (an
+// event stream) through the [INPUT_REQUIRED] marker filter, and reports how it ended.
+func (h *httpBackend) reply(ctx context.Context, t Turn, body []byte, header http.Header, emit Emit, whole, stream readBody) (Result, error) {
+	rctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	resp, err := h.post(ctx, rctx, t, body, header)
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	f := newMarkerFilter(emit)
+	read := stream
+	if isJSON(resp) {
+		read = whole
+	}
+	if err := read(ctx, rctx, t, resp.Body, f.write); err != nil {
+		return Result{}, err
+	}
+	found, err := f.finish()
+	return Result{InputRequired: found}, err
+}

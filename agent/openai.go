@@ -50,7 +50,7 @@ func (c OpenAIConfig) LogValue() slog.Value {
 type OpenAI struct {
 	model     string
 	maxTokens int
-	auth      string
+	header    http.Header
 	h         httpBackend
 }
 
@@ -71,9 +71,9 @@ func NewOpenAI(cfg OpenAIConfig, logger *slog.Logger) (*OpenAI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	o := &OpenAI{model: cfg.Model, maxTokens: cfg.MaxTokens}
+	o := &OpenAI{model: cfg.Model, maxTokens: cfg.MaxTokens, header: http.Header{}}
 	if cfg.APIKey != "" {
-		o.auth = "Bearer " + cfg.APIKey
+		o.header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	o.h = newHTTPBackend("openai", base+"/chat/completions", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, logger)
 	return o, nil
@@ -104,28 +104,7 @@ func (o *OpenAI) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
 		o.h.log.WarnContext(ctx, "the request cannot be sent", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
 		return Result{}, unsendable("openai", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, o.h.timeout)
-	defer cancel()
-	header := http.Header{}
-	if o.auth != "" {
-		header.Set("Authorization", o.auth)
-	}
-	resp, err := o.h.post(ctx, rctx, t, body, header)
-	if err != nil {
-		return Result{}, err
-	}
-	defer resp.Body.Close()
-	f := newMarkerFilter(emit)
-	if isJSON(resp) {
-		err = o.whole(ctx, rctx, t, resp.Body, f.write)
-	} else {
-		err = o.stream(ctx, rctx, t, resp.Body, f.write)
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	found, err := f.finish()
-	return Result{InputRequired: found}, err
+	return o.h.reply(ctx, t, body, o.header.Clone(), emit, o.whole, o.stream)
 }
 
 // openAIChunk is a streamed chat.completion.chunk, or a whole chat.completion.
