@@ -169,6 +169,10 @@ type TransportConfig struct {
 	MaxBodyBytes int64                                 // 0: DefaultMaxBodyBytes
 	KeepAlive    time.Duration                         // SSE keep-alive comment interval; 0: DefaultKeepAlive
 	ExtendedCard func(r *http.Request) ([]byte, error) // GetExtendedAgentCard; nil: -32007
+	// Observe, when set, is called once per answered request with its method ("" when
+	// the request could not be decoded), dialect, JSON-RPC error code (0 for success)
+	// and duration; streams are observed when they end. It must not block.
+	Observe func(method string, d Dialect, code int, dur time.Duration)
 }
 
 type transport struct {
@@ -480,6 +484,9 @@ func (t *transport) tooLarge(w http.ResponseWriter, d Dialect) {
 }
 
 func (t *transport) logDone(ctx context.Context, method string, d Dialect, code int, start time.Time) {
+	if t.cfg.Observe != nil {
+		t.cfg.Observe(method, d, code, time.Since(start))
+	}
 	if !t.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}

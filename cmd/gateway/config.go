@@ -45,6 +45,8 @@ type Config struct {
 
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
 	AgentKey string
+	// Peers come from the config file's `peers:` list (never flags), tokens resolved.
+	Peers []Peer
 }
 
 // LogValue implements slog.LogValuer; secrets are never logged, only whether they are set.
@@ -277,6 +279,9 @@ func loadConfigFile(path string, fs *flag.FlagSet) (map[string]string, error) {
 	out := make(map[string]string, len(raw))
 	var errs []error
 	for k, v := range raw {
+		if k == "peers" {
+			continue // read by loadPeersFile
+		}
 		if fs.Lookup(k) == nil || k == "config" {
 			errs = append(errs, fmt.Errorf("config file %s: unknown key %q (keys are the flag names of 'gateway serve --help')", path, k))
 			continue

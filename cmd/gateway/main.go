@@ -95,6 +95,13 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 			return usageError{err.Error()}
 		}
 		file = f
+		if err == nil {
+			peers, err := loadPeersFile(path, lookupEnv)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			cfg.Peers = peers
+		}
 	}
 	ef := bindServe(fs, lookupEnv, file, &cfg)
 	fs.Usage = func() {
