@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"time"
 
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
@@ -25,4 +26,33 @@ type Locker interface {
 	Acquire(ctx context.Context, key, holder string) (*locking.Lease, error)
 	// Wait blocks until key looks free (or ctx is done); used by the wait busy policy.
 	Wait(ctx context.Context, key string) error
+}
+
+// RateLimiter admits a peer's requests. Allow reports whether one more request of
+// peer may run now and, when not, how long until one may. It must be safe for concurrent
+// use and must not block.
+type RateLimiter interface {
+	Allow(peer string) (ok bool, retryAfter time.Duration)
+}
+
+// Observer receives the runner's measurements (metrics). Every method must be cheap and
+// must not block; a nil Observer in Config observes nothing.
+type Observer interface {
+	// TurnDone: a turn ended in state (a2a task state, e.g. "completed") after d.
+	TurnDone(state string, d time.Duration)
+	// Busy: a send was refused with CONTEXT_BUSY.
+	Busy()
+	// RateLimited: a request of peer was refused with RATE_LIMITED.
+	RateLimited(peer string)
+	// LimitExceeded: a request was refused for a size limit; what names it ("parts",
+	// "part_bytes", "message_bytes", "streams").
+	LimitExceeded(what string)
+	// LeaseAcquire: taking a context's lease took d; err is nil, held, or a failure.
+	LeaseAcquire(d time.Duration, err error)
+	// AgentDone: the agent backend's reply took d; err is its error (nil on success).
+	AgentDone(d time.Duration, err error)
+	// Projection: the request given to the agent was bytes long, and its first
+	// stablePrefix bytes equal the start of the previous turn's request in the same
+	// context (prevBytes long; 0 when there was none).
+	Projection(bytes, prevBytes, stablePrefix int)
 }

@@ -31,6 +31,20 @@ type Config struct {
 	// Policy is the projection policy (history limit, budgets, operator policy); the
 	// peer is filled in per turn. Its zero value gives the agent no history.
 	Policy projection.Policy
+
+	// Limits; 0 means no limit of that kind. A breach is -32602 invalid params
+	// naming the limit, and nothing is stored.
+	MaxParts        int // parts per message
+	MaxPartBytes    int // bytes of one part's content (text, data or file bytes)
+	MaxMessageBytes int // bytes of all the message's parts together
+	// MaxStreamsPerPeer bounds the streams (SSE and WebSocket subscriptions) one peer has
+	// open at once; beyond it a stream is refused with RATE_LIMITED.
+	MaxStreamsPerPeer int
+
+	// RateLimit admits each peer's requests; nil admits all.
+	RateLimit RateLimiter
+	// Observe receives measurements; nil observes nothing.
+	Observe Observer
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
