@@ -13,6 +13,7 @@ type Ledger interface {
 	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
 	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
 	Conversation(ctx context.Context, owner, contextID string) (ledger.Conversation, error)
+	Range(ctx context.Context, owner, contextID string, afterSeq uint64, limit int) ([]ledger.Entry, error)
 	LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*ledger.Entry) bool) ([]ledger.Entry, error)
 	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
 	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)

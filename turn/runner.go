@@ -63,6 +63,8 @@ type Runner struct {
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
 
+	feeds feeds // live events by context
+
 	// Rejected requests are audited off the request path, so a busy reply never waits
 	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
 	// one goroutine, owned by the Runner, writes them.
@@ -70,6 +72,12 @@ type Runner struct {
 	auditsDone    chan struct{}
 	auditsDropped atomic.Uint64
 	lastDropWarn  time.Time // guarded by mu
+
+	obs      Observer
+	prefixes prefixTracker
+
+	streamsMu sync.Mutex     // guards streams only; never held with mu
+	streams   map[string]int // open streams per peer
 }
 
 // auditQueue bounds the audits waiting to be written: 1,024 rejected requests, a few
@@ -97,6 +105,11 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		live:       map[string]*liveTask{},
 		audits:     make(chan auditItem, auditQueue),
 		auditsDone: make(chan struct{}),
+		obs:        cfg.Observe,
+		streams:    map[string]int{},
+	}
+	if r.obs == nil {
+		r.obs = noObserver{}
 	}
 	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
 	return r
@@ -223,7 +236,10 @@ func (r *Runner) Running() int {
 
 // SendMessage implements a2a.Handler.
 func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
-	lt, first, err := r.start(ctx, p)
+	if err := r.admit(ctx); err != nil {
+		return a2a.SendResult{}, err
+	}
+	lt, first, _, err := r.start(ctx, p, false)
 	if err != nil {
 		return a2a.SendResult{}, err
 	}
@@ -253,40 +269,51 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendRe
 
 // SendStreamingMessage implements a2a.Handler.
 func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a2a.Stream, error) {
-	lt, _, err := r.start(ctx, p)
+	if err := r.admit(ctx); err != nil {
+		return nil, err
+	}
+	release, err := r.openStream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return lt.stream(0), nil
+	_, _, es, err := r.start(ctx, p, true)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	es.release = release
+	return es, nil
 }
 
 // start validates a send, takes the context's lease, persists the inbound message and
-// starts the turn. On return without error the message is durable.
-func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.Task, error) {
+// starts the turn. On return without error the message is durable. With watch it also
+// returns the task's event stream, joined before the first append so it misses nothing.
+func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liveTask, a2a.Task, *eventStream, error) {
 	if r.closing.Load() {
-		return nil, a2a.Task{}, ErrUnavailable()
+		return nil, a2a.Task{}, nil, ErrUnavailable()
 	}
+	started := time.Now()
 	peer := PeerFrom(ctx)
 	m := p.Message
 	continuing := false
 	if m.TaskID != "" {
 		conv, entries, err := r.led.TaskEntries(ctx, m.TaskID)
 		if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
-			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", m.TaskID)
+			return nil, a2a.Task{}, nil, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", m.TaskID)
 		}
 		if err != nil {
-			return nil, a2a.Task{}, err
+			return nil, a2a.Task{}, nil, err
 		}
 		if m.ContextID == "" {
 			m.ContextID = conv.ContextID
 		} else if m.ContextID != conv.ContextID {
-			return nil, a2a.Task{}, a2a.InvalidParams("message.contextId", "does not match the context of task %q", m.TaskID)
+			return nil, a2a.Task{}, nil, a2a.InvalidParams("message.contextId", "does not match the context of task %q", m.TaskID)
 		}
 		st := foldTask(conv, m.TaskID, entries).Status.State
 		switch {
 		case st.Terminal():
 			r.auditRejected(peer, &m, "TASK_TERMINAL", m.TaskID)
-			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrUnsupportedOperation,
+			return nil, a2a.Task{}, nil, a2a.Errorf(a2a.ErrUnsupportedOperation,
 				"task %q is %s and accepts no more messages; send without taskId to start a new task in the same context", m.TaskID, st)
 		case st != a2a.StateInputRequired:
 			// still running: the lease below answers CONTEXT_BUSY
@@ -296,11 +323,14 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	if m.ContextID == "" {
 		m.ContextID = conversations.NewContextID()
 	} else if err := conversations.ValidateContextID(m.ContextID); err != nil {
-		return nil, a2a.Task{}, a2a.InvalidParams("message.contextId", "%s", strings.TrimPrefix(err.Error(), conversations.ErrInvalidContextID.Error()+": "))
+		return nil, a2a.Task{}, nil, a2a.InvalidParams("message.contextId", "%s", strings.TrimPrefix(err.Error(), conversations.ErrInvalidContextID.Error()+": "))
+	}
+	if err := r.checkLimits(&m); err != nil {
+		return nil, a2a.Task{}, nil, err
 	}
 	if !hasContent(m.Parts) {
 		r.auditRejected(peer, &m, "EMPTY_MESSAGE", "")
-		return nil, a2a.Task{}, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
+		return nil, a2a.Task{}, nil, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
 	}
 	taskID := m.TaskID
 	if taskID == "" {
@@ -309,7 +339,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	key := conversations.Key(peer, m.ContextID)
 	lease, err := r.acquire(ctx, key, taskID)
 	if err != nil {
-		return nil, a2a.Task{}, r.refuse(ctx, peer, &m, err)
+		return nil, a2a.Task{}, nil, r.refuse(ctx, peer, &m, err)
 	}
 	userEntry := ledger.Entry{
 		TaskID: taskID, Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted,
@@ -324,9 +354,13 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 		if err == nil {
 			prep, err = r.prepare(hist, peer, userEntry)
 		}
+		if err == nil {
+			prev, stable := r.prefixes.observe(key, prep.prompt)
+			r.obs.Projection(len(prep.prompt), prev, stable)
+		}
 		if err != nil {
 			r.releaseLease(lease)
-			return nil, a2a.Task{}, err
+			return nil, a2a.Task{}, nil, err
 		}
 	} else {
 		prep.prompt = m.Text()
@@ -335,13 +369,23 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 		userEntry,
 		{TaskID: taskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(a2a.StateWorking)},
 	}
+	var es *eventStream
+	if watch {
+		es = r.newEventStream(peer, m.ContextID, taskID, 0, nil, nil)
+		es.replaying = false // everything of this turn comes after the join
+	}
+	fd := r.feeds.hold(key)
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, BeginTurn: true, Entries: entries})
 	if err != nil {
+		r.feeds.unhold(key, fd)
+		if es != nil {
+			es.Close()
+		}
 		r.releaseLease(lease)
 		if errors.Is(err, ledger.ErrInvalid) {
-			return nil, a2a.Task{}, a2a.Errorf(a2a.ErrInvalidParams, "message rejected: %s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
+			return nil, a2a.Task{}, nil, a2a.Errorf(a2a.ErrInvalidParams, "message rejected: %s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
 		}
-		return nil, a2a.Task{}, fmt.Errorf("append inbound message: %w", err)
+		return nil, a2a.Task{}, nil, fmt.Errorf("append inbound message: %w", err)
 	}
 	now := res.Entries[0].CreatedAt
 	lt := newLiveTask(taskID, m.ContextID, peer)
@@ -353,26 +397,29 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams) (*liveTask, a2a.T
 	if continuing {
 		first.Status.State = a2a.StateWorking
 	}
-	snapshot := first
-	lt.publish(a2a.Event{Task: &snapshot}, false)
+	r.publish(ctx, peer, m.ContextID, res.Entries)
 
 	tctx, cancel := context.WithCancelCause(r.base)
 	lt.cancel = cancel
 	r.mu.Lock()
 	r.live[taskID] = lt
 	r.mu.Unlock()
-	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text(), prep: prep}
+	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text(), prep: prep, started: started,
+		key: key, feed: fd, chunks: chunks{wake: make(chan struct{}, 1)}}
 	if !continuing {
-		tr.first = res.Entries
+		tr.stored = append(tr.stored, res.Entries...)
 	}
+	tr.keepStored = !continuing
 	r.wg.Go(func() { tr.run(tctx) }) // exits when the agent is done and the end is recorded
-	return lt, first, nil
+	return lt, first, es, nil
 }
 
 // acquire takes the context's lease; with a BusyWait it waits for a busy context to free
 // up until the bound, then reports it held.
 func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
+	t0 := time.Now()
 	lease, err := r.locks.Acquire(ctx, key, holder)
+	r.obs.LeaseAcquire(time.Since(t0), err)
 	if err == nil || r.cfg.BusyWait <= 0 || !errors.Is(err, locking.ErrHeld) {
 		return lease, err
 	}
@@ -418,6 +465,7 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 		r.log.WarnContext(ctx, "lease unavailable", "context_key", conversations.Key(peer, m.ContextID), "err", err)
 		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
 	}
+	r.obs.Busy()
 	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, "CONTEXT_BUSY", held.Holder)}}})
 	return &a2a.Error{
 		Err: a2a.ErrContextBusy,
@@ -471,23 +519,48 @@ type turnRun struct {
 	epoch uint64
 	peer  string
 	text  string
-	first []ledger.Entry // the stored entries that created the task; nil when continuing one
-	prep  prepared       // what the agent is given
+	prep  prepared // what the agent is given
+
+	started time.Time // when the send arrived
+	key     string    // the context's key
+	feed    *feed     // the context's live feed, held while the turn runs
+
+	chunks     chunks
+	chunkErr   error // set by the chunk writer before it exits
+	chunksMade int   // REPLY_CHUNK entries stored
+	stored     []ledger.Entry
+	keepStored bool // this turn created the task: lt.stored gets every entry
+	artifactID string
 }
 
 func (tr *turnRun) run(ctx context.Context) {
 	r, lt := tr.r, tr.lt
 	defer func() {
 		r.releaseLease(tr.lease)
+		r.feeds.unhold(tr.key, tr.feed)
 		r.mu.Lock()
 		delete(r.live, lt.id)
 		r.mu.Unlock()
 		close(lt.finished)
 	}()
+	tr.artifactID = uuid.NewString()
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() { tr.writeChunks(stop) }) // exits when stop is closed (or a chunk append failed)
+	stopWriter := func() {
+		if stop != nil {
+			close(stop)
+			writer.Wait()
+			stop = nil
+		}
+	}
+	defer stopWriter()
+	var reply strings.Builder
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("agent panicked", "task_id", lt.id, "panic", p)
-			tr.finish(ctx, "", "", fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
+			stopWriter()
+			tr.finish(ctx, reply.String(), fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
 	}()
 	// A lost lease cancels the turn: another instance may now run this context.
@@ -503,50 +576,99 @@ func (tr *turnRun) run(ctx context.Context) {
 		})
 		defer func() { close(watchDone); watch.Wait() }()
 	}
-	lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID,
-		Status: a2a.TaskStatus{State: a2a.StateWorking, Timestamp: time.Now().UTC()}}}, false)
-
-	artifactID := uuid.NewString()
-	var reply strings.Builder
-	var pending string // the chunk held back so that the last one can carry lastChunk
-	held := false
-	chunks := 0
-	flush := func(last bool) {
-		if !held {
-			return
-		}
-		lt.publishChunk(artifactID, pending, chunks > 0, last)
-		chunks++
-		held = false
-	}
 	emit := func(c string) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
 		reply.WriteString(c)
-		flush(false)
-		pending, held = c, true
+		tr.chunks.add(c)
 		return nil
 	}
+	t0 := time.Now()
 	res, err := r.agent.Reply(ctx, agent.Turn{
 		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text,
 		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream,
 	}, emit)
-	if err == nil && !held && chunks == 0 {
-		pending, held = "", true // an empty reply is still one (empty) last chunk
+	r.obs.AgentDone(time.Since(t0), err)
+	stopWriter()
+	if err == nil && tr.chunkErr != nil {
+		err = tr.chunkErr
 	}
-	flush(true)
-	tr.finish(ctx, artifactID, reply.String(), err, res)
+	tr.finish(ctx, reply.String(), err, res)
+}
+
+// writeChunks stores the reply's pending text as REPLY_CHUNK entries while someone
+// watches the context, and publishes them. It exits when stop is closed, or after a
+// failed append (recorded in chunkErr; the turn is canceled).
+func (tr *turnRun) writeChunks(stop <-chan struct{}) {
+	for {
+		watched, joined := tr.feed.watched()
+		if watched {
+			if text := tr.chunks.take(false); text != "" {
+				if err := tr.appendChunk(text, false); err != nil {
+					tr.chunkErr = err
+					tr.lt.cancel(err)
+					return
+				}
+				continue
+			}
+		}
+		select {
+		case <-tr.chunks.wake:
+		case <-joined:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// chunkEntry is a REPLY_CHUNK entry of the turn's reply.
+func (tr *turnRun) chunkEntry(text string, last bool) ledger.Entry {
+	meta := map[string]any{metaArtifactID: tr.artifactID}
+	if tr.chunksMade > 0 {
+		meta[metaAppend] = true
+	}
+	if last {
+		meta[metaLastChunk] = true
+	}
+	return ledger.Entry{
+		TaskID: tr.lt.id, Kind: ledger.KindReplyChunk, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityAudit,
+		Actor: "agent", Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}}, Metadata: marshalMeta(meta),
+	}
+}
+
+// appendChunk stores one chunk in the turn's epoch and publishes it.
+func (tr *turnRun) appendChunk(text string, last bool) error {
+	r := tr.r
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+	defer cancel()
+	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: tr.lt.contextID, Epoch: tr.epoch,
+		Entries: []ledger.Entry{tr.chunkEntry(text, last)}})
+	if err != nil {
+		return fmt.Errorf("store a reply chunk: %w", err)
+	}
+	tr.chunksMade++
+	tr.keep(res.Entries)
+	r.publish(ctx, tr.peer, tr.lt.contextID, res.Entries)
+	return nil
+}
+
+func (tr *turnRun) keep(stored []ledger.Entry) {
+	if tr.keepStored {
+		tr.stored = append(tr.stored, stored...)
+	}
 }
 
 // finish records the end of the turn (reply, status) and publishes the final status.
-func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentErr error, res agent.Result) {
+func (tr *turnRun) finish(ctx context.Context, reply string, agentErr error, res agent.Result) {
 	r, lt := tr.r, tr.lt
 	state := a2a.StateCompleted
 	var statusText string
 	switch {
 	case agentErr != nil && errors.Is(context.Cause(ctx), errCanceledByPeer):
 		state = a2a.StateCanceled
+	case agentErr != nil && errors.Is(context.Cause(ctx), ledger.ErrFenced):
+		state, statusText = a2a.StateFailed, "a newer turn took over this context; this turn's reply was not stored"
 	case agentErr != nil && errors.Is(context.Cause(ctx), locking.ErrLost):
 		state, statusText = a2a.StateFailed, "the gateway lost this context's lease during the turn; send the message again"
 		r.log.Warn("lease lost during a turn; canceled it", "task_id", lt.id)
@@ -559,8 +681,14 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 		state = a2a.StateInputRequired
 	}
 	var entries []ledger.Entry
-	if reply != "" || (agentErr == nil && artifactID != "") {
-		meta := map[string]any{metaArtifactID: artifactID}
+	if tr.chunksMade > 0 {
+		entries = append(entries, tr.chunkEntry(tr.chunks.take(true), true))
+	}
+	if reply != "" || agentErr == nil {
+		meta := map[string]any{metaArtifactID: tr.artifactID}
+		if tr.chunksMade > 0 {
+			meta[metaChunked] = true
+		}
 		if agentErr != nil {
 			meta[metaPartial] = true
 		}
@@ -574,7 +702,6 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 		})
 	}
 	status := ledger.Entry{TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString()}
-	var statusMsg *a2a.Message
 	switch {
 	case statusText != "":
 		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: statusText}}
@@ -593,41 +720,34 @@ func (tr *turnRun) finish(ctx context.Context, artifactID, reply string, agentEr
 		if errors.Is(err, ledger.ErrFenced) {
 			text = "a newer turn took over this context; this turn's reply was not stored"
 			r.log.Warn("turn fenced off: a newer holder owns the context", "task_id", lt.id)
-			// Close the task without touching the conversation: an audit-only status, so
-			// the task does not stay "working" and no reply enters the newer turn.
-			_, aerr := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
-				TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit,
-				Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
-				Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},
-			}}})
-			if aerr != nil {
-				r.log.Warn("recording a fenced turn's failure failed", "task_id", lt.id, "err", aerr)
-			}
 		} else {
 			r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
 		}
-		lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID, Final: true,
-			Status: a2a.TaskStatus{State: a2a.StateFailed, Timestamp: time.Now().UTC(), Message: &a2a.Message{
-				MessageID: uuid.NewString(), Role: a2a.RoleAgent, ContextID: lt.contextID, TaskID: lt.id,
-				Parts: []a2a.Part{a2a.TextPart(text)}}}}}, true)
+		// Close the task without touching the conversation: an audit-only status, so the
+		// task does not stay "working" and no reply enters a newer turn.
+		failed, aerr := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
+			TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit,
+			Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
+			Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},
+		}}})
+		if aerr != nil {
+			r.log.Error("recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", aerr)
+		} else {
+			tr.keep(failed.Entries)
+			r.publish(fctx, tr.peer, lt.contextID, failed.Entries)
+		}
+		if tr.keepStored {
+			lt.stored = tr.stored
+		}
+		r.obs.TurnDone(string(a2a.StateFailed), time.Since(tr.started))
 		return
 	}
-	if tr.first != nil {
-		lt.stored = append(append(make([]ledger.Entry, 0, len(tr.first)+len(stored.Entries)), tr.first...), stored.Entries...)
+	r.obs.TurnDone(string(state), time.Since(tr.started))
+	tr.keep(stored.Entries)
+	if tr.keepStored {
+		lt.stored = tr.stored
 	}
-	last := stored.Entries[len(stored.Entries)-1]
-	if len(last.Parts) > 0 {
-		statusMsg = &a2a.Message{MessageID: last.MessageID, Role: a2a.RoleAgent, ContextID: lt.contextID, TaskID: lt.id, Parts: []a2a.Part{a2a.TextPart(statusOrReply(statusText, reply))}}
-	}
-	lt.publish(a2a.Event{Status: &a2a.StatusUpdate{TaskID: lt.id, ContextID: lt.contextID, Final: state.EndsStream(),
-		Status: a2a.TaskStatus{State: state, Timestamp: last.CreatedAt, Message: statusMsg}}}, true)
-}
-
-func statusOrReply(statusText, reply string) string {
-	if statusText != "" {
-		return statusText
-	}
-	return reply
+	r.publish(fctx, tr.peer, lt.contextID, stored.Entries)
 }
 
 // newTaskID returns a time-ordered (version 7) UUID: new tasks land at the right edge of

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 
@@ -50,12 +51,18 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 
 // GetTask implements a2a.Handler.
 func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
+	if err := r.admit(ctx); err != nil {
+		return nil, err
+	}
 	return r.loadTask(ctx, PeerFrom(ctx), p.ID, p.HistoryLength)
 }
 
 // ListTasks implements a2a.Handler: the caller's tasks, newest status first, optionally of
 // one context; the page token is an opaque offset.
 func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.ListTasksResult, error) {
+	if err := r.admit(ctx); err != nil {
+		return nil, err
+	}
 	peer := PeerFrom(ctx)
 	var convs []string
 	if p.ContextID != "" {
@@ -128,6 +135,9 @@ func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.Li
 // CancelTask implements a2a.Handler. Canceling a canceled task returns it again
 // (idempotent); any other terminal task is not cancelable.
 func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
+	if err := r.admit(ctx); err != nil {
+		return nil, err
+	}
 	peer := PeerFrom(ctx)
 	t, err := r.loadTask(ctx, peer, p.ID, nil)
 	if err != nil {
@@ -172,26 +182,88 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	return r.loadTask(ctx, peer, p.ID, nil)
 }
 
-// SubscribeToTask implements a2a.Handler: a running task's events after p.AfterSeq (from
-// its Task snapshot when AfterSeq is 0); a parked task's snapshot; terminal tasks are
-// refused as the spec says.
+// SubscribeToTask implements a2a.Handler: a task's events after p.AfterSeq (the SSE
+// Last-Event-ID), replayed from the ledger and then live, ending with the task's final
+// status. Without AfterSeq the stream starts with a Task snapshot. A terminal task is
+// refused as the spec says, unless AfterSeq shows a client resuming a stream it was
+// reading: then it gets what it missed, up to the end.
 func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a2a.Stream, error) {
-	peer := PeerFrom(ctx)
-	r.mu.Lock()
-	lt := r.live[p.ID]
-	r.mu.Unlock()
-	if lt != nil && lt.owner == peer {
-		return lt.stream(p.AfterSeq), nil
+	if err := r.admit(ctx); err != nil {
+		return nil, err
 	}
-	t, err := r.loadTask(ctx, peer, p.ID, nil)
+	peer := PeerFrom(ctx)
+	conv, entries, err := r.led.TaskEntries(ctx, p.ID)
+	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
+		return nil, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", p.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load task: %w", err)
+	}
+	st := foldTask(conv, p.ID, entries).Status.State
+	r.mu.Lock()
+	_, running := r.live[p.ID]
+	r.mu.Unlock()
+	running = running && !st.EndsStream() // its end is stored: it is finishing
+	lastSeq := entries[len(entries)-1].Seq
+	switch {
+	case p.AfterSeq > 0 && p.AfterSeq < lastSeq || running:
+		// resuming, or a running task: replay and follow below
+	case st.Terminal() && p.AfterSeq == 0:
+		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %q is %s; use GetTask to read it", p.ID, st)
+	case p.AfterSeq >= lastSeq && (st.Terminal() || !running):
+		return &sliceStream{}, nil // nothing missed, and nothing more will come here
+	case !running && p.AfterSeq == 0:
+		// parked (input-required) or orphaned: its snapshot is all there is
+		t, err := r.loadTask(ctx, peer, p.ID, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &sliceStream{events: []a2a.Event{{Seq: lastSeq, Task: t}}}, nil
+	}
+	release, err := r.openStream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if t.Status.State.Terminal() {
-		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %q is %s; use GetTask to read it", p.ID, t.Status.State)
+	if p.AfterSeq > 0 {
+		return r.newEventStream(peer, conv.ContextID, p.ID, p.AfterSeq, nil, release), nil
 	}
-	return &sliceStream{events: []a2a.Event{{Seq: 1, Task: t}}}, nil
+	// A snapshot first; the join comes before the read, so nothing after it is missed.
+	es := r.newEventStream(peer, conv.ContextID, p.ID, 0, nil, release)
+	conv, entries, err = r.led.TaskEntries(ctx, p.ID)
+	if err == nil {
+		err = r.inflate(ctx, entries)
+	}
+	if err != nil {
+		es.Close()
+		return nil, fmt.Errorf("load task: %w", err)
+	}
+	t := foldTask(conv, p.ID, entries)
+	es.head = []a2a.Event{{Seq: entries[len(entries)-1].Seq, Task: &t}}
+	es.covered = es.head[0].Seq
+	if t.Status.State.EndsStream() {
+		es.done = true // it ended between the two reads
+	}
+	return es, nil
 }
+
+// sliceStream streams a fixed list of events.
+type sliceStream struct {
+	events []a2a.Event
+}
+
+func (s *sliceStream) Next(ctx context.Context) (a2a.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return a2a.Event{}, err
+	}
+	if len(s.events) == 0 {
+		return a2a.Event{}, io.EOF
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
+}
+
+func (s *sliceStream) Close() {}
 
 // Recover marks tasks that were running when the gateway last stopped as FAILED, so that
 // no task stays "working" forever. Call it before serving.

@@ -1,0 +1,247 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// Entry metadata of the reply's stream.
+const (
+	metaAppend    = "append"    // REPLY_CHUNK: continues the artifact's earlier chunks
+	metaLastChunk = "lastChunk" // REPLY_CHUNK: the reply's final chunk
+	metaChunked   = "chunked"   // AGENT_REPLY: the reply was streamed as REPLY_CHUNK entries
+)
+
+// entryEvent is the stream event of a stored entry, and false for entries that are not
+// events (audit records, errors, and a reply already streamed as chunks). Live streams and
+// ledger replays both go through it, so an event is the same whichever way it arrives,
+// and its Seq is the entry's seq in the context.
+func entryEvent(e *ledger.Entry) (a2a.Event, bool) {
+	ev := a2a.Event{Seq: e.Seq}
+	switch e.Kind {
+	case ledger.KindUserMessage:
+		if e.Visibility != ledger.VisibilityModel {
+			return ev, false
+		}
+		ev.Task = &a2a.Task{
+			ID: e.TaskID, ContextID: e.ContextID,
+			Status: a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: e.CreatedAt},
+			History: []a2a.Message{{
+				MessageID: e.MessageID, ContextID: e.ContextID, TaskID: e.TaskID,
+				Role: a2a.RoleUser, Parts: fromLedgerParts(e.Parts), Metadata: unmarshalMeta(e.Metadata),
+			}},
+		}
+	case ledger.KindStatus:
+		st, ok := a2a.DecodeState(e.State)
+		if !ok {
+			st = a2a.StateUnknown
+		}
+		su := &a2a.StatusUpdate{TaskID: e.TaskID, ContextID: e.ContextID, Final: st.EndsStream(),
+			Status: a2a.TaskStatus{State: st, Timestamp: e.CreatedAt}}
+		if len(e.Parts) > 0 {
+			su.Status.Message = &a2a.Message{MessageID: e.MessageID, ContextID: e.ContextID, TaskID: e.TaskID,
+				Role: a2a.RoleAgent, Parts: fromLedgerParts(e.Parts)}
+		}
+		ev.Status = su
+	case ledger.KindReplyChunk:
+		m := unmarshalMeta(e.Metadata)
+		appendFlag, _ := m[metaAppend].(bool)
+		last, _ := m[metaLastChunk].(bool)
+		id, _ := m[metaArtifactID].(string)
+		ev.Artifact = &a2a.ArtifactUpdate{TaskID: e.TaskID, ContextID: e.ContextID,
+			Artifact: a2a.Artifact{ArtifactID: id, Name: "reply", Parts: fromLedgerParts(e.Parts)},
+			Append:   appendFlag, LastChunk: last}
+	case ledger.KindAgentReply:
+		m := unmarshalMeta(e.Metadata)
+		if chunked, _ := m[metaChunked].(bool); chunked {
+			return ev, false
+		}
+		id, _ := m[metaArtifactID].(string)
+		ev.Artifact = &a2a.ArtifactUpdate{TaskID: e.TaskID, ContextID: e.ContextID,
+			Artifact:  a2a.Artifact{ArtifactID: id, Name: "reply", Parts: fromLedgerParts(e.Parts)},
+			LastChunk: true}
+	default:
+		return ev, false
+	}
+	return ev, true
+}
+
+// eventTask is the task an event belongs to.
+func eventTask(ev *a2a.Event) string {
+	switch {
+	case ev.Task != nil:
+		return ev.Task.ID
+	case ev.Status != nil:
+		return ev.Status.TaskID
+	case ev.Artifact != nil:
+		return ev.Artifact.TaskID
+	case ev.Message != nil:
+		return ev.Message.TaskID
+	}
+	return ""
+}
+
+// publish sends stored entries to the context's live readers.
+func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []ledger.Entry) {
+	evs := make([]a2a.Event, 0, len(stored))
+	inflated := false
+	for i := range stored {
+		e := &stored[i]
+		for j := range e.Parts {
+			if e.Parts[j].ArtifactRef != "" && !inflated {
+				cp := append([]ledger.Entry(nil), stored...)
+				if err := r.inflate(ctx, cp); err != nil {
+					r.log.Warn("live stream: a large part could not be loaded; readers get its reference", "err", err)
+				} else {
+					stored, e = cp, &cp[i]
+				}
+				inflated = true
+			}
+		}
+		if ev, ok := entryEvent(e); ok {
+			evs = append(evs, ev)
+		}
+	}
+	r.feeds.publish(conversations.Key(owner, contextID), evs...)
+}
+
+// replayPage is how many entries a stream reads from the ledger at a time.
+const replayPage = 256
+
+// eventStream reads a context's events with seq > afterSeq: first from the ledger, then
+// live, with no gap and no duplicate. With taskID it keeps only that task's events and
+// ends after the task's final status (or at the end of head when final is set); head events
+// go first.
+type eventStream struct {
+	r                *Runner
+	owner, contextID string
+	key              string
+	taskID           string
+
+	head      []a2a.Event
+	pending   []a2a.Event
+	covered   uint64 // every event with seq ≤ covered was delivered or skipped
+	replaying bool
+	cur       *cursor
+	done      bool
+	release   func()
+}
+
+// newEventStream joins the live feed first, so that nothing committed after the ledger
+// read below is missed.
+func (r *Runner) newEventStream(owner, contextID, taskID string, afterSeq uint64, head []a2a.Event, release func()) *eventStream {
+	key := conversations.Key(owner, contextID)
+	return &eventStream{r: r, owner: owner, contextID: contextID, key: key, taskID: taskID,
+		head: head, covered: afterSeq, replaying: true, cur: r.feeds.join(key), release: release}
+}
+
+// Next implements a2a.Stream.
+func (s *eventStream) Next(ctx context.Context) (a2a.Event, error) {
+	if len(s.head) > 0 {
+		ev := s.head[0]
+		s.head = s.head[1:]
+		return ev, nil
+	}
+	for !s.done {
+		var ev a2a.Event
+		switch {
+		case len(s.pending) > 0:
+			ev = s.pending[0]
+			s.pending = s.pending[1:]
+		case s.replaying:
+			if err := s.readPage(ctx); err != nil {
+				return a2a.Event{}, err
+			}
+			continue
+		default:
+			var err error
+			ev, err = s.cur.next(ctx)
+			if errors.Is(err, errLagged) {
+				// Too far behind the feed: rejoin at its end and catch up from the ledger.
+				s.cur.close()
+				s.cur = s.r.feeds.join(s.key)
+				s.replaying = true
+				continue
+			}
+			if err != nil {
+				return a2a.Event{}, err
+			}
+		}
+		if ev.Seq <= s.covered {
+			continue // replayed already
+		}
+		s.covered = ev.Seq
+		if s.taskID != "" {
+			if eventTask(&ev) != s.taskID {
+				continue
+			}
+			if ev.Status != nil && ev.Status.Status.State.EndsStream() {
+				s.done = true
+			}
+		}
+		return ev, nil
+	}
+	return a2a.Event{}, io.EOF
+}
+
+// readPage reads the next entries after covered from the ledger.
+func (s *eventStream) readPage(ctx context.Context) error {
+	entries, err := s.r.led.Range(ctx, s.owner, s.contextID, s.covered, replayPage)
+	if errors.Is(err, ledger.ErrNotFound) {
+		entries, err = nil, nil // no conversation yet: everything will come live
+	}
+	if err != nil {
+		return fmt.Errorf("replay from the ledger: %w", err)
+	}
+	if len(entries) < replayPage {
+		s.replaying = false
+	}
+	if err := s.r.inflate(ctx, entries); err != nil {
+		return err
+	}
+	for i := range entries {
+		if ev, ok := entryEvent(&entries[i]); ok {
+			s.pending = append(s.pending, ev)
+		} else if len(s.pending) == 0 {
+			s.covered = max(s.covered, entries[i].Seq)
+		}
+	}
+	if len(s.pending) == 0 && len(entries) > 0 {
+		s.covered = max(s.covered, entries[len(entries)-1].Seq)
+	}
+	return nil
+}
+
+// Close implements a2a.Stream; safe to call more than once.
+func (s *eventStream) Close() {
+	s.cur.close()
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
+}
+
+// SubscribeContext streams every event of the caller's context contextID (all its tasks)
+// with seq > afterSeq: replayed from the ledger, then live. The stream does not end by
+// itself. Errors: invalid params for a bad contextId, RATE_LIMITED over the peer's
+// limits. A context that does not exist yet is not an error: its events arrive when it
+// starts.
+func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (a2a.Stream, error) {
+	if err := r.admit(ctx); err != nil {
+		return nil, err
+	}
+	if err := conversations.ValidateContextID(contextID); err != nil {
+		return nil, a2a.InvalidParams("contextId", "%v", err)
+	}
+	release, err := r.openStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.newEventStream(PeerFrom(ctx), contextID, "", afterSeq, nil, release), nil
+}

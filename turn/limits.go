@@ -1,0 +1,149 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/a2a-gateway/gateway/a2a"
+)
+
+// admit applies the peer's rate limit to one request.
+func (r *Runner) admit(ctx context.Context) error {
+	if r.cfg.RateLimit == nil {
+		return nil
+	}
+	peer := PeerFrom(ctx)
+	ok, retry := r.cfg.RateLimit.Allow(peer)
+	if ok {
+		return nil
+	}
+	r.obs.RateLimited(peer)
+	secs := max(1, int(math.Ceil(retry.Seconds())))
+	return &a2a.Error{
+		Err:      a2a.ErrRateLimited,
+		Message:  fmt.Sprintf("rate limit exceeded for peer %q; retry in %ds", peer, secs),
+		Metadata: map[string]string{"peer": peer, "retryAfterSeconds": fmt.Sprint(secs)},
+	}
+}
+
+// checkLimits refuses a message over the configured size limits before anything of it is
+// stored.
+func (r *Runner) checkLimits(m *a2a.Message) error {
+	c := &r.cfg
+	if c.MaxParts > 0 && len(m.Parts) > c.MaxParts {
+		r.obs.LimitExceeded("parts")
+		return a2a.InvalidParams("message.parts", "the message has %d parts; the limit is %d", len(m.Parts), c.MaxParts)
+	}
+	total := 0
+	for i := range m.Parts {
+		n := partBytes(&m.Parts[i])
+		if c.MaxPartBytes > 0 && n > c.MaxPartBytes {
+			r.obs.LimitExceeded("part_bytes")
+			return a2a.InvalidParams(fmt.Sprintf("message.parts[%d]", i), "the part holds %d bytes; the limit is %d per part", n, c.MaxPartBytes)
+		}
+		total += n
+	}
+	if c.MaxMessageBytes > 0 && total > c.MaxMessageBytes {
+		r.obs.LimitExceeded("message_bytes")
+		return a2a.InvalidParams("message.parts", "the message holds %d bytes; the limit is %d", total, c.MaxMessageBytes)
+	}
+	return nil
+}
+
+func partBytes(p *a2a.Part) int {
+	return len(p.Text) + len(p.Data) + len(p.Raw) + len(p.URL)
+}
+
+// openStream counts a stream of the caller against MaxStreamsPerPeer; the returned
+// release must be called once when the stream closes.
+func (r *Runner) openStream(ctx context.Context) (release func(), err error) {
+	peer := PeerFrom(ctx)
+	r.streamsMu.Lock()
+	defer r.streamsMu.Unlock()
+	if max := r.cfg.MaxStreamsPerPeer; max > 0 && r.streams[peer] >= max {
+		r.obs.LimitExceeded("streams")
+		return nil, &a2a.Error{
+			Err:      a2a.ErrRateLimited,
+			Message:  fmt.Sprintf("peer %q has %d streams open, the limit; close one and retry", peer, max),
+			Metadata: map[string]string{"peer": peer, "retryAfterSeconds": "1"},
+		}
+	}
+	r.streams[peer]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.streamsMu.Lock()
+			if r.streams[peer]--; r.streams[peer] <= 0 {
+				delete(r.streams, peer)
+			}
+			r.streamsMu.Unlock()
+		})
+	}, nil
+}
+
+// Streams returns the number of streams open (SSE and WebSocket), for metrics.
+func (r *Runner) Streams() int {
+	r.streamsMu.Lock()
+	defer r.streamsMu.Unlock()
+	n := 0
+	for _, c := range r.streams {
+		n += c
+	}
+	return n
+}
+
+// countedStream releases its stream slot on Close.
+type countedStream struct {
+	a2a.Stream
+	release func()
+}
+
+func (s *countedStream) Close() {
+	s.Stream.Close()
+	s.release()
+}
+
+// noObserver observes nothing.
+type noObserver struct{}
+
+func (noObserver) TurnDone(string, time.Duration)    {}
+func (noObserver) Busy()                             {}
+func (noObserver) RateLimited(string)                {}
+func (noObserver) LimitExceeded(string)              {}
+func (noObserver) LeaseAcquire(time.Duration, error) {}
+func (noObserver) AgentDone(time.Duration, error)    {}
+func (noObserver) Projection(int, int, int)          {}
+
+// prefixTracker remembers the last prompt given to the agent per context, to measure how
+// much of the next one is a byte-identical prefix (what keeps prompt caches hitting).
+// Bounded: past prefixTrackerMax contexts it starts over (a measurement, not state).
+type prefixTracker struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+const prefixTrackerMax = 4096
+
+// observe records prompt for key and returns the previous prompt's length and the length
+// of the common prefix.
+func (p *prefixTracker) observe(key, prompt string) (prevBytes, stable int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil || len(p.last) >= prefixTrackerMax {
+		p.last = map[string]string{}
+	}
+	prev, ok := p.last[key]
+	p.last[key] = prompt
+	if !ok {
+		return 0, 0
+	}
+	n := min(len(prev), len(prompt))
+	i := 0
+	for i < n && prev[i] == prompt[i] {
+		i++
+	}
+	return len(prev), i
+}

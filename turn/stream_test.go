@@ -1,0 +1,377 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// gatedAgent emits its pieces one at a time, each when the test lets it.
+type gatedAgent struct {
+	pieces []string
+	gate   chan struct{}
+}
+
+func (g *gatedAgent) Reply(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
+	for _, p := range g.pieces {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return agent.Result{}, ctx.Err()
+		}
+		if err := emit(p); err != nil {
+			return agent.Result{}, err
+		}
+	}
+	return agent.Result{}, nil
+}
+
+// splitBytes cuts s every n bytes, ignoring character boundaries.
+func splitBytes(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+// readAll reads st until io.EOF (or until stop says so), bounded by 20s.
+func readAll(t *testing.T, st a2a.Stream, stop func(a2a.Event) bool) []a2a.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var evs []a2a.Event
+	for {
+		ev, err := st.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return evs
+		}
+		if err != nil {
+			t.Fatalf("Next() after %d events: %v", len(evs), err)
+		}
+		evs = append(evs, ev)
+		if stop != nil && stop(ev) {
+			return evs
+		}
+	}
+}
+
+// replyText concatenates the artifact chunks of evs, checking each is valid UTF-8.
+func replyText(t *testing.T, evs []a2a.Event) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Artifact == nil {
+			continue
+		}
+		txt := a2a.PartsText(ev.Artifact.Artifact.Parts)
+		if !utf8.ValidString(txt) {
+			t.Fatalf("chunk at seq %d is not valid UTF-8: %q", ev.Seq, txt)
+		}
+		b.WriteString(txt)
+	}
+	return b.String()
+}
+
+func isFinal(ev a2a.Event) bool { return ev.Status != nil && ev.Status.Final }
+
+func TestStreamedReplyEqualsStoredReply(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("0123456789abcdefghij", 5*1024) // 100 KiB
+	multi := strings.Repeat("héllo 🌍🚀 世界、こんにちは ✓ ", 300)
+	for _, tc := range []struct {
+		name  string
+		reply string
+		cut   int
+	}{
+		{"100KB in 97-byte pieces", big, 97},
+		{"emoji and CJK split inside characters", multi, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pieces := splitBytes(tc.reply, tc.cut)
+			g := &gatedAgent{pieces: pieces, gate: make(chan struct{})}
+			r, st := newRunner(t, g)
+			sub, err := r.SubscribeContext(t.Context(), "bytes", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "bytes", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stream.Close()
+			go func() { // released piece by piece, with pauses, so several chunks are stored
+				for i := range pieces {
+					if i%50 == 0 {
+						time.Sleep(time.Millisecond)
+					}
+					g.gate <- struct{}{}
+				}
+			}()
+			direct := readAll(t, stream, nil)
+			watched := readAll(t, sub, isFinal)
+			if got := replyText(t, direct); got != tc.reply {
+				t.Fatalf("SendStreamingMessage chunks: %d bytes, want %d (equal: %v)", len(got), len(tc.reply), got == tc.reply)
+			}
+			if got := replyText(t, watched); got != tc.reply {
+				t.Fatalf("SubscribeContext chunks: %d bytes, want %d", len(got), len(tc.reply))
+			}
+			chunks := 0
+			for _, ev := range direct {
+				if ev.Artifact != nil {
+					chunks++
+				}
+			}
+			if chunks < 2 {
+				t.Errorf("the reply came in %d chunk(s); want it streamed in several", chunks)
+			}
+			task, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: direct[0].Task.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a2a.PartsText(task.Artifacts[0].Parts); got != tc.reply {
+				t.Fatalf("GetTask artifact differs from the reply (%d vs %d bytes)", len(got), len(tc.reply))
+			}
+			entries, err := st.Range(t.Context(), "local", "bytes", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Inflate(t.Context(), entries); err != nil {
+				t.Fatal(err)
+			}
+			var stored, chunked strings.Builder
+			for _, e := range entries {
+				switch e.Kind {
+				case ledger.KindAgentReply:
+					stored.WriteString(e.Parts[0].Text)
+				case ledger.KindReplyChunk:
+					chunked.WriteString(e.Parts[0].Text)
+				}
+			}
+			if stored.String() != tc.reply || chunked.String() != tc.reply {
+				t.Fatalf("ledger: reply %d bytes, chunks %d bytes; want %d each", stored.Len(), chunked.Len(), len(tc.reply))
+			}
+		})
+	}
+}
+
+func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
+	t.Parallel()
+	words := agent.SplitWords("one two three four five six seven eight nine ten eleven twelve")
+	g := &gatedAgent{pieces: words, gate: make(chan struct{})}
+	r, _ := newRunner(t, g)
+	ref, err := r.SubscribeContext(t.Context(), "resume", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "resume", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("count")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read the Task, the working status and three chunks, one word at a time.
+	var cut []a2a.Event
+	cut = append(cut, readN(t, stream, 2)...)
+	for range 3 {
+		g.gate <- struct{}{}
+		cut = append(cut, readN(t, stream, 1)...)
+	}
+	stream.Close()
+	taskID, last := cut[0].Task.ID, cut[len(cut)-1].Seq
+	// The turn goes on while nobody reads the task: words keep arriving during the resume.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range len(words) - 3 {
+			g.gate <- struct{}{}
+		}
+	})
+	resumedTask, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID, AfterSeq: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumedTask.Close()
+	resumedCtx, err := r.SubscribeContext(t.Context(), "resume", last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumedCtx.Close()
+	full := readAll(t, ref, isFinal)
+	gotTask := append(append([]a2a.Event(nil), cut...), readAll(t, resumedTask, nil)...)
+	gotCtx := append(append([]a2a.Event(nil), cut...), readAll(t, resumedCtx, isFinal)...)
+	wg.Wait()
+	if diff := cmp.Diff(seqs(full), seqs(gotTask)); diff != "" {
+		t.Errorf("task stream cut and resumed vs uninterrupted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(seqs(full), seqs(gotCtx)); diff != "" {
+		t.Errorf("context stream cut and resumed vs uninterrupted (-want +got):\n%s", diff)
+	}
+	if got, want := replyText(t, gotTask), strings.Join(words, ""); got != want {
+		t.Errorf("resumed reply = %q, want %q", got, want)
+	}
+	// After the end: resuming the finished task from the middle still gives the rest.
+	late, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID, AfterSeq: last})
+	if err != nil {
+		t.Fatalf("resume after the end: %v", err)
+	}
+	defer late.Close()
+	if diff := cmp.Diff(seqs(full[len(cut):]), seqs(readAll(t, late, nil))); diff != "" {
+		t.Errorf("resume after the end (-want +got):\n%s", diff)
+	}
+	if _, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Errorf("SubscribeToTask(terminal, no resume point) error = %v, want %v", err, a2a.ErrUnsupportedOperation)
+	}
+}
+
+func readN(t *testing.T, st a2a.Stream, n int) []a2a.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	out := make([]a2a.Event, 0, n)
+	for range n {
+		ev, err := st.Next(ctx)
+		if err != nil {
+			t.Fatalf("Next() after %d events: %v", len(out), err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// seqs describes events by seq and kind, for comparisons.
+func seqs(evs []a2a.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		switch {
+		case ev.Task != nil:
+			out[i] = fmt.Sprintf("%d task", ev.Seq)
+		case ev.Status != nil:
+			out[i] = fmt.Sprintf("%d status %s", ev.Seq, ev.Status.Status.State)
+		case ev.Artifact != nil:
+			out[i] = fmt.Sprintf("%d chunk %q", ev.Seq, a2a.PartsText(ev.Artifact.Artifact.Parts))
+		default:
+			out[i] = fmt.Sprintf("%d other", ev.Seq)
+		}
+	}
+	return out
+}
+
+func TestConcurrentSubscribersSeeTheSameEvents(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, agent.Echo{Delay: time.Millisecond})
+	const readers, turns = 6, 3
+	subs := make([]a2a.Stream, readers)
+	for i := range subs {
+		s, err := r.SubscribeContext(t.Context(), "many", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		subs[i] = s
+	}
+	for i := range turns {
+		if _, err := send(t.Context(), r, "many", "", fmt.Sprintf("turn %d has a few words", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([][]string, readers)
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() {
+			finals := 0
+			got[i] = seqs(readAll(t, s, func(ev a2a.Event) bool {
+				if isFinal(ev) {
+					finals++
+				}
+				return finals == turns
+			}))
+		})
+	}
+	wg.Wait()
+	for i := 1; i < readers; i++ {
+		if diff := cmp.Diff(got[0], got[i]); diff != "" {
+			t.Errorf("reader %d differs from reader 0 (-0 +%d):\n%s", i, i, diff)
+		}
+	}
+	if len(got[0]) < turns*3 {
+		t.Errorf("readers saw %d events for %d turns", len(got[0]), turns)
+	}
+}
+
+func TestLaggingReaderCatchesUpFromTheLedger(t *testing.T) {
+	t.Parallel()
+	words := make([]string, 40)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%02d ", i)
+	}
+	g := &gatedAgent{pieces: words, gate: make(chan struct{})}
+	r, _ := newRunner(t, g)
+	r.feeds.max = 4 // a tiny live backlog: the lagging reader must fall back to the ledger
+	fast, err := r.SubscribeContext(t.Context(), "lag", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	slow, err := r.SubscribeContext(t.Context(), "lag", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", ContextID: "lag", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}}); err != nil {
+		t.Fatal(err)
+	}
+	var all []a2a.Event
+	all = append(all, readN(t, fast, 2)...)
+	for range words { // one word per chunk: the fast reader takes each before the next
+		g.gate <- struct{}{}
+		all = append(all, readN(t, fast, 1)...)
+	}
+	all = append(all, readAll(t, fast, isFinal)...)
+	lagged := readAll(t, slow, isFinal)
+	if diff := cmp.Diff(seqs(all), seqs(lagged)); diff != "" {
+		t.Errorf("lagging reader vs live reader (-live +lagging):\n%s", diff)
+	}
+	if got := replyText(t, lagged); got != strings.Join(words, "") {
+		t.Errorf("lagging reader's reply = %q", got)
+	}
+}
+
+func TestNobodyWatchingStoresNoChunks(t *testing.T) {
+	t.Parallel()
+	r, st := newRunner(t, agent.Echo{})
+	if _, err := send(t.Context(), r, "quiet", "", "a reply of several words"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.Range(t.Context(), "local", "quiet", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Kind == ledger.KindReplyChunk {
+			t.Fatalf("a REPLY_CHUNK was stored for a turn nobody streamed: %+v", e)
+		}
+	}
+	// A late reader replays the reply as one chunk from the AGENT_REPLY entry.
+	sub, err := r.SubscribeContext(t.Context(), "quiet", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if got := replyText(t, readAll(t, sub, isFinal)); got != "echo: a reply of several words" {
+		t.Errorf("replayed reply = %q", got)
+	}
+}
