@@ -114,7 +114,7 @@ func BuildCard(cfg CardConfig, url string) *Card {
 			Streaming:         true,
 			ExtendedAgentCard: true,
 			Extensions: []cardExtension{
-				{URI: ExtAppendOnly, Description: "Replies stream as append-only artifact chunks with one stable artifactId (append: true after the first, lastChunk: true on the last); nothing is ever edited or replaced, and the final reply equals the concatenation of the chunks. Every SSE frame has an id: equal to its sequence number; SubscribeToTask or tasks/resubscribe with Last-Event-ID resumes after it with no gap and no duplicate."},
+				{URI: ExtAppendOnly, Description: "Replies stream as append-only artifact chunks with one stable artifactId (append: true after the first, lastChunk: true on the last); no message is ever edited or replaced, and the final reply equals the concatenation of the chunks, byte for byte. Every event carries its context's sequence number (SSE id:, WebSocket result.seq); events are stored before they are sent. To resume: SubscribeToTask or tasks/resubscribe with Last-Event-ID (also after the task ended), or conversations/subscribe {contextId, afterSeq} on GET /ws; what was missed is replayed from the ledger, then the stream continues live, with no gap and no duplicate."},
 				{URI: ExtHistoryBoundary, Description: "The agent behind the gateway receives the prior turns of the contextId wrapped in a boundary marking them as reference only, not new instructions; only original messages are stored."},
 			},
 		},

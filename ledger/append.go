@@ -122,8 +122,12 @@ func (s *Store) appendAlone(p *prepared) outcome {
 	case err != nil:
 		out = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
 	default:
+		d := time.Since(start)
 		s.commits.Add(1)
-		s.commitNanos.Add(int64(time.Since(start)))
+		s.commitNanos.Add(int64(d))
+		if s.opts.OnCommit != nil {
+			s.opts.OnCommit(d, len(p.entries))
+		}
 	}
 	s.count(p, out.err)
 	return out

@@ -43,6 +43,15 @@ type Options struct {
 	MaxBatch int
 	// Now returns the current time. Zero value: time.Now.
 	Now func() time.Time
+	// OnCommit, when set, is called after each committed write transaction that carried
+	// appends, with the time the transaction took (fsync included, as in
+	// Stats.CommitTime) and the number of entries it committed (as in Stats.Appends). It
+	// runs on the committing goroutine (the committer, or the caller of Append with
+	// NoGroupCommit) before the batch's Append calls return, so it must be cheap and must
+	// not block or call the Store: a metrics observation. It is not called for a
+	// transaction that failed or in which every request was refused. Zero value: nothing
+	// is called.
+	OnCommit func(d time.Duration, appends int)
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -266,8 +275,18 @@ func (s *Store) commitBatch(batch []*pending) {
 		err = nil
 	}
 	if err == nil && accepted > 0 {
+		d := time.Since(start)
 		s.commits.Add(1)
-		s.commitNanos.Add(int64(time.Since(start)))
+		s.commitNanos.Add(int64(d))
+		if s.opts.OnCommit != nil {
+			entries := 0
+			for i, p := range batch {
+				if results[i].err == nil {
+					entries += len(p.req.entries)
+				}
+			}
+			s.opts.OnCommit(d, entries)
+		}
 	}
 	for i, p := range batch {
 		r := results[i]

@@ -21,7 +21,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_ready() { for _ in $(seq 100); do curl -fs "$1/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "gateway at $1 did not become ready" >&2; return 1; }
 
 port=$(free_port)
-"$BIN" serve --addr "127.0.0.1:$port" --data-dir "$tmp/local" --log-level warn &
+"$BIN" serve --addr "127.0.0.1:$port" --data-dir "$tmp/local" --log-level warn --rate-limit 0 &
 pids+=($!)
 url="http://127.0.0.1:$port/"
 wait_ready "http://127.0.0.1:$port"
@@ -44,7 +44,7 @@ if command -v redis-server >/dev/null 2>&1; then
   pids+=($!)
   sleep 0.3
   port2=$(free_port)
-  "$BIN" serve --addr "127.0.0.1:$port2" --data-dir "$tmp/redis" --redis-addr "127.0.0.1:$rport" --log-level warn &
+  "$BIN" serve --addr "127.0.0.1:$port2" --data-dir "$tmp/redis" --redis-addr "127.0.0.1:$rport" --log-level warn --rate-limit 0 &
   pids+=($!)
   wait_ready "http://127.0.0.1:$port2"
   echo "=== gateway with the Redis lease (target) vs with the in-process lease (baseline), concurrency 64"

@@ -328,6 +328,8 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 	if err := r.checkLimits(&m); err != nil {
 		return nil, a2a.Task{}, nil, err
 	}
+	// a credential a peer pasted is never stored, shown to the agent or echoed back.
+	m.Parts, _ = redactParts(m.Parts)
 	if !hasContent(m.Parts) {
 		r.auditRejected(peer, &m, "EMPTY_MESSAGE", "")
 		return nil, a2a.Task{}, nil, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
@@ -477,13 +479,14 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 
 // auditEntry is the audit-only record of a rejected request.
 func auditEntry(peer string, m *a2a.Message, reason, taskID string) ledger.Entry {
+	parts, _ := redactParts(m.Parts)
 	meta := map[string]any{"rejected": reason}
 	if taskID != "" {
 		meta["taskId"] = taskID
 	}
 	return ledger.Entry{
 		Kind: ledger.KindAudit, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityAudit,
-		Actor: peer, MessageID: m.MessageID, Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts),
+		Actor: peer, MessageID: m.MessageID, Role: ledger.RoleUser, Parts: toLedgerParts(parts),
 		Metadata: marshalMeta(meta),
 	}
 }

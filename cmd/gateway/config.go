@@ -43,6 +43,14 @@ type Config struct {
 	HistoryLimit   int
 	OperatorPolicy string
 
+	// Limits (X-2). RateLimit is a --rate-limit spec ("600/m"; "0" or "" = off); the Max*
+	// fields are 0 for no limit. The zero values limit nothing; the flags' defaults do.
+	RateLimit         string
+	MaxParts          int
+	MaxPartBytes      int
+	MaxMessageBytes   int
+	MaxStreamsPerPeer int
+
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
 	AgentKey string
 	// Peers come from the config file's `peers:` list (never flags), tokens resolved.
@@ -57,7 +65,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
 		slog.String("redis_addr", c.RedisAddr), slog.String("lease_ttl", c.LeaseTTL.String()),
 		slog.String("agent_model", c.AgentModel), slog.Bool("agent_key_set", c.AgentKey != ""),
-		slog.Int("history_limit", c.HistoryLimit),
+		slog.Int("history_limit", c.HistoryLimit), slog.Int("peers", len(c.Peers)),
+		slog.Bool("peer_auth", c.peerAuthConfigured()), slog.String("rate_limit", c.RateLimit),
+		slog.Int("max_parts", c.MaxParts), slog.Int("max_part_bytes", c.MaxPartBytes),
+		slog.Int("max_message_bytes", c.MaxMessageBytes), slog.Int("max_streams_per_peer", c.MaxStreamsPerPeer),
 	)
 }
 
@@ -163,7 +174,12 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews it every ttl/3")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
-	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/; empty: loopback clients only")
+	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/ and for /metrics; empty: loopback clients only")
+	e.String(&cfg.RateLimit, "rate-limit", "600/m", "requests each peer may make: N/s, N/m or N/h, a token bucket per peer whose burst is N (a quiet peer may send N at once); beyond it -32000 RATE_LIMITED with a retry hint; 0 turns it off")
+	e.Int(&cfg.MaxParts, "max-parts", 64, "most parts in one message (0: no limit); more is -32602 invalid params and nothing is stored")
+	e.Int(&cfg.MaxPartBytes, "max-part-bytes", 256<<10, "most bytes of one part's content (text, data or file bytes; 0: no limit); more is -32602 invalid params and nothing is stored")
+	e.Int(&cfg.MaxMessageBytes, "max-message-bytes", 960<<10, "most bytes of all of a message's parts together (0: no limit; the request body is capped at 1 MiB regardless); more is -32602 invalid params and nothing is stored")
+	e.Int(&cfg.MaxStreamsPerPeer, "max-streams-per-peer", 32, "most streams (SSE and WebSocket subscriptions) one peer may have open at once (0: no limit); beyond it RATE_LIMITED")
 	return e
 }
 
@@ -173,8 +189,8 @@ func (c *Config) Validate() error {
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--addr %q: want host:port, e.g. 127.0.0.1:9900", c.Addr))
-	} else if !c.InsecurePublic && !isLoopbackHost(host) {
-		errs = append(errs, fmt.Errorf("--addr %q is not a loopback address and no peer tokens are configured: anyone who can reach it could talk to the agent; listen on 127.0.0.1, or pass --insecure-public", c.Addr))
+	} else if !c.InsecurePublic && !c.peerAuthConfigured() && !isLoopbackHost(host) {
+		errs = append(errs, fmt.Errorf("--addr %q is not a loopback address and no peer tokens are configured (no peer in the config file's peers: list has accept-tokens or accept-token-envs): anyone who can reach it could talk to the agent, and every caller would be the same peer; configure peer tokens, listen on 127.0.0.1, or pass --insecure-public", c.Addr))
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
@@ -228,7 +244,29 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
 	}
+	if _, err := parseRate(c.RateLimit); err != nil {
+		errs = append(errs, err)
+	}
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}} {
+		if l.v < 0 {
+			errs = append(errs, fmt.Errorf("--%s %d: want 0 (no limit) or more", l.name, l.v))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// peerAuthConfigured reports whether any peer has an inbound (accept) token, which turns
+// peer authentication on for the A2A routes.
+func (c *Config) peerAuthConfigured() bool {
+	for _, p := range c.Peers {
+		if len(p.Accept) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func isLoopbackHost(host string) bool {

@@ -44,7 +44,7 @@ type gatewayProc struct {
 // startProc starts `gateway serve` on a free port and waits until it listens.
 func startProc(t *testing.T, bin string, args ...string) *gatewayProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--rate-limit", "0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,19 @@ type Server struct {
 	ready  atomic.Bool
 	served chan error
 	closed atomic.Bool
+
+	// tokens authenticates peers on the A2A routes (see peerAuth); empty: everyone is
+	// "local".
+	tokens *peerTokens
+	// metrics is the Prometheus registry and the turn.Observer (see metrics.go).
+	metrics *metrics
+	// streamStats reports the open A2A streams and WebSocket connections for the
+	// gateway_active_streams and gateway_websocket_connections gauges; nil reports 0, 0.
+	// OpenServer sets it to the runner's stream count (SSE and WebSocket subscriptions)
+	// and 0 connections; replace it there, before the listener starts, to report
+	// WebSocket connections. It is called on every scrape, so it must be cheap and safe
+	// for concurrent use.
+	streamStats func() (streams, wsConns int)
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent).
@@ -74,11 +87,22 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{}, logger)
+	rate, err := parseRate(cfg.RateLimit)
+	if err != nil {
+		return nil, err // Validate reported it already; kept for a direct caller
+	}
+	s := &Server{cfg: cfg, log: logger, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers)}
+	s.metrics = newMetrics(func() (int, int) {
+		if s.streamStats == nil {
+			return 0, 0
+		}
+		return s.streamStats()
+	})
+	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{cfg: cfg, log: logger, ledger: led, served: make(chan error, 1)}
+	s.ledger = led
 	if cfg.RedisAddr != "" {
 		rl, err := locking.NewRedis(ctx, locking.RedisConfig{Addr: cfg.RedisAddr, TTL: cfg.LeaseTTL}, logger)
 		if err != nil {
@@ -110,11 +134,22 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		_ = led.Close()
 		return nil, fmt.Errorf("projection policy: %w", err)
 	}
-	tcfg := turn.Config{Policy: s.policy}
+	tcfg := turn.Config{
+		Policy:            s.policy,
+		MaxParts:          cfg.MaxParts,
+		MaxPartBytes:      cfg.MaxPartBytes,
+		MaxMessageBytes:   cfg.MaxMessageBytes,
+		MaxStreamsPerPeer: cfg.MaxStreamsPerPeer,
+		Observe:           s.metrics,
+	}
+	if rl := newRateLimiter(rate, nil); rl != nil {
+		tcfg.RateLimit = rl // a nil *rateLimiter in the interface would not read as "off"
+	}
 	if cfg.BusyPolicy == "wait" {
 		tcfg.BusyWait = cfg.BusyWait
 	}
 	s.runner = turn.New(tcfg, led, s.locks, ag, logger)
+	s.streamStats = func() (int, int) { return s.runner.Streams(), 0 }
 	if n, err := s.runner.Recover(ctx); err != nil {
 		_ = s.locks.Close()
 		_ = led.Close()
@@ -132,6 +167,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
+	logAuthMode(logger, cfg.Peers, s.tokens)
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "config", cfg)
 	return s, nil
 }
@@ -148,14 +184,17 @@ func (s *Server) routes() http.Handler {
 	e.Logger.SetOutput(io.Discard)
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestID())
-	card := a2a.CardConfig{URL: s.cfg.PublicURL}
-	rpc := a2a.NewJSONRPCHandler(s.runner, a2a.TransportConfig{
+	// The card stays public; it declares the bearer scheme when peers authenticate.
+	card := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
+	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, a2a.TransportConfig{
 		Logger:       s.log,
 		ExtendedCard: func(r *http.Request) ([]byte, error) { return a2a.CardJSON(card, r) },
-	})
+		Observe:      s.metrics.observeRequest,
+	}))
 	e.POST("/", echo.WrapHandler(rpc))
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
+	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
 	admin := adminHandler{src: directSource{led: s.ledger, policy: s.policy, running: func(ctx context.Context, owner, contextID string) string {
 		h, _ := s.locks.Holder(ctx, conversations.Key(owner, contextID))
 		return h

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,14 +101,15 @@ func TestV1RawHTTP(t *testing.T) {
 	var streamTaskID string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	wantID := 1
+	lastID := uint64(0) // ids are the context's seq: increasing (the context has earlier turns)
 	for sc.Scan() {
 		line := sc.Text()
 		if id, ok := strings.CutPrefix(line, "id: "); ok {
-			if id != fmt.Sprint(wantID) {
-				t.Fatalf("SSE id = %s, want %d", id, wantID)
+			n, err := strconv.ParseUint(id, 10, 64)
+			if err != nil || n <= lastID {
+				t.Fatalf("SSE id = %s after %d, want an increasing sequence number", id, lastID)
 			}
-			wantID++
+			lastID = n
 			continue
 		}
 		data, ok := strings.CutPrefix(line, "data: ")

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/turn"
+)
+
+// authRealm is the realm of the WWW-Authenticate challenge on the A2A routes.
+const authRealm = "a2a-gateway"
+
+// peerTokens maps the inbound bearer tokens of the configured peers to their names (X-1).
+// Tokens are kept only as SHA-256 digests: a lookup hashes the presented token and
+// compares it with every digest in constant time, without an early exit, so neither the
+// time taken nor the order of the list tells how close a guess was or which peer matched.
+type peerTokens struct {
+	digests [][sha256.Size]byte
+	peers   []string // peers[i] presents the token hashed in digests[i]
+}
+
+// newPeerTokens collects the accept tokens of peers. Peers without accept tokens (only
+// called by us) add nothing.
+func newPeerTokens(peers []Peer) *peerTokens {
+	t := &peerTokens{}
+	for _, p := range peers {
+		for _, tok := range p.Accept {
+			t.digests = append(t.digests, sha256.Sum256([]byte(tok)))
+			t.peers = append(t.peers, p.Name)
+		}
+	}
+	return t
+}
+
+// enabled reports whether any peer token is configured; without one every caller is the
+// peer "local" (and Validate keeps the listener on loopback).
+func (t *peerTokens) enabled() bool { return len(t.digests) > 0 }
+
+// lookup returns the peer that presents token, and false when none does.
+func (t *peerTokens) lookup(token string) (string, bool) {
+	sum := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range t.digests {
+		eq := subtle.ConstantTimeCompare(sum[:], t.digests[i][:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+	}
+	if match < 0 {
+		return "", false
+	}
+	return t.peers[match], true
+}
+
+// bearerToken returns the credential of an "Authorization: Bearer <token>" header (the
+// scheme is case-insensitive, RFC 7235), and false when there is none.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// peerAuth wraps an A2A route (POST /, POST /a2a, GET /ws) with peer authentication. With
+// peer tokens configured, a request must carry "Authorization: Bearer <token>" of a
+// configured peer; that peer's name becomes the request's identity (turn.WithPeer), which
+// owns the conversations it creates. Anything else is answered 401 with a Bearer
+// challenge and no detail, before the body is read. The identity comes from the
+// credential only: nothing in the body or its metadata can name a peer. Without peer
+// tokens every request is the peer "local".
+func (s *Server) peerAuth(next http.Handler) http.Handler {
+	if !s.tokens.enabled() {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), conversations.LocalOwner)))
+		})
+	}
+	log := s.log.With("component", "auth")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearerToken(r)
+		reason := "missing"
+		if ok {
+			var peer string
+			if peer, ok = s.tokens.lookup(tok); ok {
+				next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), peer)))
+				return
+			}
+			reason = "invalid"
+		}
+		s.metrics.authFailure(reason)
+		log.DebugContext(r.Context(), "peer authentication failed", "reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path)
+		unauthorized(w)
+	})
+}
+
+// unauthorized answers 401 with the Bearer challenge and a generic line: nothing tells a
+// missing token from a wrong one, or names a peer.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="`+authRealm+`"`)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write([]byte("unauthorized\n"))
+}
+
+// logAuthMode records at startup how peers are identified (names only, never tokens).
+func logAuthMode(log *slog.Logger, peers []Peer, t *peerTokens) {
+	if !t.enabled() {
+		log.Info("peer authentication off: every caller is peer \"local\"")
+		return
+	}
+	var names []string
+	for _, p := range peers {
+		if len(p.Accept) > 0 {
+			names = append(names, p.Name)
+		}
+	}
+	log.Info("peer authentication on: A2A requests need a peer's bearer token", "peers", names, "tokens", len(t.digests))
+}

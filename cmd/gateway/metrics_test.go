@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/a2a-gateway/gateway/agent"
+)
+
+// scrape GETs /metrics (with the admin token when given) and parses the text exposition.
+func scrape(t *testing.T, c *http.Client, s *Server, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: status %d, want 200", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("GET /metrics: Content-Type %q, want the text format", ct)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	return fams
+}
+
+// value sums, over the series of family name whose labels include the given pairs, the
+// counter or gauge value, or the sample count of a histogram. A family or series not
+// exposed yet counts 0.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	return sumSeries(t, fams, name, labels, func(m *dto.Metric) float64 {
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		case m.Untyped != nil:
+			return m.Untyped.GetValue()
+		}
+		return 0
+	})
+}
+
+// histSum is value for the sum of a histogram's observations.
+func histSum(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	return sumSeries(t, fams, name, labels, func(m *dto.Metric) float64 { return m.GetHistogram().GetSampleSum() })
+}
+
+func sumSeries(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels []string, get func(*dto.Metric) float64) float64 {
+	t.Helper()
+	if len(labels)%2 != 0 {
+		t.Fatalf("labels %v: want name, value pairs", labels)
+	}
+	f := fams[name]
+	if f == nil {
+		return 0
+	}
+	total := 0.0
+series:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, lp := range m.Label {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for i := 0; i < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue series
+			}
+		}
+		total += get(m)
+	}
+	return total
+}
+
+// TestMetricsScenario: after a few sends, a busy rejection, a size-limit rejection, a
+// rate-limited request and an unknown method, /metrics shows each counter moved by
+// exactly that much.
+func TestMetricsScenario(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RateLimit = "7/h" // seven admitted sends, then RATE_LIMITED (no refill during the test)
+	cfg.MaxParts = 2
+	// The echo agent that is given the projected history (so projections are measured);
+	// its delay keeps the non-blocking turn running for the busy send.
+	s := startServer(t, cfg, withAgent(contextEcho{agent.Echo{Delay: 100 * time.Millisecond}}))
+	c := newHTTPClient(t)
+	url := s.URL()
+	before := scrape(t, c, s, "")
+
+	wantCode := func(name string, r rpcResponse, code int) {
+		t.Helper()
+		switch {
+		case code == 0 && r.Error != nil:
+			t.Fatalf("%s: error %+v, want success", name, r.Error)
+		case code != 0 && (r.Error == nil || r.Error.Code != code):
+			t.Fatalf("%s: error %+v, want code %d", name, r.Error, code)
+		}
+	}
+	send := func(contextID, extra string) rpcResponse {
+		t.Helper()
+		return postRPC(t, c, url, false, sendBody(false, contextID, "one", extra, ""))
+	}
+	wantCode("send a", send("m-a", ""), 0)
+	wantCode("send b", send("m-b", ""), 0)
+	wantCode("send busy (non-blocking)", send("m-busy", `,"configuration":{"blocking":false}`), 0)
+	wantCode("send busy again", send("m-busy", ""), -32004)
+	waitIdle(t, s)
+	wantCode("send busy after the turn", send("m-busy", ""), 0)
+	wantCode("send a again", send("m-a", ""), 0)
+	parts := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-parts","contextId":"m-parts","parts":[{"kind":"text","text":"1"},{"kind":"text","text":"2"},{"kind":"text","text":"3"}]}}}`
+	wantCode("three parts", postRPC(t, c, url, false, parts), -32602)
+	wantCode("eighth send", send("m-limited", ""), -32000)
+	wantCode("unknown method", postRPC(t, c, url, false, `{"jsonrpc":"2.0","id":1,"method":"no/such/method","params":{}}`), -32601)
+	waitIdle(t, s)
+
+	// Turn metrics are recorded as turns end; poll until the last one is in.
+	var after map[string]*dto.MetricFamily
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after = scrape(t, c, s, "")
+		if value(t, after, "gateway_turns_total")-value(t, before, "gateway_turns_total") >= 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	send03 := []string{"method", "message/send", "dialect", "0.3"}
+	tests := []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"gateway_requests_total", append(send03, "code", "0"), 5},
+		{"gateway_requests_total", append(send03, "code", "-32004"), 1},
+		{"gateway_requests_total", append(send03, "code", "-32602"), 1},
+		{"gateway_requests_total", append(send03, "code", "-32000"), 1},
+		{"gateway_requests_total", []string{"method", "unknown", "dialect", "0.3", "code", "-32601"}, 1},
+		{"gateway_request_duration_seconds", []string{"method", "message/send"}, 8},
+		{"gateway_turns_total", []string{"state", "completed"}, 5},
+		{"gateway_turn_duration_seconds", nil, 5},
+		{"gateway_busy_rejections_total", nil, 1},
+		{"gateway_rate_limited_total", []string{"peer", "local"}, 1},
+		{"gateway_limit_rejections_total", []string{"limit", "parts"}, 1},
+		{"gateway_limit_rejections_total", []string{"limit", "part_bytes"}, 0},
+		{"gateway_lease_acquire_seconds", []string{"outcome", "ok"}, 5},
+		{"gateway_lease_acquire_seconds", []string{"outcome", "held"}, 1},
+		{"gateway_lease_acquire_seconds", []string{"outcome", "error"}, 0},
+		{"gateway_agent_request_seconds", nil, 5},
+		{"gateway_agent_errors_total", nil, 0},
+		{"gateway_projection_bytes", nil, 5},
+		{"gateway_projection_prefix_stability", nil, 2}, // second turns of m-busy and m-a
+		{"gateway_auth_failures_total", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s%v", tt.name, tt.labels), func(t *testing.T) {
+			if got := value(t, after, tt.name, tt.labels...) - value(t, before, tt.name, tt.labels...); got != tt.want {
+				t.Errorf("%s%v moved by %v, want %v", tt.name, tt.labels, got, tt.want)
+			}
+		})
+	}
+	// The ledger committed every turn's entries (user message and reply at least).
+	if got := value(t, after, "gateway_ledger_commit_seconds") - value(t, before, "gateway_ledger_commit_seconds"); got < 5 {
+		t.Errorf("gateway_ledger_commit_seconds count moved by %v, want at least 5", got)
+	}
+	if got := histSum(t, after, "gateway_ledger_appends_per_commit") - histSum(t, before, "gateway_ledger_appends_per_commit"); got < 10 {
+		t.Errorf("gateway_ledger_appends_per_commit sum moved by %v, want at least 10 entries", got)
+	}
+	st := s.ledger.Stats()
+	if got := histSum(t, after, "gateway_ledger_appends_per_commit"); got > float64(st.Appends) || got == 0 {
+		t.Errorf("appends observed = %v, want at most Stats().Appends = %d", got, st.Appends)
+	}
+	// Gauges and the runtime collectors are exposed.
+	for _, name := range []string{"gateway_active_streams", "gateway_websocket_connections", "go_goroutines", "process_start_time_seconds"} {
+		if after[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if got := value(t, after, "gateway_active_streams"); got != 0 {
+		t.Errorf("gateway_active_streams = %v, want 0 with no stream open", got)
+	}
+}
+
+// contextEcho is the echo agent, given the context's history like a model backend.
+type contextEcho struct{ agent.Echo }
+
+func (contextEcho) UsesContext() bool { return true }
+
+// waitIdle waits until no turn runs.
+func waitIdle(t *testing.T, s *Server) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.runner.Running() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("turns still running after 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMetricsAuth: /metrics follows the admin API's rule: with an admin token it is
+// required; without one only loopback clients are served.
+func TestMetricsAuth(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.AdminToken = "s3cret-admin-token"
+	s := startServer(t, cfg)
+	c := newHTTPClient(t)
+	tests := []struct {
+		name  string
+		auth  string
+		wantC int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer nope", http.StatusUnauthorized},
+		{"a peer-style token is not the admin token", "Bearer " + tokAlice, http.StatusUnauthorized},
+		{"admin token", "Bearer s3cret-admin-token", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"metrics", nil)
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantC {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantC)
+			}
+			if tt.wantC == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("401 without a WWW-Authenticate challenge")
+			}
+		})
+	}
+	// Without an admin token: loopback clients only.
+	h := newMetrics(nil).handler("", discardLogger())
+	for _, tt := range []struct {
+		remote string
+		want   int
+	}{
+		{"127.0.0.1:5000", http.StatusOK},
+		{"[::1]:5000", http.StatusOK},
+		{"10.1.2.3:5000", http.StatusForbidden},
+		{"192.168.0.9:1", http.StatusForbidden},
+	} {
+		t.Run("no admin token/"+tt.remote, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.RemoteAddr = tt.remote
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.want {
+				t.Errorf("client %s: status %d, want %d", tt.remote, rec.Code, tt.want)
+			}
+		})
+	}
+}
+
+// TestMetricsActiveStreams: gateway_active_streams counts an open SSE stream while it
+// runs, and a stream past --max-streams-per-peer is refused and counted.
+func TestMetricsActiveStreams(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxStreamsPerPeer = 1
+	s := startServer(t, cfg, withAgent(contextEcho{agent.Echo{Delay: 50 * time.Millisecond}}))
+	c := newHTTPClient(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL(), strings.NewReader(
+		sendBody(true, "st-open", "one two three four five six seven eight nine ten", "", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "data: ") {
+	}
+	// The stream is open (its first event arrived, nine words are still to come).
+	fams := scrape(t, c, s, "")
+	if got := value(t, fams, "gateway_active_streams"); got != 1 {
+		t.Errorf("gateway_active_streams during a stream = %v, want 1", got)
+	}
+	second := call(t, c, s.URL(), "", false, sendBody(true, "st-second", "hi", "", ""))
+	if !bytes.Contains(second.body, []byte("-32000")) || !bytes.Contains(second.body, []byte("RATE_LIMITED")) {
+		t.Errorf("second concurrent stream = %d %s, want -32000 RATE_LIMITED", second.status, second.body)
+	}
+	if got := value(t, scrape(t, c, s, ""), "gateway_limit_rejections_total", "limit", "streams"); got != 1 {
+		t.Errorf("gateway_limit_rejections_total{limit=streams} = %v, want 1", got)
+	}
+	for sc.Scan() {
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for value(t, scrape(t, c, s, ""), "gateway_active_streams") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway_active_streams still above 0 after the stream ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
