@@ -5,8 +5,10 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/peers"
 )
 
 // adminPrefix is where the operator API lives.
@@ -26,6 +30,7 @@ const adminPrefix = "/admin/v1/"
 //	GET /admin/v1/conversations/{contextId}/export?peer=       JSON Lines of every entry
 //	GET /admin/v1/conversations/{contextId}/replay?peer=&at=   what the agent was given at a turn
 //	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
+//	POST /admin/v1/outbound                                    record a `gateway send` exchange
 //
 // With a token, requests need "Authorization: Bearer <token>"; without one, only loopback
 // clients are served.
@@ -43,6 +48,10 @@ func (h adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.Error(w, "the admin API answers loopback clients only when no admin token is configured", http.StatusForbidden)
+		return
+	}
+	if strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix) == "outbound" {
+		h.serveOutbound(w, r)
 		return
 	}
 	if r.Method != http.MethodGet {
@@ -123,6 +132,52 @@ func (h adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// maxOutboundBody bounds a POST /admin/v1/outbound body: one message and one reply.
+const maxOutboundBody = 64 << 20
+
+// serveOutbound records one exchange `gateway send` had with a peer: POST
+// /admin/v1/outbound with an outboundRecord as application/json, appended in one ledger
+// append under the owner "out:<peer>"; it answers {"owner", "contextId", "lastSeq"}. A
+// record that fails validation is 400 and appends nothing. The JSON content type is
+// required, so that a web page cannot post here without a CORS preflight (which fails).
+func (h adminHandler) serveOutbound(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		adminError(w, http.StatusUnsupportedMediaType, "send the record as Content-Type: application/json")
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxOutboundBody))
+	dec.DisallowUnknownFields()
+	var rec outboundRecord
+	if err := dec.Decode(&rec); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			adminError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the record exceeds %d bytes", maxOutboundBody))
+			return
+		}
+		adminError(w, http.StatusBadRequest, "the body is not an outbound record: "+err.Error())
+		return
+	}
+	if dec.Decode(new(json.RawMessage)) != io.EOF {
+		adminError(w, http.StatusBadRequest, "the body must hold exactly one JSON object")
+		return
+	}
+	res, err := recordOutbound(r.Context(), h.src.led, rec)
+	if errors.Is(err, ledger.ErrInvalid) {
+		adminError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeAdminJSON(w, map[string]any{"owner": peers.Owner(rec.Peer), "contextId": rec.ContextID, "lastSeq": res.Entries[len(res.Entries)-1].Seq})
 }
 
 func (h adminHandler) authorized(r *http.Request) bool {

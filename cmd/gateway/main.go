@@ -26,6 +26,7 @@ Usage:
                                in-process lease, echo agent, 127.0.0.1:9900)
   gateway conversations list|show|export   operator view of the ledger
   gateway ledger verify [CONTEXT_ID]      check the ledger's hash chains
+  gateway send TARGET [MESSAGE|-]         talk to a peer agent (--list: the targets)
   gateway bench [flags] URL    load-test an A2A JSON-RPC server (requests/s, latency)
   gateway help [command]       show help
 
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return runConversations(ctx, rest, lookupEnv, stdout, stderr)
 	case "ledger":
 		return runLedger(ctx, rest, lookupEnv, stdout, stderr)
+	case "send":
+		return runSend(ctx, rest, lookupEnv, os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			return run(ctx, []string{rest[0], "--help"}, lookupEnv, stdout, stderr)

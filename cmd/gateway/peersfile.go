@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/a2a-gateway/gateway/peers"
 )
 
 // PeerConfig is one entry of the config file's `peers:` list. A peer may be called by us
@@ -22,15 +24,9 @@ type PeerConfig struct {
 	AcceptTokenEnvs []string `yaml:"accept-token-envs"`
 }
 
-// Peer is a configured peer with its secrets read from the environment.
-type Peer struct {
-	Name string
-	URL  string
-	// Token is the bearer token we send to the peer ("" for none).
-	Token string
-	// Accept are the bearer tokens the peer presents to us (inbound), rotation included.
-	Accept []string
-}
+// Peer is a configured peer with its secrets read from the environment (the peer
+// directory's type, so that `gateway send` resolves targets against the config).
+type Peer = peers.Peer
 
 // loadPeersFile reads the `peers:` list of the config file at path (none: nil).
 func loadPeersFile(path string, lookup func(string) (string, bool)) ([]Peer, error) {
