@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -157,13 +155,14 @@ func MethodDialect(method string) (Dialect, bool) {
 	return s.dialect, ok
 }
 
-// IsStreamingMethod reports whether method answers with an SSE stream.
+// IsStreamingMethod reports whether method answers with a stream of events (SSE over
+// HTTP; event frames over a WebSocket).
 func IsStreamingMethod(method string) bool {
 	s, ok := methods[method]
 	return ok && (s.kind == mStream || s.kind == mSubscribe)
 }
 
-// TransportConfig configures [NewJSONRPCHandler]. The zero value is usable.
+// TransportConfig configures [NewJSONRPCHandler] and [NewDispatcher]. The zero value is usable.
 type TransportConfig struct {
 	Logger       *slog.Logger                          // nil: slog.Default()
 	MaxBodyBytes int64                                 // 0: DefaultMaxBodyBytes
@@ -176,26 +175,15 @@ type TransportConfig struct {
 }
 
 type transport struct {
-	h   Handler
-	cfg TransportConfig
-	log *slog.Logger
+	d *Dispatcher
 }
 
 // NewJSONRPCHandler returns the JSON-RPC 2.0 endpoint for both dialects: POST a request,
 // get a JSON response (HTTP 200, errors included) or, for streaming methods, an SSE stream.
-// Bodies over the limit are refused with HTTP 413 without being read in full.
+// Bodies over the limit are refused with HTTP 413 without being read in full. Requests are
+// served by a [Dispatcher], the code path every transport shares.
 func NewJSONRPCHandler(h Handler, cfg TransportConfig) http.Handler {
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.KeepAlive <= 0 {
-		cfg.KeepAlive = DefaultKeepAlive
-	}
-	l := cfg.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	return &transport{h: h, cfg: cfg, log: l.With("component", "jsonrpc")}
+	return &transport{d: NewDispatcher(h, cfg)}
 }
 
 // headerDialect reads A2A-Version: "" and 0.x mean 0.3, 1.x means 1.0; ok is false for a
@@ -224,46 +212,39 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	hd, version, versionOK := headerDialect(r)
-	if r.ContentLength > t.cfg.MaxBodyBytes {
+	if r.ContentLength > t.d.cfg.MaxBodyBytes {
 		t.tooLarge(w, hd)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, t.cfg.MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, t.d.cfg.MaxBodyBytes+1))
 	if err != nil {
 		return // the client went away mid-body; nobody to answer
 	}
-	if int64(len(body)) > t.cfg.MaxBodyBytes {
+	if int64(len(body)) > t.d.cfg.MaxBodyBytes {
 		t.tooLarge(w, hd)
 		return
 	}
 	req, err := DecodeRequest(body)
 	if err != nil {
-		t.writeError(r.Context(), w, req.ID, hd, err, "", start)
+		writeJSON(w, t.d.fail(r.Context(), req.ID, "", hd, err, start))
 		return
 	}
 	spec, ok := methods[req.Method]
 	if !ok {
-		t.writeError(r.Context(), w, req.ID, hd, Errorf(ErrMethodNotFound, "method %q not found", truncate(req.Method, 64)), req.Method, start)
+		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, hd, methodNotFound(req.Method), start))
 		return
 	}
 	if !versionOK {
-		t.writeError(r.Context(), w, req.ID, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %q is not supported; use 1.0 or 0.3", truncate(version, 32)), req.Method, start)
+		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %q is not supported; use 1.0 or 0.3", truncate(version, 32)), start))
 		return
 	}
 	ctx := r.Context()
-	d := spec.dialect
 	switch spec.kind {
 	case mStream, mSubscribe:
 		t.serveStream(ctx, w, r, req, spec, start)
 		return
 	}
-	result, err := t.call(ctx, r, req, spec)
-	if err != nil {
-		t.writeError(ctx, w, req.ID, d, err, req.Method, start)
-		return
-	}
-	writeJSON(w, envelope(req.ID, "result", result))
-	t.logDone(ctx, req.Method, d, 0, start)
+	writeJSON(w, t.d.call(ctx, r, req, start))
 }
 
 // truncate shortens s to at most n bytes without splitting a UTF-8 character.
@@ -277,97 +258,18 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// errPanic is the cause of an internal error recovered from a panicking Handler.
-var errPanic = fmt.Errorf("%w: handler panicked", ErrInternal)
-
-// recovered turns a panic into an internal error, logged once with its stack.
-func (t *transport) recovered(ctx context.Context, method string, err *error) {
-	if p := recover(); p != nil {
-		t.log.ErrorContext(ctx, "handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		*err = errPanic
+// lastEventID parses the SSE Last-Event-ID header as the resume point ("" means 0).
+func lastEventID(h string) func() (uint64, error) {
+	return func() (uint64, error) {
+		if h == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(h), 10, 64)
+		if err != nil {
+			return 0, InvalidParams("Last-Event-ID", "must be an event sequence number, got %q", truncate(h, 32))
+		}
+		return n, nil
 	}
-}
-
-func (t *transport) call(ctx context.Context, r *http.Request, req *Request, spec methodSpec) (_ []byte, err error) {
-	defer t.recovered(ctx, req.Method, &err)
-	d := spec.dialect
-	switch spec.kind {
-	case mSend:
-		p, err := DecodeSendParams(req.Params, d)
-		if err != nil {
-			return nil, err
-		}
-		res, err := t.h.SendMessage(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return EncodeSendResult(res, d)
-	case mGetTask:
-		p, err := DecodeGetTaskParams(req.Params)
-		if err != nil {
-			return nil, err
-		}
-		task, err := t.h.GetTask(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return EncodeTask(task, d)
-	case mListTasks:
-		p, err := DecodeListTasksParams(req.Params)
-		if err != nil {
-			return nil, err
-		}
-		res, err := t.h.ListTasks(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return EncodeListTasks(res)
-	case mCancel:
-		p, err := DecodeTaskIDParams(req.Params)
-		if err != nil {
-			return nil, err
-		}
-		task, err := t.h.CancelTask(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return EncodeTask(task, d)
-	case mCard:
-		if t.cfg.ExtendedCard == nil {
-			return nil, ErrExtendedCardNotConfigured
-		}
-		return t.cfg.ExtendedCard(r)
-	case mPush:
-		if d == V1 {
-			return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")
-		}
-		return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use message/stream or tasks/resubscribe")
-	}
-	return nil, ErrMethodNotFound
-}
-
-func (t *transport) openStream(ctx context.Context, req *Request, spec methodSpec, lastEventID string) (_ Stream, err error) {
-	defer t.recovered(ctx, req.Method, &err)
-	if spec.kind == mStream {
-		p, err := DecodeSendParams(req.Params, spec.dialect)
-		if err != nil {
-			return nil, err
-		}
-		return t.h.SendStreamingMessage(ctx, p)
-	}
-	p, err := DecodeTaskIDParams(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	sp := &SubscribeParams{ID: p.ID, Tenant: p.Tenant}
-	if lastEventID != "" {
-		n, err := strconv.ParseUint(strings.TrimSpace(lastEventID), 10, 64)
-		if err != nil {
-			return nil, InvalidParams("Last-Event-ID", "must be an event sequence number, got %q", truncate(lastEventID, 32))
-		}
-		sp.AfterSeq = n
-	}
-	return t.h.SubscribeToTask(ctx, sp)
 }
 
 // serveStream answers a streaming method with SSE: every frame is `id: <seq>` plus one
@@ -375,7 +277,7 @@ func (t *transport) openStream(ctx context.Context, req *Request, spec methodSpe
 // idle connections alive; an error after the headers goes in a data frame.
 func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, req *Request, spec methodSpec, start time.Time) {
 	d := spec.dialect
-	st, err := t.openStream(ctx, req, spec, r.Header.Get("Last-Event-ID"))
+	st, err := t.d.open(ctx, req, spec, lastEventID(r.Header.Get("Last-Event-ID")))
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -417,7 +319,7 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			}
 			flush()
 		case errors.Is(err, io.EOF):
-			t.logDone(ctx, req.Method, d, 0, start)
+			t.d.Observe(ctx, req.Method, d, 0, start)
 			return
 		case ctx.Err() != nil:
 			return // the client left; the turn goes on without it
@@ -436,61 +338,26 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 
 // next reads the stream's next event, bounded by the keep-alive interval, and turns a
 // panicking stream into an internal error.
-func (t *transport) next(ctx context.Context, st Stream, method string) (_ Event, err error) {
-	defer t.recovered(ctx, method, &err)
-	nctx, cancel := context.WithTimeout(ctx, t.cfg.KeepAlive)
+func (t *transport) next(ctx context.Context, st Stream, method string) (Event, error) {
+	nctx, cancel := context.WithTimeout(ctx, t.d.cfg.KeepAlive)
 	defer cancel()
-	return st.Next(nctx)
+	return t.d.Next(nctx, st, method)
 }
 
 func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request, d Dialect, err error, start time.Time) {
-	rpc := t.rpcError(ctx, err, req.Method)
 	var buf bytes.Buffer
 	buf.WriteString("data: ")
-	buf.Write(envelope(req.ID, "error", rpc.wire(d)))
+	buf.Write(t.d.fail(ctx, req.ID, req.Method, d, err, start))
 	buf.WriteString("\n\n")
 	_, _ = w.Write(buf.Bytes())
-	t.logDone(ctx, req.Method, d, rpc.Code, start)
-}
-
-// rpcError maps err and logs internal detail once, here at the boundary.
-func (t *transport) rpcError(ctx context.Context, err error, method string) RPCError {
-	rpc := ToRPCError(err)
-	if rpc.Internal && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		t.log.DebugContext(ctx, "client went away", "method", method) // nothing to fix
-		return rpc
-	}
-	if rpc.Internal {
-		t.log.ErrorContext(ctx, "internal error", "method", method, "err", err)
-	}
-	return rpc
-}
-
-func (t *transport) writeError(ctx context.Context, w http.ResponseWriter, id json.RawMessage, d Dialect, err error, method string, start time.Time) {
-	if len(id) == 0 {
-		id = nullID
-	}
-	rpc := t.rpcError(ctx, err, method)
-	writeJSON(w, envelope(id, "error", rpc.wire(d)))
-	t.logDone(ctx, method, d, rpc.Code, start)
 }
 
 func (t *transport) tooLarge(w http.ResponseWriter, d Dialect) {
-	rpc := ToRPCError(Errorf(ErrInvalidRequest, "request body exceeds %d bytes", t.cfg.MaxBodyBytes))
+	rpc := ToRPCError(Errorf(ErrInvalidRequest, "request body exceeds %d bytes", t.d.cfg.MaxBodyBytes))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusRequestEntityTooLarge)
 	_, _ = w.Write(append(envelope(nullID, "error", rpc.wire(d)), '\n'))
-}
-
-func (t *transport) logDone(ctx context.Context, method string, d Dialect, code int, start time.Time) {
-	if t.cfg.Observe != nil {
-		t.cfg.Observe(method, d, code, time.Since(start))
-	}
-	if !t.log.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	t.log.DebugContext(ctx, "rpc", "method", method, "dialect", d.String(), "code", code, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 }
 
 func envelope(id json.RawMessage, key string, value []byte) []byte {

@@ -51,6 +51,10 @@ type Config struct {
 	MaxMessageBytes   int
 	MaxStreamsPerPeer int
 
+	// WSAllowedOrigins lists (comma-separated) the browser Origins allowed on GET /ws
+	// besides same-host ones; "*" allows any.
+	WSAllowedOrigins string
+
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
 	AgentKey string
 	// Peers come from the config file's `peers:` list (never flags), tokens resolved.
@@ -174,6 +178,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews it every ttl/3")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
+	e.String(&cfg.WSAllowedOrigins, "ws-allowed-origins", "", "comma-separated browser Origins allowed to open GET /ws (e.g. https://app.example), \"*\" for any; requests without an Origin header (agents, CLIs) and same-host Origins are always allowed")
 	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/ and for /metrics; empty: loopback clients only")
 	e.String(&cfg.RateLimit, "rate-limit", "600/m", "requests each peer may make: N/s, N/m or N/h, a token bucket per peer whose burst is N (a quiet peer may send N at once); beyond it -32000 RATE_LIMITED with a retry hint; 0 turns it off")
 	e.Int(&cfg.MaxParts, "max-parts", 64, "most parts in one message (0: no limit); more is -32602 invalid params and nothing is stored")
@@ -350,6 +355,17 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// wsOrigins splits --ws-allowed-origins.
+func (c *Config) wsOrigins() []string {
+	var out []string
+	for _, o := range strings.Split(c.WSAllowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // agentKeyEnv returns the variable that holds the agent's API key.

@@ -22,6 +22,7 @@ import (
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/streaming"
 	"github.com/a2a-gateway/gateway/turn"
 )
 
@@ -69,6 +70,7 @@ type Server struct {
 	// WebSocket connections. It is called on every scrape, so it must be cheap and safe
 	// for concurrent use.
 	streamStats func() (streams, wsConns int)
+	ws          *streaming.Handler
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent).
@@ -149,7 +151,10 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		tcfg.BusyWait = cfg.BusyWait
 	}
 	s.runner = turn.New(tcfg, led, s.locks, ag, logger)
-	s.streamStats = func() (int, int) { return s.runner.Streams(), 0 }
+	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: logger}), s.runner, streaming.Config{
+		AllowedOrigins: cfg.wsOrigins(), Logger: logger,
+	})
+	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns }
 	if n, err := s.runner.Recover(ctx); err != nil {
 		_ = s.locks.Close()
 		_ = led.Close()
@@ -165,6 +170,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	}
 	s.ln = ln
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
 	logAuthMode(logger, cfg.Peers, s.tokens)
@@ -186,13 +192,15 @@ func (s *Server) routes() http.Handler {
 	e.Use(middleware.RequestID())
 	// The card stays public; it declares the bearer scheme when peers authenticate.
 	card := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
-	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, a2a.TransportConfig{
+	tcfg := a2a.TransportConfig{
 		Logger:       s.log,
 		ExtendedCard: func(r *http.Request) ([]byte, error) { return a2a.CardJSON(card, r) },
 		Observe:      s.metrics.observeRequest,
-	}))
+	}
+	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, tcfg))
 	e.POST("/", echo.WrapHandler(rpc))
 	e.POST("/a2a", echo.WrapHandler(rpc))
+	e.GET("/ws", echo.WrapHandler(s.peerAuth(s.ws)))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
 	admin := adminHandler{src: directSource{led: s.ledger, policy: s.policy, running: func(ctx context.Context, owner, contextID string) string {
@@ -230,6 +238,9 @@ func (s *Server) Close(ctx context.Context) error {
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		_ = s.http.Close()
+	}
+	if err := s.ws.Wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("websocket connections still open at the deadline: %w", err))
 	}
 	if err := <-runnerDone; err != nil {
 		errs = append(errs, fmt.Errorf("running turns canceled at the deadline: %w", err))

@@ -1,0 +1,271 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+)
+
+// Dispatcher serves decoded JSON-RPC requests for any transport: it looks the method up
+// in the one method table (v1.0 names answer in the v1.0 encoding, v0.3 names in v0.3),
+// decodes the params, calls the [Handler], and encodes results, stream events and errors
+// (through the one error table) as whole JSON-RPC response frames. The HTTP transport
+// ([NewJSONRPCHandler]) and the WebSocket transport (package streaming) both use it.
+//
+// A Dispatcher is safe for concurrent use.
+type Dispatcher struct {
+	h   Handler
+	cfg TransportConfig
+	log *slog.Logger
+}
+
+// NewDispatcher returns a Dispatcher serving h. Zero fields of cfg take their defaults
+// (see [TransportConfig]); KeepAlive and MaxBodyBytes concern the HTTP transport only.
+func NewDispatcher(h Handler, cfg TransportConfig) *Dispatcher {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	l := cfg.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return &Dispatcher{h: h, cfg: cfg, log: l.With("component", "jsonrpc")}
+}
+
+// Call runs a non-streaming method and returns the complete response frame: a result, or
+// an error envelope (an unknown method is [ErrMethodNotFound] in the v1.0 encoding; a
+// streaming method is [ErrUnsupportedOperation]: use [Dispatcher.Open]). r is the HTTP
+// request the call arrived on (GetExtendedAgentCard reads it); for a WebSocket it is the
+// upgrade request. Handler panics are recovered and answered as internal errors. The call
+// is reported to TransportConfig.Observe.
+func (d *Dispatcher) Call(ctx context.Context, r *http.Request, req *Request) []byte {
+	return d.call(ctx, r, req, time.Now())
+}
+
+func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, start time.Time) []byte {
+	spec, ok := methods[req.Method]
+	if !ok {
+		return d.fail(ctx, req.ID, req.Method, V1, methodNotFound(req.Method), start)
+	}
+	if spec.kind == mStream || spec.kind == mSubscribe {
+		return d.fail(ctx, req.ID, req.Method, spec.dialect, Errorf(ErrUnsupportedOperation, "%s streams its result; open it as a stream", req.Method), start)
+	}
+	result, err := d.result(ctx, r, req, spec)
+	if err != nil {
+		return d.fail(ctx, req.ID, req.Method, spec.dialect, err, start)
+	}
+	d.Observe(ctx, req.Method, spec.dialect, 0, start)
+	return envelope(orNull(req.ID), "result", result)
+}
+
+func methodNotFound(method string) error {
+	return Errorf(ErrMethodNotFound, "method %q not found", truncate(method, 64))
+}
+
+// fail encodes err as an error frame and observes the request's end.
+func (d *Dispatcher) fail(ctx context.Context, id json.RawMessage, method string, dl Dialect, err error, start time.Time) []byte {
+	rpc := d.rpcError(ctx, err, method)
+	d.Observe(ctx, method, dl, rpc.Code, start)
+	return envelope(orNull(id), "error", rpc.wire(dl))
+}
+
+// Open starts a streaming method (SendStreamingMessage, SubscribeToTask, message/stream,
+// tasks/resubscribe) and returns its stream and the dialect its events are encoded in.
+// afterSeq is the resume point of the subscribe methods (0: from the start) and is ignored
+// by the send methods. Errors are protocol errors ready for [Dispatcher.ErrorFrame]:
+// [ErrMethodNotFound] for an unknown method, [ErrUnsupportedOperation] for a method that
+// does not stream (use [Dispatcher.Call]), [ErrInvalidParams] for bad params, and whatever
+// the Handler returns. The caller must Close the stream and report the request's end with
+// [Dispatcher.Observe].
+func (d *Dispatcher) Open(ctx context.Context, req *Request, afterSeq uint64) (Stream, Dialect, error) {
+	spec, ok := methods[req.Method]
+	if !ok {
+		return nil, V1, methodNotFound(req.Method)
+	}
+	if spec.kind != mStream && spec.kind != mSubscribe {
+		return nil, spec.dialect, Errorf(ErrUnsupportedOperation, "%s does not stream; call it", req.Method)
+	}
+	st, err := d.open(ctx, req, spec, func() (uint64, error) { return afterSeq, nil })
+	return st, spec.dialect, err
+}
+
+// open starts a stream; resume yields the subscribe methods' resume point and is only
+// consulted once the params are known to be valid.
+func (d *Dispatcher) open(ctx context.Context, req *Request, spec methodSpec, resume func() (uint64, error)) (_ Stream, err error) {
+	defer d.recovered(ctx, req.Method, &err)
+	if spec.kind == mStream {
+		p, err := DecodeSendParams(req.Params, spec.dialect)
+		if err != nil {
+			return nil, err
+		}
+		return d.h.SendStreamingMessage(ctx, p)
+	}
+	p, err := DecodeTaskIDParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	sp := &SubscribeParams{ID: p.ID, Tenant: p.Tenant}
+	if sp.AfterSeq, err = resume(); err != nil {
+		return nil, err
+	}
+	return d.h.SubscribeToTask(ctx, sp)
+}
+
+// Next reads st's next event and turns a panicking stream into an internal error (logged
+// once, with its stack). Errors are st's: io.EOF at the end, ctx.Err() when ctx is done.
+func (d *Dispatcher) Next(ctx context.Context, st Stream, method string) (_ Event, err error) {
+	defer d.recovered(ctx, method, &err)
+	return st.Next(ctx)
+}
+
+// EventFrame encodes one stream event as a response frame with the request's id, whose
+// result is the event object in dialect dl plus "seq": ev.Seq. It fails (with an
+// [ErrInternal] error) only for an empty event.
+func (d *Dispatcher) EventFrame(id json.RawMessage, ev *Event, dl Dialect) ([]byte, error) {
+	res, err := EncodeEvent(ev, dl)
+	if err != nil {
+		return nil, err
+	}
+	// res is a JSON object; add "seq" as its last member.
+	if len(res) < 2 || res[len(res)-1] != '}' {
+		return nil, fmt.Errorf("%w: event is not a JSON object", ErrInternal)
+	}
+	withSeq := make([]byte, 0, len(res)+28)
+	withSeq = append(withSeq, res[:len(res)-1]...)
+	if len(res) > 2 {
+		withSeq = append(withSeq, ',')
+	}
+	withSeq = append(withSeq, `"seq":`...)
+	withSeq = strconv.AppendUint(withSeq, ev.Seq, 10)
+	withSeq = append(withSeq, '}')
+	return envelope(orNull(id), "result", withSeq), nil
+}
+
+// ResultFrame returns a response frame with the request's id and result, which must be
+// valid JSON.
+func ResultFrame(id json.RawMessage, result json.RawMessage) []byte {
+	return envelope(orNull(id), "result", result)
+}
+
+// ErrorFrame encodes err as an error response frame with the request's id (null when id
+// is empty) in dialect dl. err is mapped through the single error table; an internal
+// error is logged once here, with method, and goes on the wire as "internal error" only.
+// ErrorFrame does not report to Observe (see [Dispatcher.Observe]).
+func (d *Dispatcher) ErrorFrame(ctx context.Context, id json.RawMessage, method string, dl Dialect, err error) []byte {
+	rpc := d.rpcError(ctx, err, method)
+	return envelope(orNull(id), "error", rpc.wire(dl))
+}
+
+// Observe reports the end of a request that [Dispatcher.Call] did not answer (a stream,
+// or a request the transport answered with [Dispatcher.ErrorFrame]): it calls
+// TransportConfig.Observe with code (0 for success; see [CodeOf]) and the time since
+// start, and logs the request at Debug.
+func (d *Dispatcher) Observe(ctx context.Context, method string, dl Dialect, code int, start time.Time) {
+	dur := time.Since(start)
+	if d.cfg.Observe != nil {
+		d.cfg.Observe(method, dl, code, dur)
+	}
+	if !d.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	d.log.DebugContext(ctx, "rpc", "method", method, "dialect", dl.String(), "code", code, "duration_ms", float64(dur.Microseconds())/1000)
+}
+
+func orNull(id json.RawMessage) json.RawMessage {
+	if len(id) == 0 {
+		return nullID
+	}
+	return id
+}
+
+// errPanic is the cause of an internal error recovered from a panicking Handler.
+var errPanic = fmt.Errorf("%w: handler panicked", ErrInternal)
+
+// recovered turns a panic into an internal error, logged once with its stack.
+func (d *Dispatcher) recovered(ctx context.Context, method string, err *error) {
+	if p := recover(); p != nil {
+		d.log.ErrorContext(ctx, "handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		*err = errPanic
+	}
+}
+
+// result runs a non-streaming method and returns its encoded result.
+func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, spec methodSpec) (_ []byte, err error) {
+	defer d.recovered(ctx, req.Method, &err)
+	dl := spec.dialect
+	switch spec.kind {
+	case mSend:
+		p, err := DecodeSendParams(req.Params, dl)
+		if err != nil {
+			return nil, err
+		}
+		res, err := d.h.SendMessage(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return EncodeSendResult(res, dl)
+	case mGetTask:
+		p, err := DecodeGetTaskParams(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		task, err := d.h.GetTask(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return EncodeTask(task, dl)
+	case mListTasks:
+		p, err := DecodeListTasksParams(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		res, err := d.h.ListTasks(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return EncodeListTasks(res)
+	case mCancel:
+		p, err := DecodeTaskIDParams(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		task, err := d.h.CancelTask(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return EncodeTask(task, dl)
+	case mCard:
+		if d.cfg.ExtendedCard == nil {
+			return nil, ErrExtendedCardNotConfigured
+		}
+		return d.cfg.ExtendedCard(r)
+	case mPush:
+		if dl == V1 {
+			return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")
+		}
+		return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use message/stream or tasks/resubscribe")
+	}
+	return nil, ErrMethodNotFound
+}
+
+// rpcError maps err and logs internal detail once, here at the boundary.
+func (d *Dispatcher) rpcError(ctx context.Context, err error, method string) RPCError {
+	rpc := ToRPCError(err)
+	if rpc.Internal && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		d.log.DebugContext(ctx, "client went away", "method", method) // nothing to fix
+		return rpc
+	}
+	if rpc.Internal {
+		d.log.ErrorContext(ctx, "internal error", "method", method, "err", err)
+	}
+	return rpc
+}
