@@ -74,7 +74,12 @@ type redactor struct {
 
 // apply replaces every match of r.re in s and returns how many matches changed.
 func (r *redactor) apply(s string) (string, int) {
-	idx := r.re.FindAllStringSubmatchIndex(s, -1)
+	return r.expand(s, r.re.FindAllStringSubmatchIndex(s, -1))
+}
+
+// expand replaces the matches idx of r.re in s (as FindAllStringSubmatchIndex returns
+// them) and returns how many matches changed.
+func (r *redactor) expand(s string, idx [][]int) (string, int) {
 	if len(idx) == 0 {
 		return s, 0
 	}
@@ -127,7 +132,9 @@ var redactors = []redactor{
 	{
 		re:   regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),
 		repl: placeholder("github-token"),
-		hint: func(s string) bool { return strings.Contains(s, "gh") && strings.Contains(s, "_") },
+		hint: func(s string) bool {
+			return strings.Contains(s, "_") && (strings.Contains(s, "gh") || strings.Contains(s, "github_pat_"))
+		},
 	},
 	{
 		re:   regexp.MustCompile(`\b(?:xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})`),
@@ -173,7 +180,10 @@ var redactors = []redactor{
 	},
 }
 
-// asciiLower returns s with ASCII letters in lower case (other bytes unchanged).
+// asciiLower returns s with ASCII letters in lower case and the two non-ASCII runes that
+// case-fold to an ASCII letter, U+017F (long s) and U+212A (Kelvin sign), replaced by "s"
+// and "k" (other bytes unchanged): a (?i) pattern matches them, so a hint word must see
+// them too.
 func asciiLower(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -181,5 +191,10 @@ func asciiLower(s string) string {
 			b[i] = c + 'a' - 'A'
 		}
 	}
+	if strings.Contains(s, "\u017f") || strings.Contains(s, "\u212a") {
+		return foldReplacer.Replace(string(b))
+	}
 	return string(b)
 }
+
+var foldReplacer = strings.NewReplacer("\u017f", "s", "\u212a", "k")

@@ -559,9 +559,18 @@ func (tr *turnRun) run(ctx context.Context) {
 	}
 	defer stopWriter()
 	var reply strings.Builder
+	// the reply is redacted as it streams, before anything of it is stored or sent;
+	// the redactor holds back only what could still become a credential.
+	var red projection.StreamRedactor
+	flushRedactor := func() {
+		rest := red.Flush()
+		reply.WriteString(rest)
+		tr.chunks.add(rest)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("agent panicked", "task_id", lt.id, "panic", p)
+			flushRedactor()
 			stopWriter()
 			tr.finish(ctx, reply.String(), fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
@@ -583,6 +592,7 @@ func (tr *turnRun) run(ctx context.Context) {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
+		c = red.Write(c)
 		reply.WriteString(c)
 		tr.chunks.add(c)
 		return nil
@@ -593,6 +603,7 @@ func (tr *turnRun) run(ctx context.Context) {
 		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
+	flushRedactor()
 	stopWriter()
 	if err == nil && tr.chunkErr != nil {
 		err = tr.chunkErr

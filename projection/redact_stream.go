@@ -1,0 +1,1052 @@
+package projection
+
+import (
+	"fmt"
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// StreamMaxHeld bounds the text a [StreamRedactor] holds back: 16 KiB.
+const StreamMaxHeld = 16 << 10
+
+// StreamRedactor redacts a text that arrives in chunks (an agent's reply streamed token by
+// token) exactly as [Redact] redacts the whole text (DESIGN X-3): for every text s and
+// every way of splitting s into chunks, the outputs of Write for the chunks followed by the
+// output of Flush concatenate to Redact(s), and Redactions then counts the credentials
+// Redact replaced in s. Chunk boundaries may fall anywhere, even inside a UTF-8 character;
+// no returned string splits one (each is valid UTF-8 when the input is).
+//
+// Write returns at once the text no credential can still reach and holds back the rest:
+// a tail that may yet become (part of) a credential or its context ("Authorization:
+// Bearer " and its token, a private key block up to its END line, "sk-" and the key, a
+// "scheme://user:password@"), and the current word: a pattern anchored at a word boundary
+// could still start inside it. Plain prose is therefore emitted up to the last space or
+// punctuation that no pattern can continue; streamed word by word, at most the last word
+// waits.
+//
+// # Bound
+//
+// After a Write the held text never exceeds [StreamMaxHeld] bytes (counted over all of
+// Redact's passes, an incomplete UTF-8 character at the end included). Where it would, the
+// oldest held text is released early, by the first rule that applies:
+//
+//   - a long run that no match can span is cut where no candidate match crosses (a word
+//     longer than the bound is split; a pattern anchored at \b may then see a boundary the
+//     whole text does not have, which can only redact more);
+//   - a candidate that has already matched, or that would match if the text ended here (a
+//     private key block longer than the bound, whose END line has not come yet; a token of
+//     thousands of characters after "sk-ant-" or "Bearer "), is replaced by its
+//     placeholder now and the rest of the match is dropped as it arrives: the key block up
+//     to its END line, the token up to its last character;
+//   - anything else is released as Redact would treat it if the text ended here.
+//
+// Until an early release, the output is exactly Redact's; after one, it may differ from
+// Redact's but still never contains a credential Redact would have removed, except a candidate
+// whose recognisable start lies more than the bound before the point where it becomes
+// a match (e.g. a JWT with a 16 KiB header).
+//
+// # How
+//
+// Redact runs its patterns one after the other, each over the previous one's output; a
+// StreamRedactor chains one stage per pattern. A stage simulates the leftmost-first
+// search of package regexp for its pattern (the same compiled program) over its pending
+// text, and releases the text up to the last safe cut: one that no match found crosses,
+// that no thread still alive started before, and where the assertions (\b, \z) judge
+// both sides as they judge the whole. Package regexp then replaces the matches in the
+// released text as in Redact. The simulation reads each rune once per search, as the
+// regexp does: the work stays linear in the text.
+//
+// The zero value is ready to use. After Flush the StreamRedactor starts a new stream
+// (Redactions keeps counting). It is not safe for concurrent use.
+type StreamRedactor struct {
+	stages     []streamStage
+	redactions int
+	limit      int // held-text bound; 0: StreamMaxHeld (tests lower it)
+}
+
+// Write accepts the next chunk of the stream and returns the text that is now safe to
+// emit, redacted (possibly empty).
+func (r *StreamRedactor) Write(chunk string) string {
+	r.init()
+	if chunk == "" {
+		return ""
+	}
+	out := r.feed(0, chunk)
+	limit := r.limit
+	if limit <= 0 {
+		limit = StreamMaxHeld
+	}
+	// Each round moves at least half of the largest stage's text on (or drops it); the
+	// cap only guards against a bug looping forever.
+	for round := 0; r.held() > limit && round < 64*len(r.stages); round++ {
+		j := 0
+		for i := range r.stages {
+			if len(r.stages[i].buf) > len(r.stages[j].buf) {
+				j = i
+			}
+		}
+		s, n := r.stages[j].force()
+		r.redactions += n
+		out += r.feed(j+1, s)
+	}
+	return out
+}
+
+// Flush ends the stream: it returns the held text, redacted, and resets the
+// StreamRedactor for a new stream.
+func (r *StreamRedactor) Flush() string {
+	r.init()
+	in := ""
+	for i := range r.stages {
+		st := &r.stages[i]
+		st.append(in)
+		s, n := st.flush()
+		r.redactions += n
+		in = s
+	}
+	return in
+}
+
+// Redactions returns how many credentials were replaced so far.
+func (r *StreamRedactor) Redactions() int { return r.redactions }
+
+// held returns how many bytes the stages hold back.
+func (r *StreamRedactor) held() int {
+	n := 0
+	for i := range r.stages {
+		n += len(r.stages[i].buf)
+	}
+	return n
+}
+
+func (r *StreamRedactor) init() {
+	if r.stages != nil {
+		return
+	}
+	progs := streamProgs()
+	r.stages = make([]streamStage, len(progs))
+	for i, sp := range progs {
+		r.stages[i].init(sp)
+	}
+}
+
+// feed passes in through the stages from index from on and returns what the last stage
+// releases.
+func (r *StreamRedactor) feed(from int, in string) string {
+	for i := from; i < len(r.stages); i++ {
+		st := &r.stages[i]
+		if in == "" {
+			return ""
+		}
+		st.append(in)
+		if st.swallow {
+			st.advanceSwallow(false)
+			if st.swallow {
+				return ""
+			}
+		}
+		st.advance(false)
+		c := st.cutPoint()
+		if c == 0 {
+			return ""
+		}
+		var n int
+		in, n = st.emit(c)
+		r.redactions += n
+	}
+	return in
+}
+
+// streamSelfCheck makes every stage compare the matches its simulation found with those
+// of the regexp on the text it releases, and panic on a difference (tests set it).
+var streamSelfCheck bool
+
+// streamProg is one of Redact's patterns compiled for simulation. It is immutable.
+type streamProg struct {
+	red        *redactor
+	prog       *syntax.Prog
+	used       syntax.EmptyOp             // every assertion in prog
+	first      [utf8.RuneSelf]bool        // a match can start with this ASCII character
+	firstOther bool                       // ... or with another rune
+	fresh      [3][utf8.RuneSelf + 1]bool // freshSameCompute by class of prev and next (RuneSelf: unknown)
+}
+
+var streamProgs = sync.OnceValue(func() []*streamProg {
+	progs := make([]*streamProg, len(redactors))
+	for i := range redactors {
+		progs[i] = newStreamProg(&redactors[i])
+	}
+	return progs
+})
+
+// allAssertions makes every assertion hold: a closure under it is the union of all.
+const allAssertions = ^syntax.EmptyOp(0)
+
+func newStreamProg(r *redactor) *streamProg {
+	// The same program package regexp runs (regexp.compile).
+	re, err := syntax.Parse(r.re.String(), syntax.Perl)
+	if err != nil {
+		panic(err)
+	}
+	p, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		panic(err)
+	}
+	sp := &streamProg{red: r, prog: p}
+	for _, in := range p.Inst {
+		if in.Op == syntax.InstEmptyWidth {
+			sp.used |= syntax.EmptyOp(in.Arg)
+		}
+	}
+	q := newSqueue(len(p.Inst))
+	for _, e := range sp.freshList(&q, allAssertions, 0, false) {
+		in := &p.Inst[e.pc]
+		if in.Op == syntax.InstMatch {
+			panic("projection: redaction pattern matches the empty string: " + r.re.String())
+		}
+		for b := range utf8.RuneSelf {
+			if accepts(in, rune(b)) {
+				sp.first[b] = true
+			}
+		}
+		if mayAcceptNonASCII(in) {
+			sp.firstOther = true
+		}
+	}
+	for class, prev := range [3]rune{'\n', 'a', ' '} {
+		for next := range utf8.RuneSelf + 1 {
+			sp.fresh[class][next] = sp.freshSameCompute(&q, prev, rune(next), next == utf8.RuneSelf)
+		}
+	}
+	return sp
+}
+
+// mayAcceptNonASCII reports whether in may accept a rune outside ASCII.
+func mayAcceptNonASCII(in *syntax.Inst) bool {
+	switch in.Op {
+	case syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+		return true
+	case syntax.InstRune1:
+		return in.Rune[0] >= utf8.RuneSelf
+	case syntax.InstRune:
+		if syntax.Flags(in.Arg)&syntax.FoldCase != 0 {
+			return true
+		}
+		if len(in.Rune) == 1 {
+			return in.Rune[0] >= utf8.RuneSelf
+		}
+		for i := 1; i < len(in.Rune); i += 2 {
+			if in.Rune[i] >= utf8.RuneSelf {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// accepts reports whether the rune instruction in consumes r, as package regexp's step.
+func accepts(in *syntax.Inst, r rune) bool {
+	switch in.Op {
+	case syntax.InstRune:
+		return in.MatchRune(r)
+	case syntax.InstRune1:
+		return r == in.Rune[0]
+	case syntax.InstRuneAny:
+		return true
+	case syntax.InstRuneAnyNotNL:
+		return r != '\n'
+	}
+	return false
+}
+
+// freshEntry is an instruction a new thread reaches, with the capture slots set on its
+// way there.
+type freshEntry struct {
+	pc   uint32
+	caps uint64
+}
+
+// freshList returns, in priority order, the rune and match instructions a thread started
+// under the assertions ctx reaches; with filter, only those accepting next, and matches.
+func (sp *streamProg) freshList(q *squeue, ctx syntax.EmptyOp, next rune, filter bool) []freshEntry {
+	q.clear()
+	var out []freshEntry
+	var walk func(pc uint32, caps uint64)
+	walk = func(pc uint32, caps uint64) {
+		for pc != 0 && !q.contains(pc) {
+			q.push(pc)
+			in := &sp.prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstFail:
+				return
+			case syntax.InstAlt, syntax.InstAltMatch:
+				walk(in.Out, caps)
+				pc = in.Arg
+			case syntax.InstEmptyWidth:
+				if syntax.EmptyOp(in.Arg)&^ctx != 0 {
+					return
+				}
+				pc = in.Out
+			case syntax.InstNop:
+				pc = in.Out
+			case syntax.InstCapture:
+				if in.Arg < 64 {
+					caps |= 1 << in.Arg
+				}
+				pc = in.Out
+			default:
+				if !filter || in.Op == syntax.InstMatch || accepts(in, next) {
+					out = append(out, freshEntry{pc, caps})
+				}
+				return
+			}
+		}
+	}
+	walk(uint32(sp.prog.Start), 0)
+	return out
+}
+
+// freshSameCompute reports whether a search started just after prev and one started at
+// the beginning of a text behave alike on a text that continues with next (unknown: with
+// any rune): whether the text after a cut between prev and next can be searched on its
+// own.
+func (sp *streamProg) freshSameCompute(q *squeue, prev, next rune, unknown bool) bool {
+	if !unknown {
+		z := syntax.EmptyOpContext(prev, next) & sp.used
+		f := syntax.EmptyOpContext(-1, next) & sp.used
+		if z == f {
+			return true
+		}
+		return slices.Equal(sp.freshList(q, z, next, true), sp.freshList(q, f, next, true))
+	}
+	// The assertions depend on the next rune only through these classes.
+	for _, n := range [...]rune{'a', ' ', '\n'} {
+		z := syntax.EmptyOpContext(prev, n) & sp.used
+		f := syntax.EmptyOpContext(-1, n) & sp.used
+		if z != f && !slices.Equal(sp.freshList(q, z, 0, false), sp.freshList(q, f, 0, false)) {
+			return false
+		}
+	}
+	return true
+}
+
+// squeue is a sparse set of instructions in insertion (priority) order, as package
+// regexp's queue; an entry is live when a thread waits at it (a rune or match
+// instruction), with the position its match would start at.
+type squeue struct {
+	size   int // instructions in the program; sparse is made on first use
+	sparse []uint32
+	dense  []sqEntry
+}
+
+type sqEntry struct {
+	pc    uint32
+	live  bool
+	start int
+}
+
+func newSqueue(n int) squeue { return squeue{size: n} }
+
+func (q *squeue) contains(pc uint32) bool {
+	if q.sparse == nil {
+		return false
+	}
+	j := q.sparse[pc]
+	return j < uint32(len(q.dense)) && q.dense[j].pc == pc
+}
+
+func (q *squeue) push(pc uint32) int {
+	if q.sparse == nil {
+		q.sparse = make([]uint32, q.size)
+	}
+	j := len(q.dense)
+	q.dense = append(q.dense, sqEntry{pc: pc})
+	q.sparse[pc] = uint32(j)
+	return j
+}
+
+func (q *squeue) clear() { q.dense = q.dense[:0] }
+
+func (q *squeue) hasLive() bool {
+	for _, e := range q.dense {
+		if e.live {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds the thread at pc with the given match start and everything it reaches under
+// the assertions ctx, as package regexp's add. When diff is not nil it is set if an
+// assertion on the way holds under ctx but not under alt or the reverse.
+func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.EmptyOp, diff *bool) {
+	for pc != 0 && !q.contains(pc) {
+		j := q.push(pc)
+		in := &sp.prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstFail:
+			return
+		case syntax.InstAlt, syntax.InstAltMatch:
+			sp.add(q, in.Out, start, ctx, alt, diff)
+			pc = in.Arg
+		case syntax.InstEmptyWidth:
+			op := syntax.EmptyOp(in.Arg)
+			ok := op&^ctx == 0
+			if diff != nil && ok != (op&^alt == 0) {
+				*diff = true
+			}
+			if !ok {
+				return
+			}
+			pc = in.Out
+		case syntax.InstNop, syntax.InstCapture:
+			pc = in.Out
+		default:
+			q.dense[j].live = true
+			q.dense[j].start = start
+			return
+		}
+	}
+}
+
+// posInfo is what a stage knows of a position of its pending text.
+type posInfo struct {
+	flags uint8
+	reach uint32 // the longest match found that starts here (0: none)
+}
+
+// Flags of a position.
+const (
+	fBoundary uint8 = 1 << iota // a rune starts here (or the text ends)
+	fEnd                        // an assertion here, judged by a thread started before, depends on the rune here
+)
+
+// streamStage runs one of Redact's patterns over a stream: the text the previous stage
+// released goes in, the same text with this pattern's matches replaced comes out.
+//
+// It holds buf, the text not released yet, and simulates package regexp's FindAll over
+// it (as if buf were a text of its own, which the cut rules make true): a search from
+// pos, threads in runq in priority order each with the start of the match it would make,
+// a found match [mstart, mend) while threads of higher priority may still extend it.
+// Every position gets a posInfo.
+type streamStage struct {
+	sp           *streamProg
+	buf          []byte
+	info         []posInfo // len(buf)+1
+	known        int       // buf[:known] holds whole runes; the rest is an incomplete one
+	pos          int
+	runq, nextq  squeue
+	scratch      squeue
+	fresh        bool // the search's thread for a match starting at pos has been added
+	matched      bool
+	mstart, mend int
+	floor        int   // no cut at or below floor is safe, and none will be
+	reachFloor   int   // the furthest end of a match starting at or below floor
+	found        []int // self-check: the matches found, start and end pairs
+
+	// Swallow mode: a match was released early (by force) and its rest is being dropped.
+	swallow bool
+	emitted int // buf[:emitted] has been released
+	dropTo  int // buf[:dropTo] belongs to the released match
+}
+
+func (st *streamStage) init(sp *streamProg) {
+	n := len(sp.prog.Inst)
+	*st = streamStage{sp: sp, info: make([]posInfo, 1, 16), runq: newSqueue(n), nextq: newSqueue(n), scratch: newSqueue(n)}
+}
+
+func (st *streamStage) append(s string) {
+	if s == "" {
+		return
+	}
+	st.buf = append(st.buf, s...)
+	n := len(st.info)
+	st.info = slices.Grow(st.info, len(s))[:n+len(s)]
+	clear(st.info[n:])
+}
+
+// incompleteTail returns the length of the incomplete UTF-8 character that ends b.
+func incompleteTail(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-3; i-- {
+		if b[i] < utf8.RuneSelf {
+			return 0
+		}
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return 0
+			}
+			return len(b) - i
+		}
+	}
+	return 0
+}
+
+// runeAt decodes the rune at i as package regexp's input does.
+func runeAt(b []byte, i int) (rune, int) {
+	if c := b[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRune(b[i:])
+}
+
+// runeBefore returns the rune before i (-1 at 0) as package regexp's context does.
+func runeBefore(b []byte, i int) rune {
+	if i == 0 {
+		return -1
+	}
+	if c := b[i-1]; c < utf8.RuneSelf {
+		return rune(c)
+	}
+	r, _ := utf8.DecodeLastRune(b[:i])
+	return r
+}
+
+// advance runs the search over the known text as far as it can without the runes to come
+// (with final, to the end of the text).
+func (st *streamStage) advance(final bool) {
+	sp := st.sp
+	st.known = len(st.buf)
+	if !final {
+		st.known -= incompleteTail(st.buf)
+	}
+	for {
+		if !st.runq.hasLive() {
+			if st.matched {
+				st.finish()
+				continue
+			}
+			st.runq.clear()
+			// No thread: skip to where a match can start.
+			for st.pos < st.known {
+				c := st.buf[st.pos]
+				if c < utf8.RuneSelf {
+					if sp.first[c] {
+						break
+					}
+					st.info[st.pos].flags |= fBoundary
+					st.pos++
+					st.fresh = false
+					continue
+				}
+				if sp.firstOther {
+					break
+				}
+				_, w := utf8.DecodeRune(st.buf[st.pos:])
+				st.info[st.pos].flags |= fBoundary
+				st.pos += w
+				st.fresh = false
+			}
+		}
+		if st.pos >= st.known {
+			if !final {
+				return
+			}
+			// The end of the text.
+			st.info[st.pos].flags |= fBoundary
+			if !st.matched && !st.fresh {
+				sp.add(&st.runq, uint32(sp.prog.Start), st.pos, syntax.EmptyOpContext(runeBefore(st.buf, st.pos), -1), 0, nil)
+			}
+			for _, e := range st.runq.dense {
+				if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
+					st.matched, st.mstart, st.mend = true, e.start, st.pos
+					st.noteMatch(e.start, st.pos)
+					break
+				}
+			}
+			st.runq.clear()
+			st.fresh = false
+			if st.matched {
+				st.finish()
+				continue
+			}
+			return
+		}
+		pos := st.pos
+		st.info[pos].flags |= fBoundary
+		r, w := runeAt(st.buf, pos)
+		if !st.matched && !st.fresh {
+			sp.add(&st.runq, uint32(sp.prog.Start), pos, syntax.EmptyOpContext(runeBefore(st.buf, pos), r), 0, nil)
+			st.fresh = true
+		}
+		// Does a thread consume r (before a match cuts the rest off)? Then the assertions
+		// after it need the next rune.
+		need := false
+		for _, e := range st.runq.dense {
+			if !e.live {
+				continue
+			}
+			in := &sp.prog.Inst[e.pc]
+			if in.Op == syntax.InstMatch {
+				break
+			}
+			if accepts(in, r) {
+				need = true
+			}
+		}
+		r1 := rune(-1)
+		if need {
+			switch {
+			case pos+w < st.known:
+				r1, _ = runeAt(st.buf, pos+w)
+			case final:
+			default:
+				return
+			}
+		}
+		ctx, alt := syntax.EmptyOpContext(r, r1), syntax.EmptyOpContext(r, -1)
+		diff := false
+		st.nextq.clear()
+		for _, e := range st.runq.dense {
+			if !e.live {
+				continue
+			}
+			in := &sp.prog.Inst[e.pc]
+			if in.Op == syntax.InstMatch {
+				// First-match mode: lower-priority threads are cut off.
+				st.matched, st.mstart, st.mend = true, e.start, pos
+				st.noteMatch(e.start, pos)
+				break
+			}
+			if accepts(in, r) {
+				sp.add(&st.nextq, in.Out, e.start, ctx, alt, &diff)
+			}
+		}
+		if diff {
+			st.info[pos+w].flags |= fEnd
+		}
+		st.runq, st.nextq = st.nextq, st.runq
+		st.nextq.clear()
+		st.pos = pos + w
+		st.fresh = false
+	}
+}
+
+// finish ends the search with its match; the next one starts at the match's end.
+func (st *streamStage) finish() {
+	if streamSelfCheck {
+		st.found = append(st.found, st.mstart, st.mend)
+	}
+	st.pos = st.mend
+	st.matched = false
+	st.runq.clear()
+	st.fresh = false
+}
+
+// noteMatch records that the search found a match [start, end) (one that may still be
+// extended or superseded: a cut inside it is unsafe either way).
+func (st *streamStage) noteMatch(start, end int) {
+	if start < 0 {
+		if streamSelfCheck {
+			panic(fmt.Sprintf("projection: stream stage %q: match from before the cut", st.sp.red.re))
+		}
+		start = 0
+	}
+	if n := uint32(min(end-start, 1<<32-1)); n > st.info[start].reach {
+		st.info[start].reach = n
+	}
+	if start <= st.floor {
+		st.reachFloor = max(st.reachFloor, end)
+	}
+}
+
+// frontier describes the threads waiting at pos for the rune there: alive is the
+// earliest start of those that consume it (len(buf)+1: none), and pending the start of
+// a match that ends at pos and that the step over pos will record (-1: none).
+func (st *streamStage) frontier() (alive, pending int) {
+	alive, pending = len(st.buf)+1, -1
+	if st.pos >= st.known {
+		return alive, pending
+	}
+	r, _ := runeAt(st.buf, st.pos)
+	for _, e := range st.runq.dense {
+		if !e.live {
+			continue
+		}
+		in := &st.sp.prog.Inst[e.pc]
+		if in.Op == syntax.InstMatch {
+			return alive, e.start
+		}
+		if accepts(in, r) {
+			alive = min(alive, e.start)
+		}
+	}
+	return alive, pending
+}
+
+// freshSameAt is freshSame for a cut at c; next tells whether the rune at c is known.
+func (st *streamStage) freshSameAt(c int, next bool) bool {
+	prev := runeBefore(st.buf, c)
+	class := 2
+	switch {
+	case prev == '\n':
+		class = 0
+	case syntax.IsWordChar(prev):
+		class = 1
+	}
+	if !next {
+		return st.sp.fresh[class][utf8.RuneSelf]
+	}
+	r, _ := runeAt(st.buf, c)
+	if r < utf8.RuneSelf {
+		return st.sp.fresh[class][r]
+	}
+	return st.sp.freshSameCompute(&st.scratch, prev, r, false)
+}
+
+// cutPoint returns the largest c such that buf[:c] can be released: whatever follows,
+// the search over buf gives the matches of the search over buf[:c] and then those of the
+// search over the rest on its own. That holds when
+//
+//   - no match found crosses c and no thread started before c is still alive (a thread
+//     that died without a match changed nothing: threads do not interact but through
+//     their matches);
+//   - the assertions at c judge the threads started before c as the end of a text would
+//     (no fEnd), so the search over buf[:c] finds the same matches;
+//   - a search started at c behaves as one started at the beginning of a text
+//     (freshSame), so the search over the rest finds the same matches.
+//
+// All three only become false as the text grows, but for the threads alive at pos: the
+// positions up to floor are settled.
+func (st *streamStage) cutPoint() int {
+	if st.pos >= st.known {
+		// Every thread has ended (the search stops at known only then): the cut at the
+		// end depends only on what comes next.
+		if st.pos > 0 && st.freshSameAt(st.pos, false) {
+			return st.pos
+		}
+	}
+	alive, pending := st.frontier()
+	top := min(st.pos, alive)
+	if st.pos >= st.known {
+		top = st.pos - 1
+	}
+	best := 0
+	settled := true
+	floor := st.floor
+	reach := st.reachFloor // the furthest end of a match starting before c
+	for c := floor + 1; c <= top; c++ {
+		if a := c - 1; a > floor {
+			reach = max(reach, a+int(st.info[a].reach))
+		}
+		if pending >= 0 && pending < c {
+			reach = max(reach, st.pos)
+		}
+		f := st.info[c].flags
+		if f&fBoundary != 0 && f&fEnd == 0 && reach <= c && st.freshSameAt(c, true) {
+			best = c
+			settled = false
+		} else if settled {
+			st.floor = c
+			st.reachFloor = max(reach, c+int(st.info[c].reach))
+		}
+	}
+	return best
+}
+
+// emit releases buf[:c] (c from cutPoint) with the matches replaced.
+func (st *streamStage) emit(c int) (string, int) {
+	seg := string(st.buf[:c])
+	out, n, idx := st.sp.red.run(seg)
+	atPos := c == st.pos
+	if streamSelfCheck {
+		st.check(seg, idx, c, atPos)
+	}
+	st.buf = st.buf[c:]
+	st.info = st.info[c:]
+	st.known -= c
+	st.pos -= c
+	st.floor = 0
+	st.reachFloor = int(st.info[0].reach)
+	if atPos {
+		// Threads started before c wait at c without consuming its rune (a match there
+		// is in seg); the search after the cut starts afresh.
+		st.runq.clear()
+		st.fresh = false
+		st.matched = false
+	} else {
+		// Threads started before c wait at pos without consuming its rune: they die at
+		// the next step.
+		for i := range st.runq.dense {
+			st.runq.dense[i].start -= c
+		}
+		st.mstart -= c
+		st.mend -= c
+	}
+	return out, n
+}
+
+// check compares the matches the simulation found left of c with those the regexp finds
+// in seg (self-check).
+func (st *streamStage) check(seg string, idx [][]int, c int, atPos bool) {
+	var got []int
+	k := 0
+	for ; k+1 < len(st.found) && st.found[k+1] <= c; k += 2 {
+		got = append(got, st.found[k], st.found[k+1])
+	}
+	for i := k; i < len(st.found); i++ {
+		st.found[i] -= c
+	}
+	st.found = append(st.found[:0], st.found[k:]...)
+	for i := 0; i < len(st.found); i += 2 {
+		if st.found[i] < 0 {
+			panic(fmt.Sprintf("projection: stream stage %q: match %v crosses the cut %d", st.sp.red.re, st.found[i:i+2], c))
+		}
+	}
+	alive, pending := st.frontier()
+	switch {
+	case atPos && pending >= 0:
+		got = append(got, pending, c)
+	case !atPos && (alive < c || pending >= 0 && pending < c):
+		panic(fmt.Sprintf("projection: stream stage %q: thread from %d alive at the cut %d", st.sp.red.re, min(alive, pending), c))
+	case !atPos && st.matched && st.mstart < c:
+		panic(fmt.Sprintf("projection: stream stage %q: match from %d pending at the cut %d", st.sp.red.re, st.mstart, c))
+	}
+	want := make([]int, 0, 2*len(idx))
+	for _, m := range idx {
+		want = append(want, m[0], m[1])
+	}
+	if !slices.Equal(got, want) {
+		panic(fmt.Sprintf("projection: stream stage %q: simulated matches %v, regexp %v in %q", st.sp.red.re, got, want, seg))
+	}
+}
+
+// flush releases all of buf (the stream ends) and resets the stage.
+func (st *streamStage) flush() (string, int) {
+	if st.swallow {
+		st.advanceSwallow(true)
+	}
+	if streamSelfCheck {
+		st.advance(true)
+	}
+	seg := string(st.buf)
+	out, n, idx := st.sp.red.run(seg)
+	if streamSelfCheck {
+		st.pos = len(st.buf)
+		st.check(seg, idx, len(st.buf), true)
+	}
+	st.buf = st.buf[:0]
+	st.resetSearch()
+	return out, n
+}
+
+// resetSearch starts a new search at the beginning of buf.
+func (st *streamStage) resetSearch() {
+	st.info = st.info[:len(st.buf)+1]
+	clear(st.info)
+	st.known = 0
+	st.pos = 0
+	st.runq.clear()
+	st.nextq.clear()
+	st.fresh = false
+	st.matched = false
+	st.floor = 0
+	st.reachFloor = 0
+	st.found = st.found[:0]
+	st.swallow = false
+}
+
+// drop removes buf[:c] and starts a new search.
+func (st *streamStage) drop(c int) {
+	st.buf = st.buf[c:]
+	st.info = st.info[c:]
+	st.resetSearch()
+}
+
+// force releases held text early because the held text exceeds the bound (see
+// StreamRedactor).
+func (st *streamStage) force() (string, int) {
+	if st.swallow {
+		st.endSwallow()
+	}
+	st.advance(false)
+	n := len(st.buf)
+	// The largest cut no match or candidate crosses (assertions at the cut aside).
+	c := 0
+	if st.pos >= st.known {
+		c = st.pos
+	} else {
+		alive, pending := st.frontier()
+		reach := 0
+		for x := 1; x <= min(st.pos, alive); x++ {
+			reach = max(reach, x-1+int(st.info[x-1].reach))
+			if pending >= 0 && pending < x {
+				reach = max(reach, st.pos)
+			}
+			if st.info[x].flags&fBoundary != 0 && reach <= x {
+				c = x
+			}
+		}
+	}
+	if c > 0 && n-c <= n/2 {
+		out, k, _ := st.sp.red.run(string(st.buf[:c]))
+		st.drop(c)
+		return out, k
+	}
+	// A candidate holds most of buf: release what the text up to here gives, and if the
+	// oldest candidate is a match there, drop the rest of that match as it arrives.
+	a := -1
+	for _, e := range st.runq.dense {
+		if e.live && (a < 0 || e.start < a) {
+			a = e.start
+		}
+	}
+	if st.matched && (a < 0 || st.mstart < a) {
+		a = st.mstart
+	}
+	L := st.known
+	out, k, idx := st.sp.red.run(string(st.buf[:L]))
+	whole := false
+	for _, m := range idx {
+		if a >= 0 && m[0] == a && m[1] == L {
+			whole = true
+		}
+	}
+	if !whole || st.pos >= L {
+		st.drop(L)
+		return out, k
+	}
+	// Keep the threads of that match, at pos (pos < L: they wait for the rune at pos).
+	live := st.runq.dense[:0]
+	for _, e := range st.runq.dense {
+		if e.live && e.start == a {
+			live = append(live, e)
+		}
+	}
+	st.runq.dense = live
+	for i, e := range st.runq.dense {
+		st.runq.sparse[e.pc] = uint32(i)
+	}
+	st.matched = st.matched && st.mstart == a
+	p := st.pos
+	st.buf = st.buf[p:]
+	st.info = st.info[p:]
+	clear(st.info)
+	st.known -= p
+	st.pos = 0
+	st.mend -= p
+	st.emitted = L - p
+	st.dropTo = 0
+	st.fresh = true // no new thread: the search continues that match only
+	st.swallow = true
+	st.found = st.found[:0]
+	return out, k
+}
+
+// advanceSwallow continues the released match over the new text, dropping what it
+// covers; when it ends, the stage resumes normal work after it.
+func (st *streamStage) advanceSwallow(final bool) {
+	sp := st.sp
+	st.known = len(st.buf)
+	if !final {
+		st.known -= incompleteTail(st.buf)
+	}
+	for st.swallow {
+		if !st.runq.hasLive() {
+			st.endSwallow()
+			return
+		}
+		if st.pos >= st.known {
+			if !final {
+				return
+			}
+			for _, e := range st.runq.dense {
+				if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
+					st.matched, st.mend = true, st.pos
+					break
+				}
+			}
+			st.runq.clear()
+			continue
+		}
+		pos := st.pos
+		r, w := runeAt(st.buf, pos)
+		need := false
+		for _, e := range st.runq.dense {
+			if !e.live {
+				continue
+			}
+			in := &sp.prog.Inst[e.pc]
+			if in.Op == syntax.InstMatch {
+				break
+			}
+			if accepts(in, r) {
+				need = true
+			}
+		}
+		r1 := rune(-1)
+		if need {
+			switch {
+			case pos+w < st.known:
+				r1, _ = runeAt(st.buf, pos+w)
+			case final:
+			default:
+				return
+			}
+		}
+		ctx, eof := syntax.EmptyOpContext(r, r1), syntax.EmptyOpContext(r, -1)
+		st.nextq.clear()
+		st.scratch.clear()
+		for _, e := range st.runq.dense {
+			if !e.live {
+				continue
+			}
+			in := &sp.prog.Inst[e.pc]
+			if in.Op == syntax.InstMatch {
+				st.matched, st.mend = true, pos
+				break
+			}
+			if accepts(in, r) {
+				sp.add(&st.nextq, in.Out, e.start, ctx, 0, nil)
+				sp.add(&st.scratch, in.Out, e.start, eof, 0, nil)
+			}
+		}
+		st.runq, st.nextq = st.nextq, st.runq
+		st.nextq.clear()
+		st.pos = pos + w
+		// Would the match end here if the text did? Then it covers the text so far.
+		for _, e := range st.scratch.dense {
+			if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
+				st.dropTo = st.pos
+				break
+			}
+		}
+		if st.matched && st.mend > st.dropTo {
+			st.dropTo = st.mend
+		}
+		if d := min(st.dropTo, st.pos); d > 0 {
+			st.buf = st.buf[d:]
+			st.info = st.info[d:]
+			st.known -= d
+			st.pos -= d
+			st.emitted -= d
+			st.dropTo -= d
+			st.mend -= d
+		}
+	}
+}
+
+// endSwallow ends swallow mode: the stage resumes after the released match.
+func (st *streamStage) endSwallow() {
+	resume := max(st.emitted, st.dropTo, 0)
+	if st.matched && st.mend > resume {
+		resume = st.mend
+	}
+	st.drop(min(resume, len(st.buf)))
+}
+
+// run applies r to s as Redact's pass does and also returns the matches.
+func (r *redactor) run(s string) (string, int, [][]int) {
+	if r.word != "" {
+		if !strings.Contains(asciiLower(s), r.word) {
+			return s, 0, nil
+		}
+	} else if !r.hint(s) {
+		return s, 0, nil
+	}
+	idx := r.re.FindAllStringSubmatchIndex(s, -1)
+	out, n := r.expand(s, idx)
+	return out, n, idx
+}
