@@ -9,6 +9,9 @@
 // and `final`; v1.0 methods (SendMessage, GetTask ...) get oneof wrappers, TASK_STATE_* and
 // ROLE_* enums, and no `final`.
 //
+// [Dispatcher] serves decoded requests frame by frame; the HTTP handler and the WebSocket
+// transport (package streaming) both use it, so there is one dispatch path.
+//
 // # Imports
 //
 // No project package; third-party: none beyond the standard library.

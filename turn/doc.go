@@ -3,7 +3,17 @@
 // stream its reply → persist the reply and the final status → release the lease.
 //
 // Every task record and every task history is folded from the ledger, the single source of
-// truth; the in-memory state of a running task is only its event log for live streams.
+// truth. Stream events are ledger entries too, numbered with the context's seq and
+// published to the context's live feed after the commit that stored them; a stream
+// replays what it has not seen from the ledger, then follows the feed, dropping by seq
+// what it already has (no gap, no duplicate). While someone watches a context, the reply
+// is stored as REPLY_CHUNK entries as it streams (one per commit); otherwise only the
+// final AGENT_REPLY is written. Replies are redacted for credentials as they stream.
+//
+// # Locks
+//
+// Runner.mu, Runner.streamsMu, feeds.mu → feed.mu (in that order when nested; the others
+// are never held together), chunks.mu. None is held across I/O.
 //
 // # Imports
 //
