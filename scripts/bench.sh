@@ -60,3 +60,12 @@ echo "=== ledger appends (fsync'd): plain Update vs group commit; growth; the ga
 go test -run '^$' -bench . -benchtime 2s ./ledger/
 echo "=== projection time at 100, 1,000 and 10,000 messages (history limits 20 and 200)"
 go test -run '^$' -bench 'BenchmarkBuild' ./projection/
+
+echo "=== WebSocket streams (issue #6): idle connection memory, gateway /ws vs bare gorilla/websocket at 5,000 connections;"
+echo "    time to first event, WebSocket and SSE vs a message/send round trip; events/s to 100 subscribers of one context"
+(
+  ulimit -n 20000 2>/dev/null || true # 2 x 5,000 sockets in one process
+  go test -run '^$' -bench 'BenchmarkWSIdleConnMemory' -benchtime 1x ./cmd/gateway/
+  go test -run '^$' -bench 'BenchmarkTimeToFirstEvent' -benchtime 300x ./cmd/gateway/
+  go test -run '^$' -bench 'BenchmarkFanout100' -benchtime 5x ./cmd/gateway/
+)
