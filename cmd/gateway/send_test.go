@@ -289,8 +289,12 @@ func TestAdminOutbound(t *testing.T) {
 		wantStatus  int
 	}{
 		{name: "valid", body: with("contextId", "ctx-valid"), wantStatus: http.StatusOK},
-		{name: "valid raw URL peer", body: with("peer", "http://127.0.0.1:1/"), wantStatus: http.StatusOK},
-		{name: "input-required", body: with("state", "input-required"), wantStatus: http.StatusOK},
+		{name: "valid raw URL peer", body: with("peer", "http://127.0.0.1:1/"), wantStatus: http.StatusOK}, // owner out:http://…, not out:a
+		{name: "input-required", body: func() map[string]any {
+			m := with("state", "input-required")
+			m["contextId"] = "ctx-input-required" // ctx-ok is kept for refused records only
+			return m
+		}(), wantStatus: http.StatusOK},
 		{name: "no token", token: "-", body: valid(), wantStatus: http.StatusUnauthorized},
 		{name: "GET", method: http.MethodGet, wantStatus: http.StatusMethodNotAllowed},
 		{name: "text/plain", contentType: "text/plain", body: valid(), wantStatus: http.StatusUnsupportedMediaType},
