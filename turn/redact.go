@@ -17,11 +17,13 @@ func redactParts(ps []a2a.Part) ([]a2a.Part, int) {
 		p := ps[i]
 		orig := p
 		p.Text = projection.Redact(p.Text)
+		var metaChanged bool
+		p.Metadata, metaChanged = redactMeta(p.Metadata)
 		p.URL = projection.Redact(p.URL)
 		if len(p.Data) > 0 {
 			p.Data = redactJSON(p.Data)
 		}
-		if p.Text != orig.Text || p.URL != orig.URL || string(p.Data) != string(orig.Data) {
+		if p.Text != orig.Text || p.URL != orig.URL || string(p.Data) != string(orig.Data) || metaChanged {
 			if out == nil {
 				out = append([]a2a.Part(nil), ps...)
 			}
@@ -78,4 +80,26 @@ func redactValue(v any) (any, bool) {
 		return out, changed
 	}
 	return v, false
+}
+
+// redactMeta returns metadata with the credentials in its strings (keys included)
+// replaced, and whether anything changed; m itself is not modified.
+func redactMeta(m map[string]any) (map[string]any, bool) {
+	if len(m) == 0 {
+		return m, false
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return m, false
+	}
+	var cp map[string]any
+	if json.Unmarshal(b, &cp) != nil {
+		return m, false
+	}
+	v, changed := redactValue(cp)
+	if !changed {
+		return m, false
+	}
+	out, _ := v.(map[string]any)
+	return out, true
 }

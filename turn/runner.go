@@ -330,6 +330,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 	}
 	// a credential a peer pasted is never stored, shown to the agent or echoed back.
 	m.Parts, _ = redactParts(m.Parts)
+	m.Metadata, _ = redactMeta(m.Metadata)
 	if !hasContent(m.Parts) {
 		r.auditRejected(peer, &m, "EMPTY_MESSAGE", "")
 		return nil, a2a.Task{}, nil, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
@@ -480,6 +481,7 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 // auditEntry is the audit-only record of a rejected request.
 func auditEntry(peer string, m *a2a.Message, reason, taskID string) ledger.Entry {
 	parts, _ := redactParts(m.Parts)
+	m = &a2a.Message{MessageID: m.MessageID, Parts: parts}
 	meta := map[string]any{"rejected": reason}
 	if taskID != "" {
 		meta["taskId"] = taskID

@@ -180,7 +180,11 @@ func TestPeerAuth(t *testing.T) {
 						t.Fatalf("Content-Type = %q, want text/event-stream", ct)
 					}
 				}
-				if !bytes.Contains(res.body, []byte("echo: hi")) || bytes.Contains(res.body, []byte(`"error"`)) {
+				reply := res.body
+				if stream { // the reply arrives in chunks: join them
+					reply = []byte(sseReplyText(t, res.body))
+				}
+				if !bytes.Contains(reply, []byte("echo: hi")) || bytes.Contains(res.body, []byte(`"error"`)) {
 					t.Fatalf("response = %s, want the echo reply", res.body)
 				}
 				if got := owners(t, c, s, contextID); !slices.Equal(got, []string{tt.wantPeer}) {
@@ -382,4 +386,35 @@ func TestCardDeclaresBearer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sseReplyText joins the artifact chunks of a v0.3 SSE body.
+func sseReplyText(t *testing.T, body []byte) string {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range strings.Split(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var env struct {
+			Result struct {
+				Kind     string `json:"kind"`
+				Artifact struct {
+					Parts []struct {
+						Text string `json:"text"`
+					} `json:"parts"`
+				} `json:"artifact"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &env); err != nil {
+			t.Fatalf("SSE frame %q: %v", data, err)
+		}
+		if env.Result.Kind == "artifact-update" {
+			for _, p := range env.Result.Artifact.Parts {
+				b.WriteString(p.Text)
+			}
+		}
+	}
+	return b.String()
 }

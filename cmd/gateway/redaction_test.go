@@ -79,10 +79,15 @@ func TestRedactionCorpus(t *testing.T) {
 	for i, tc := range corpus {
 		ctxID := fmt.Sprintf("secret-%d", i)
 		t.Run(fmt.Sprintf("%d_%s", i, tc.kind), func(t *testing.T) {
-			// The peer pastes the secret; the reply streams over SSE.
+			// The peer pastes the secret (text, a data part, the message metadata); the
+			// reply streams over SSE.
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": map[string]any{
 				"message": map[string]any{"kind": "message", "role": "user", "messageId": "m-" + ctxID, "contextId": ctxID,
-					"parts": []any{map[string]any{"kind": "text", "text": "my config: " + tc.text}}}}})
+					"parts": []any{
+						map[string]any{"kind": "text", "text": "my config: " + tc.text},
+						map[string]any{"kind": "data", "data": map[string]any{"config": tc.text}},
+					},
+					"metadata": map[string]any{"note": tc.text}}}})
 			resp, err := c.Post(s.URL(), "application/json", bytes.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
