@@ -89,6 +89,12 @@ func eventTask(ev *a2a.Event) string {
 
 // publish sends stored entries to the context's live readers.
 func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []ledger.Entry) {
+	key := conversations.Key(owner, contextID)
+	if !r.feeds.watching(key) {
+		// Nobody reads it live; a reader that joins later replays these from the ledger
+		// (it joins before it reads, so it cannot miss them).
+		return
+	}
 	evs := make([]a2a.Event, 0, len(stored))
 	inflated := false
 	for i := range stored {
@@ -108,7 +114,7 @@ func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []
 			evs = append(evs, ev)
 		}
 	}
-	r.feeds.publish(conversations.Key(owner, contextID), evs...)
+	r.feeds.publish(key, evs...)
 }
 
 // replayPage is how many entries a stream reads from the ledger at a time.

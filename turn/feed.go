@@ -97,6 +97,19 @@ func (fs *feeds) join(key string) *cursor {
 	return c
 }
 
+// watching reports whether anyone reads key's feed now (publish is a no-op otherwise).
+func (fs *feeds) watching(key string) bool {
+	fs.mu.Lock()
+	f := fs.m[key]
+	fs.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cursors) > 0
+}
+
 // publish adds evs (in seq order) to key's feed, if anyone reads it.
 func (fs *feeds) publish(key string, evs ...a2a.Event) {
 	if len(evs) == 0 {

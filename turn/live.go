@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // liveTask is what the Runner knows of a running task beyond the ledger: how to cancel
@@ -25,15 +25,23 @@ func newLiveTask(id, contextID, owner string) *liveTask {
 	return &liveTask{id: id, contextID: contextID, owner: owner, finished: make(chan struct{})}
 }
 
-// chunks is the reply text the agent has produced but no REPLY_CHUNK entry holds yet.
-// While someone watches the context, the turn's chunk writer stores it as REPLY_CHUNK
-// entries, one per commit (text that arrives during a commit waits for the next one), so a
-// token stream costs a few appends per second, not one per token; when nobody watches,
-// nothing is written until the end of the turn.
+// chunks is the reply text the agent has produced. While someone watches the context, the
+// turn's chunk writer stores it as REPLY_CHUNK entries, one per commit (text that arrives
+// during a commit waits for the next one), so a token stream costs a few appends per
+// second, not one per token; when nobody watches, nothing is written until the end.
+//
+// every byte stored or sent is redacted. Text goes through the StreamRedactor only
+// when a chunk is taken (in the pieces that accumulated meanwhile, which keeps it cheap);
+// a reply nobody streamed is redacted whole at the end with projection.Redact, which
+// gives the same text (the StreamRedactor's invariant).
 type chunks struct {
-	mu      sync.Mutex
-	pending strings.Builder
-	wake    chan struct{} // capacity 1: "there is new text"
+	mu   sync.Mutex
+	raw  strings.Builder // agent text not yet given to the redactor
+	all  strings.Builder // every byte the agent produced, while streamed is false
+	red  projection.StreamRedactor
+	out  strings.Builder // the redacted text taken so far
+	used bool            // the redactor has started: out + its rest is the reply
+	wake chan struct{}   // capacity 1: "there is new text"
 }
 
 func (c *chunks) add(s string) {
@@ -41,7 +49,10 @@ func (c *chunks) add(s string) {
 		return
 	}
 	c.mu.Lock()
-	c.pending.WriteString(s)
+	c.raw.WriteString(s)
+	if !c.used {
+		c.all.WriteString(s)
+	}
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -49,30 +60,38 @@ func (c *chunks) add(s string) {
 	}
 }
 
-// take returns the pending text and clears it. Unless all, an incomplete UTF-8 character
-// at its end stays pending, so no chunk ever splits a character.
-func (c *chunks) take(all bool) string {
+// take returns the redacted text that is ready to be stored (possibly empty: the
+// redactor may hold back what could still become a credential); with last, everything.
+func (c *chunks) take(last bool) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.pending.String()
-	cut := len(s)
-	if !all {
-		cut = completeRunes(s)
+	if !c.used {
+		c.used = true
+		c.all.Reset()
 	}
-	c.pending.Reset()
-	c.pending.WriteString(s[cut:])
-	return s[:cut]
+	text := c.red.Write(c.raw.String())
+	c.raw.Reset()
+	if last {
+		text += c.red.Flush()
+	}
+	c.out.WriteString(text)
+	return text
 }
 
-// completeRunes is the length of s without an incomplete UTF-8 sequence at its end.
-func completeRunes(s string) int {
-	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(s[i]) {
-			if utf8.FullRuneInString(s[i:]) {
-				return len(s)
-			}
-			return i
-		}
+// reply returns the whole redacted reply, once the agent has finished: the chunks taken
+// plus the rest (returned as rest, the final chunk's text) when a chunk was taken, else
+// the whole text redacted at once.
+func (c *chunks) reply() (reply, rest string) {
+	c.mu.Lock()
+	used := c.used
+	c.mu.Unlock()
+	if used {
+		rest = c.take(true)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.out.String(), rest
 	}
-	return len(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return projection.Redact(c.all.String()), ""
 }

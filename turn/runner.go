@@ -560,21 +560,11 @@ func (tr *turnRun) run(ctx context.Context) {
 		}
 	}
 	defer stopWriter()
-	var reply strings.Builder
-	// the reply is redacted as it streams, before anything of it is stored or sent;
-	// the redactor holds back only what could still become a credential.
-	var red projection.StreamRedactor
-	flushRedactor := func() {
-		rest := red.Flush()
-		reply.WriteString(rest)
-		tr.chunks.add(rest)
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("agent panicked", "task_id", lt.id, "panic", p)
-			flushRedactor()
 			stopWriter()
-			tr.finish(ctx, reply.String(), fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
+			tr.finish(ctx, fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
 	}()
 	// A lost lease cancels the turn: another instance may now run this context.
@@ -594,8 +584,6 @@ func (tr *turnRun) run(ctx context.Context) {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
-		c = red.Write(c)
-		reply.WriteString(c)
 		tr.chunks.add(c)
 		return nil
 	}
@@ -605,12 +593,11 @@ func (tr *turnRun) run(ctx context.Context) {
 		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
-	flushRedactor()
 	stopWriter()
 	if err == nil && tr.chunkErr != nil {
 		err = tr.chunkErr
 	}
-	tr.finish(ctx, reply.String(), err, res)
+	tr.finish(ctx, err, res)
 }
 
 // writeChunks stores the reply's pending text as REPLY_CHUNK entries while someone
@@ -676,8 +663,9 @@ func (tr *turnRun) keep(stored []ledger.Entry) {
 }
 
 // finish records the end of the turn (reply, status) and publishes the final status.
-func (tr *turnRun) finish(ctx context.Context, reply string, agentErr error, res agent.Result) {
+func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result) {
 	r, lt := tr.r, tr.lt
+	reply, rest := tr.chunks.reply()
 	state := a2a.StateCompleted
 	var statusText string
 	switch {
@@ -698,7 +686,7 @@ func (tr *turnRun) finish(ctx context.Context, reply string, agentErr error, res
 	}
 	var entries []ledger.Entry
 	if tr.chunksMade > 0 {
-		entries = append(entries, tr.chunkEntry(tr.chunks.take(true), true))
+		entries = append(entries, tr.chunkEntry(rest, true))
 	}
 	if reply != "" || agentErr == nil {
 		meta := map[string]any{metaArtifactID: tr.artifactID}
