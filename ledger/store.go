@@ -120,6 +120,11 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		// freelist's scattered picks (about a third less write time per 64-writer group
 		// commit when measured here).
 		FreelistType: bolt.FreelistArrayType,
+		// The freelist is rebuilt by a scan at Open instead of being written by every
+		// commit (as etcd does): ~8% more turns/s in BenchmarkTurnPattern at 64 writers
+		// (2,330 → 2,530), for a slower Open of a very large file. Durability is the same:
+		// the freelist is derived data.
+		NoFreelistSync: true,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
