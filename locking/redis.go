@@ -84,11 +84,14 @@ var (
 	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
 return 0`)
-	releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
+	releaseScript = redis.NewScript(releaseSource)
+)
+
+// releaseSource is the compare-and-DEL script.
+const releaseSource = `if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("DEL", KEYS[1])
 end
-return 0`)
-)
+return 0`
 
 // Redis is the lease for several gateway instances sharing one Redis server
 // (DESIGN L-2): one holder per key across every instance. It owns its go-redis client.
@@ -108,7 +111,10 @@ return 0`)
 type Redis struct {
 	cfg    RedisConfig
 	client *redis.Client
-	log    *slog.Logger
+	// batch carries the per-turn commands (acquire's SET NX and GET, release's
+	// compare-and-DEL) of concurrent turns in shared pipelines (see batcher).
+	batch *batcher
+	log   *slog.Logger
 
 	mu      sync.Mutex     // guards closed and the wg.Add of a new operation
 	closed  bool           // set by Close; refuses new operations
@@ -162,6 +168,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig, logger *slog.Logger) (*Redis
 	r := &Redis{
 		cfg:     cfg,
 		client:  client,
+		batch:   newBatcher(client, cfg.OpTimeout),
 		log:     logger.With("component", "locking"),
 		closing: make(chan struct{}),
 	}
@@ -170,9 +177,11 @@ func NewRedis(ctx context.Context, cfg RedisConfig, logger *slog.Logger) (*Redis
 	if err := client.Ping(pctx).Err(); err != nil {
 		switch {
 		case ctx.Err() != nil:
+			r.batch.close()
 			_ = client.Close()
 			return nil, ctx.Err()
 		case configFault(err):
+			r.batch.close()
 			_ = client.Close()
 			return nil, fmt.Errorf("redis %s refused us: %v", cfg.Addr, err)
 		}
@@ -242,8 +251,13 @@ func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error)
 	for range 3 {
 		sent := time.Now() // the key cannot expire before sent+TTL
 		octx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
-		ok, err := r.client.SetNX(octx, rkey, value, r.cfg.TTL).Result()
+		var set *redis.BoolCmd
+		err := r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) { set = p.SetNX(ctx, rkey, value, r.cfg.TTL) })
 		cancel()
+		var ok bool
+		if err == nil {
+			ok, err = set.Result()
+		}
 		if err != nil {
 			return nil, unavailable(ctx, "acquire", key, err)
 		}
@@ -251,8 +265,13 @@ func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error)
 			return r.newLease(key, holder, token, rkey, value, sent)
 		}
 		octx, cancel = context.WithTimeout(ctx, r.cfg.OpTimeout)
-		cur, err := r.client.Get(octx, rkey).Result()
+		var get *redis.StringCmd
+		err = r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) { get = p.Get(ctx, rkey) })
 		cancel()
+		var cur string
+		if err == nil {
+			cur, err = get.Result()
+		}
 		switch {
 		case errors.Is(err, redis.Nil):
 			continue
@@ -419,7 +438,14 @@ func (r *Redis) release(ctx context.Context, l *redisLease) error {
 	}
 	octx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
-	n, err := releaseScript.Run(octx, r.client, []string{l.rkey}, l.value).Int()
+	var del *redis.Cmd
+	err = r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) {
+		del = p.Eval(ctx, releaseSource, []string{l.rkey}, l.value) // EVAL hits Redis's script cache
+	})
+	var n int
+	if err == nil {
+		n, err = del.Int()
+	}
 	if err != nil {
 		return unavailable(ctx, "release", l.lease.key, err)
 	}
@@ -519,6 +545,7 @@ func (r *Redis) Close() error {
 	close(r.closing)
 	r.mu.Unlock()
 	r.wg.Wait()
+	r.batch.close()
 	return r.client.Close()
 }
 
