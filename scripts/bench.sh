@@ -52,6 +52,10 @@ if command -v redis-server >/dev/null 2>&1; then
   echo
   echo "=== lease acquire+release and the busy path against a real redis-server"
   go test -tags integration -run '^$' -bench 'BenchmarkRedis' -benchtime 2s ./locking/
+  if command -v redis-benchmark >/dev/null 2>&1; then
+    echo "--- the same server, redis-benchmark -c 50 (perf anchors G6: our acquire p99 <= 2x its SET NX PX p99)"
+    redis-benchmark -h 127.0.0.1 -p "$rport" -n 100000 -c 50 -r 100000 --csv SET 'lock:__rand_int__' tok NX PX 30000 | tail -1
+  fi
 else
   echo "redis-server not installed: skipping the Redis lease benchmarks (apt-get install redis-server)"
 fi
