@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/google/uuid"
 )
 
 const usage = `gateway: an A2A conversation gateway.
@@ -34,6 +36,10 @@ Run 'gateway COMMAND --help' for a command's flags.
 `
 
 func main() {
+	// Random (v4) UUIDs name messages and artifacts on every turn: take their randomness
+	// from a buffered pool instead of one getrandom call each. Before anything runs, as
+	// the package requires.
+	uuid.EnableRandPool()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
