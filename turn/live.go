@@ -36,12 +36,12 @@ func newLiveTask(id, contextID, owner string) *liveTask {
 // gives the same text (the StreamRedactor's invariant).
 type chunks struct {
 	mu   sync.Mutex
-	raw  strings.Builder // agent text not yet given to the redactor
-	all  strings.Builder // every byte the agent produced, while streamed is false
-	red  projection.StreamRedactor
-	out  strings.Builder // the redacted text taken so far
-	used bool            // the redactor has started: out + its rest is the reply
-	wake chan struct{}   // capacity 1: "there is new text"
+	raw  strings.Builder           // agent text not yet given to the redactor
+	all  strings.Builder           // every byte the agent produced, while streamed is false
+	red  projection.StreamRedactor // used by take only
+	out  strings.Builder           // the redacted text taken so far; written by take only
+	used bool                      // the redactor has started: out + its rest is the reply
+	wake chan struct{}             // capacity 1: "there is new text"
 }
 
 func (c *chunks) add(s string) {
@@ -62,15 +62,18 @@ func (c *chunks) add(s string) {
 
 // take returns the redacted text that is ready to be stored (possibly empty: the
 // redactor may hold back what could still become a credential); with last, everything.
+// One goroutine at a time calls take (the chunk writer, then the turn after it stopped):
+// the redactor runs outside mu, so the agent's emits never wait for it.
 func (c *chunks) take(last bool) string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.used {
 		c.used = true
 		c.all.Reset()
 	}
-	text := c.red.Write(c.raw.String())
+	raw := c.raw.String()
 	c.raw.Reset()
+	c.mu.Unlock()
+	text := c.red.Write(raw)
 	if last {
 		text += c.red.Flush()
 	}
@@ -87,8 +90,6 @@ func (c *chunks) reply() (reply, rest string) {
 	c.mu.Unlock()
 	if used {
 		rest = c.take(true)
-		c.mu.Lock()
-		defer c.mu.Unlock()
 		return c.out.String(), rest
 	}
 	c.mu.Lock()

@@ -1095,26 +1095,28 @@ func TestStreamResumeUnwatched(t *testing.T) {
 // subscriber (measured first, in the same run) allows.
 func TestStreamSlowConsumer(t *testing.T) {
 	const (
-		pieces    = 192
-		pieceSize = 4 << 10 // 768 KiB in all: several times what the stalled socket holds (~100 KB) plus 16 frames
+		pieces    = 384
+		pieceSize = 2 << 10 // 768 KiB in all: several times what the stalled socket holds (~100 KB) plus 16 frames
 		cid       = "ctx-slow"
 	)
 	piece := strings.Repeat("abcdefg ", pieceSize/8)
 	ag := scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
-		for i := range pieces {
+		for range pieces {
 			if err := emit(piece); err != nil {
 				return agent.Result{}, err
 			}
-			if i%2 == 1 {
-				if err := sleepCtx(ctx, time.Millisecond); err != nil {
-					return agent.Result{}, err
-				}
+			// Paced over ~1 s: the gateway stores (and streams) about one chunk per
+			// commit, so the pace, not the piece count, sets how many frames there are;
+			// enough of them must come to fill the stalled socket and queue even when a
+			// loaded machine makes commits slow.
+			if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+				return agent.Result{}, err
 			}
 		}
 		return agent.Result{}, nil
 	}}
 	s := startWSServer(t, testConfig(t), withAgent(ag), withStreaming(func(c *streaming.Config) {
-		c.SendBuffer = 16
+		c.SendBuffer = 2 // frames are large and few when commits are slow (e.g. under -race)
 		c.SlowAfter = 200 * time.Millisecond
 		// The close frame reaches the stalled client only once it reads again (after the
 		// turn): keep its blocked write alive until then, even on a loaded machine.
