@@ -167,6 +167,21 @@ type Event struct {
 	Artifact *ArtifactUpdate
 }
 
+// TaskID returns the id of the task the event belongs to ("" if none is set).
+func (ev *Event) TaskID() string {
+	switch {
+	case ev.Task != nil:
+		return ev.Task.ID
+	case ev.Status != nil:
+		return ev.Status.TaskID
+	case ev.Artifact != nil:
+		return ev.Artifact.TaskID
+	case ev.Message != nil:
+		return ev.Message.TaskID
+	}
+	return ""
+}
+
 // SendConfig is the configuration of a send.
 type SendConfig struct {
 	AcceptedOutputModes []string

@@ -240,7 +240,7 @@ func (c *conn) pump(ctx context.Context, st *stream, open func(context.Context) 
 			return
 		}
 		if st.label.Load() == nil {
-			if id := eventTaskID(&ev); id != "" {
+			if id := ev.TaskID(); id != "" {
 				l := "task " + id
 				st.label.Store(&l)
 			}
@@ -264,20 +264,6 @@ func (c *conn) pump(ctx context.Context, st *stream, open func(context.Context) 
 			return
 		}
 	}
-}
-
-func eventTaskID(ev *a2a.Event) string {
-	switch {
-	case ev.Task != nil:
-		return ev.Task.ID
-	case ev.Status != nil:
-		return ev.Status.TaskID
-	case ev.Artifact != nil:
-		return ev.Artifact.TaskID
-	case ev.Message != nil:
-		return ev.Message.TaskID
-	}
-	return ""
 }
 
 // endStream removes st from the connection and answers the unsubscribes waiting for it,

@@ -72,21 +72,6 @@ func entryEvent(e *ledger.Entry) (a2a.Event, bool) {
 	return ev, true
 }
 
-// eventTask is the task an event belongs to.
-func eventTask(ev *a2a.Event) string {
-	switch {
-	case ev.Task != nil:
-		return ev.Task.ID
-	case ev.Status != nil:
-		return ev.Status.TaskID
-	case ev.Artifact != nil:
-		return ev.Artifact.TaskID
-	case ev.Message != nil:
-		return ev.Message.TaskID
-	}
-	return ""
-}
-
 // publish sends stored entries to the context's live readers.
 func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []ledger.Entry) {
 	key := conversations.Key(owner, contextID)
@@ -184,7 +169,7 @@ func (s *eventStream) Next(ctx context.Context) (a2a.Event, error) {
 		}
 		s.covered = ev.Seq
 		if s.taskID != "" {
-			if eventTask(&ev) != s.taskID {
+			if ev.TaskID() != s.taskID {
 				continue
 			}
 			if ev.Status != nil && ev.Status.Status.State.EndsStream() {
