@@ -120,8 +120,16 @@ Runs the gateway until SIGINT or SIGTERM. With no flags: the ledger in ./data (b
 fsync'd), the in-process lease (one running task per contextId), the echo agent, and
 http://127.0.0.1:9900/ serving:
   POST /  and  POST /a2a          JSON-RPC 2.0, A2A v1.0 (SendMessage, ...) and v0.3 (message/send, ...)
+  GET  /ws                         WebSocket: JSON-RPC frames, any A2A method, conversations/subscribe
+                                   {contextId, afterSeq} to watch (and resume) a whole context
   GET  /.well-known/agent-card.json   the agent card
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down)
+  GET  /metrics                    Prometheus metrics (loopback, or --admin-token)
+  /admin/v1/...                    the operator API (gateway conversations ...)
+
+Peers (their bearer tokens, and where gateway send reaches them) are listed under
+peers: in the config file; without accept tokens every caller is the peer "local" and
+only loopback addresses may be served.
 
 Every flag can also be set with its GATEWAY_* environment variable or in the YAML
 config file (--config, default ./gateway.yaml if present; keys are the flag names).
