@@ -26,6 +26,9 @@ var buildGateway = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	builtBinaryDir.Lock()
+	builtBinaryDir.dir = dir // removed by TestMain
+	builtBinaryDir.Unlock()
 	bin := filepath.Join(dir, "gateway")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {

@@ -7,13 +7,35 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeBuiltBinary()
+		os.Exit(code)
+	}))
+}
+
+// builtBinaryDir is the temp dir of the gateway binary the process tests build (once
+// per test binary); TestMain removes it at the end.
+var builtBinaryDir struct {
+	sync.Mutex
+	dir string
+}
+
+func removeBuiltBinary() {
+	builtBinaryDir.Lock()
+	defer builtBinaryDir.Unlock()
+	if builtBinaryDir.dir != "" {
+		_ = os.RemoveAll(builtBinaryDir.dir)
+	}
+}
 
 // testConfig is a serve config on a free loopback port with a fresh data dir.
 func testConfig(t *testing.T) Config {
