@@ -38,6 +38,16 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./ledger/
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./history/
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./history/
+	$(GO) test -run '^$$' -fuzz '^FuzzEntryEncoding$$' -fuzztime $(FUZZTIME) ./ledger/
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./ledger/
+	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./projection/
+	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./projection/
+	$(GO) test -run '^$$' -fuzz '^FuzzStreamRedactor$$' -fuzztime $(FUZZTIME) ./projection/
+	$(GO) test -run '^$$' -fuzz '^FuzzInputMarker$$' -fuzztime $(FUZZTIME) ./agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzUTF8Chunker$$' -fuzztime $(FUZZTIME) ./agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME) ./agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzClientFrame$$' -fuzztime $(FUZZTIME) ./streaming/
+	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./peers/
 
 ## redis: make sure redis-server is installed for the tests that need one (they start their own)
 redis:
