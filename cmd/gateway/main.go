@@ -125,6 +125,7 @@ http://127.0.0.1:9900/ serving:
   GET  /.well-known/agent-card.json   the agent card
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down)
   GET  /metrics                    Prometheus metrics (loopback, or --admin-token)
+  GET  /debug/pprof/               Go profiles (same rule)
   /admin/v1/...                    the operator API (gateway conversations ...)
 
 Peers (their bearer tokens, and where gateway send reaches them) are listed under

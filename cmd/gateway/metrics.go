@@ -234,19 +234,7 @@ func (m *metrics) handler(adminToken string, log *slog.Logger) http.Handler {
 		Registry:          m.reg, // promhttp_metric_handler_errors_total
 		EnableOpenMetrics: false,
 	})
-	gate := adminHandler{token: adminToken}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !gate.authorized(r) {
-			if adminToken != "" {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			http.Error(w, "/metrics answers loopback clients only when no admin token is configured", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return adminOnly(adminToken, metricsPath, h)
 }
 
 // slogPromLogger routes promhttp's error log to slog.

@@ -240,23 +240,26 @@ func TestMetricsAuth(t *testing.T) {
 		{"admin token", "Bearer s3cret-admin-token", http.StatusOK},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"metrics", nil)
-			if tt.auth != "" {
-				req.Header.Set("Authorization", tt.auth)
-			}
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tt.wantC {
-				t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantC)
-			}
-			if tt.wantC == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
-				t.Errorf("401 without a WWW-Authenticate challenge")
-			}
-		})
+		// /debug/pprof/ follows the same rule as /metrics.
+		for _, path := range []string{"metrics", "debug/pprof/cmdline"} {
+			t.Run(tt.name+"/"+path, func(t *testing.T) {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+path, nil)
+				if tt.auth != "" {
+					req.Header.Set("Authorization", tt.auth)
+				}
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tt.wantC {
+					t.Errorf("status = %d, want %d", resp.StatusCode, tt.wantC)
+				}
+				if tt.wantC == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+					t.Errorf("401 without a WWW-Authenticate challenge")
+				}
+			})
+		}
 	}
 	// Without an admin token: loopback clients only.
 	h := newMetrics(nil).handler("", discardLogger())

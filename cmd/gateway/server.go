@@ -187,6 +187,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	// instead of 27.5 KiB each). It has the same peer authentication.
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", s.peerAuth(s.ws))
+	mux.Handle("/debug/pprof/", pprofHandler(cfg.AdminToken))
 	mux.Handle("/", s.routes())
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them

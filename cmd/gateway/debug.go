@@ -1,0 +1,36 @@
+package main
+
+import (
+	"net/http"
+	"net/http/pprof"
+)
+
+// adminOnly serves h under the admin API's rule: with an admin token, requests must carry
+// it (401 otherwise); without one, only loopback clients are served (403 otherwise).
+func adminOnly(token, what string, h http.Handler) http.Handler {
+	gate := adminHandler{token: token}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !gate.authorized(r) {
+			if token != "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			http.Error(w, what+" answers loopback clients only when no admin token is configured", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// pprofHandler serves Go's profiles under /debug/pprof/ (CPU, heap, goroutines, trace),
+// for an operator looking into where a gateway spends its time.
+func pprofHandler(token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return adminOnly(token, "/debug/pprof", mux)
+}
