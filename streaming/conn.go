@@ -140,6 +140,20 @@ loop:
 		select {
 		case f := <-send:
 			if c.closing.Load() {
+				c.mu.Lock()
+				evicted := c.evicted
+				c.mu.Unlock()
+				if evicted {
+					break loop // a slow consumer gets nothing more
+				}
+				// Closing for another reason: this frame was taken before the flush
+				// below; write it first (e.g. the error frame before a 1009 close).
+				_ = c.ws.SetWriteDeadline(time.Now().Add(wt))
+				if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
+					broken = true
+				} else if f.st != nil {
+					f.st.written.Store(f.seq)
+				}
 				break loop
 			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(wt))
