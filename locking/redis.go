@@ -143,9 +143,11 @@ func NewRedis(ctx context.Context, cfg RedisConfig, logger *slog.Logger) (*Redis
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if !redisLoggerSet.Swap(true) {
-		// go-redis logs through a process-wide logger; route it to slog (Debug: every
-		// failure it reports also reaches the caller as an error, which is logged there).
-		redis.SetLogger(slogPrintf{logger.With("component", "go-redis")})
+		// go-redis logs through a process-wide logger; route it to slog's default logger
+		// (Debug: every failure it reports also reaches the caller as an error, which is
+		// logged there). Not to this locker's logger: it may be closed long before
+		// another locker's client logs (tests give each locker its own).
+		redis.SetLogger(slogPrintf{})
 	}
 	client := redis.NewClient(&redis.Options{
 		Addr:     cfg.Addr,
@@ -552,9 +554,14 @@ func (r *Redis) Close() error {
 // redisLoggerSet makes the process-wide go-redis logger be set once, by the first locker.
 var redisLoggerSet atomic.Bool
 
-// slogPrintf adapts slog to go-redis's Printf logger.
-type slogPrintf struct{ l *slog.Logger }
+// slogPrintf adapts slog's default logger (as it is when go-redis logs) to go-redis's
+// Printf logger.
+type slogPrintf struct{}
 
-func (p slogPrintf) Printf(ctx context.Context, format string, v ...any) {
-	p.l.DebugContext(ctx, fmt.Sprintf(format, v...))
+func (slogPrintf) Printf(ctx context.Context, format string, v ...any) {
+	l := slog.Default()
+	if !l.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	l.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
 }
