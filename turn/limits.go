@@ -97,17 +97,6 @@ func (r *Runner) Streams() int {
 	return n
 }
 
-// countedStream releases its stream slot on Close.
-type countedStream struct {
-	a2a.Stream
-	release func()
-}
-
-func (s *countedStream) Close() {
-	s.Stream.Close()
-	s.release()
-}
-
 // noObserver observes nothing.
 type noObserver struct{}
 
