@@ -350,6 +350,24 @@ type sqEntry struct {
 
 func newSqueue(n int) squeue { return squeue{size: n} }
 
+// consumes reports whether a live thread of q, before the first match (which cuts the
+// rest off), consumes r: then the assertions after r need the next rune.
+func (sp *streamProg) consumes(q *squeue, r rune) bool {
+	for _, e := range q.dense {
+		if !e.live {
+			continue
+		}
+		in := &sp.prog.Inst[e.pc]
+		if in.Op == syntax.InstMatch {
+			return false
+		}
+		if accepts(in, r) {
+			return true
+		}
+	}
+	return false
+}
+
 func (q *squeue) contains(pc uint32) bool {
 	if q.sparse == nil {
 		return false
@@ -573,19 +591,7 @@ func (st *streamStage) advance(final bool) {
 		}
 		// Does a thread consume r (before a match cuts the rest off)? Then the assertions
 		// after it need the next rune.
-		need := false
-		for _, e := range st.runq.dense {
-			if !e.live {
-				continue
-			}
-			in := &sp.prog.Inst[e.pc]
-			if in.Op == syntax.InstMatch {
-				break
-			}
-			if accepts(in, r) {
-				need = true
-			}
-		}
+		need := sp.consumes(&st.runq, r)
 		r1 := rune(-1)
 		if need {
 			switch {
@@ -963,19 +969,7 @@ func (st *streamStage) advanceSwallow(final bool) {
 		}
 		pos := st.pos
 		r, w := runeAt(st.buf, pos)
-		need := false
-		for _, e := range st.runq.dense {
-			if !e.live {
-				continue
-			}
-			in := &sp.prog.Inst[e.pc]
-			if in.Op == syntax.InstMatch {
-				break
-			}
-			if accepts(in, r) {
-				need = true
-			}
-		}
+		need := sp.consumes(&st.runq, r)
 		r1 := rune(-1)
 		if need {
 			switch {
