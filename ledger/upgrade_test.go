@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -221,5 +222,38 @@ func TestOpen_NewerLayout(t *testing.T) {
 			s.Close()
 		}
 		t.Fatalf("Open() of a newer layout error = %v, want it to name a newer build", err)
+	}
+}
+
+// A new file gets the ledger's page size; a file created with another page size (4 KiB,
+// bbolt's default and earlier builds') keeps it and works as before.
+func TestOpen_PageSize(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := mustOpen(t, Options{NoSync: true})
+	if got := s.db.Info().PageSize; got != pageSize {
+		t.Errorf("new file: page size %d, want %d", got, pageSize)
+	}
+
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{PageSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old := mustOpenPath(t, path, Options{NoSync: true})
+	if got := old.db.Info().PageSize; got != 4096 {
+		t.Errorf("existing 4 KiB file: page size %d after Open, want 4096", got)
+	}
+	for i := range 200 { // enough to split leaves and branches
+		mustAppend(t, old, "local", "c", userMsg(fmt.Sprintf("message %d %s", i, strings.Repeat("x", 900))))
+	}
+	if err := old.Verify(ctx, "local", "c"); err != nil {
+		t.Errorf("Verify() on the 4 KiB file: %v", err)
+	}
+	if got, err := old.Range(ctx, "local", "c", 0, 0); err != nil || len(got) != 200 {
+		t.Errorf("Range() = %d entries, %v; want 200", len(got), err)
 	}
 }
