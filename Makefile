@@ -40,6 +40,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./history/
 	$(GO) test -run '^$$' -fuzz '^FuzzEntryEncoding$$' -fuzztime $(FUZZTIME) ./ledger/
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./ledger/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendEntryJSON$$' -fuzztime $(FUZZTIME) ./ledger/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./projection/
 	$(GO) test -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME) ./projection/
 	$(GO) test -run '^$$' -fuzz '^FuzzStreamRedactor$$' -fuzztime $(FUZZTIME) ./projection/

@@ -14,8 +14,10 @@ type Echo struct {
 
 // Reply implements [Agent].
 func (e Echo) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
-	chunks := SplitWords("echo: " + t.Text)
-	for i, c := range chunks {
+	rest := "echo: " + t.Text
+	for i := 0; rest != ""; i++ {
+		var c string
+		c, rest = nextWord(rest)
 		if i > 0 && e.Delay > 0 {
 			timer := time.NewTimer(e.Delay)
 			select {
@@ -35,20 +37,26 @@ func (e Echo) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
 // SplitWords splits s after each run of spaces, so that the chunks concatenate to s.
 func SplitWords(s string) []string {
 	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		j := i
-		for j < len(s) && s[j] == ' ' {
-			j++
-		}
-		out = append(out, s[:j])
-		s = s[j:]
+	for s != "" {
+		var c string
+		c, s = nextWord(s)
+		out = append(out, c)
 	}
 	return out
+}
+
+// nextWord returns s up to and including its first run of spaces (all of s if it has
+// none), and the rest.
+func nextWord(s string) (word, rest string) {
+	i := strings.IndexByte(s, ' ')
+	if i < 0 {
+		return s, ""
+	}
+	j := i
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	return s[:j], s[j:]
 }
 
 // UsesContext reports that the echo agent needs no history: the gateway skips reading it.

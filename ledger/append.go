@@ -451,13 +451,26 @@ type template struct {
 	tail    []byte // ,"kind":… up to the last field before prevHash, without the closing brace
 }
 
+// entrySizeHint is a capacity that usually holds e's encoding: its strings and part
+// content, escaping aside, and the field names.
+func entrySizeHint(e *Entry) int {
+	n := 320 + len(e.ID) + len(e.ContextID) + len(e.Owner) + len(e.TaskID) + len(e.Actor) +
+		len(e.MessageID) + len(e.State) + len(e.Metadata) + len(e.CorrelationID) + len(e.CausationID)
+	for i := range e.Parts {
+		p := &e.Parts[i]
+		n += 120 + len(p.Text) + len(p.Data) + len(p.Raw)*4/3 + len(p.URL) + len(p.MediaType) +
+			len(p.Filename) + len(p.Metadata) + len(p.ArtifactRef)
+	}
+	return n
+}
+
 // seqEpochZero is how encoding/json writes Seq and Epoch when both are zero. A JSON string
 // never holds an unescaped quote, so its first occurrence is the fields themselves.
 var seqEpochZero = []byte(`,"seq":0,"epoch":0`)
 
 // newTemplate encodes e (whose Seq, Epoch, PrevHash and Hash must be zero) into a template.
 func newTemplate(e *Entry) (template, error) {
-	b, err := json.Marshal(e)
+	b, err := appendEntryJSON(make([]byte, 0, entrySizeHint(e)), e)
 	if err != nil {
 		return template{}, err
 	}

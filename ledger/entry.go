@@ -2,7 +2,7 @@ package ledger
 
 import (
 	"encoding/json"
-	"strconv"
+	"fmt"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -184,12 +184,12 @@ func validateEntry(i int, e *Entry, owner, contextID string) error {
 	case e.Role != "" && e.Role != RoleUser && e.Role != RoleAgent:
 		return invalid("entries[%d].role: unknown value %q", i, e.Role)
 	}
-	for _, f := range []struct{ name, v string }{
+	for _, f := range [...]struct{ name, v string }{
 		{"id", e.ID}, {"taskId", e.TaskID}, {"actor", e.Actor}, {"messageId", e.MessageID},
 		{"state", e.State}, {"correlationId", e.CorrelationID}, {"causationId", e.CausationID},
 	} {
-		if err := validateIdent("entries["+strconv.Itoa(i)+"]."+f.name, f.v); err != nil {
-			return err
+		if err := validateIdent(f.name, f.v); err != nil {
+			return fmt.Errorf("entries[%d].%w", i, err) // "entries[i].<field>: ..."
 		}
 	}
 	if len(e.Metadata) > 0 && !json.Valid(e.Metadata) {

@@ -155,3 +155,36 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendEntryJSON checks the reflection-free encoder against encoding/json on
+// arbitrary field values: the same bytes, and an error exactly when json.Marshal fails
+// (an invalid JSON value, a year outside 0..9999).
+func FuzzAppendEntryJSON(f *testing.F) {
+	f.Add("hello", "task-1", `{"a": 1}`, `[1, "<b>"]`, []byte{1}, "f.txt", int64(1), int64(2), uint64(3), int64(0))
+	f.Add("<script>&\u2028\u2029\xff\x00\x1f\x7f\"\\\b\f\n\r\t", "", " { \"k\" : \"\u2028<&>\" } ", "null", []byte{}, "", int64(-1e10), int64(999999999), ^uint64(0), int64(-5))
+	f.Add("", "t", "{bad", "", []byte(nil), "ü", int64(253402300800), int64(0), uint64(0), int64(1<<40))
+	f.Add("\xed\xa0\x80 a\xc3 😀", "\u00e9", "", "[ 1.50 , -0 , 1e3 ]", []byte{0, 255, 7}, "x\ty", int64(-62135596801), int64(5), uint64(1), int64(12))
+	f.Fuzz(func(t *testing.T, text, id, meta, data string, raw []byte, name string, sec, nsec int64, seq uint64, size int64) {
+		e := Entry{
+			ID: id, ContextID: text, Owner: name, TaskID: id, Seq: seq, Epoch: seq / 3,
+			Kind: Kind(text), Trust: TrustAgent, Visibility: Visibility(name), Actor: text,
+			CreatedAt: time.Unix(sec, nsec).UTC(), MessageID: name, Role: id, State: text,
+			Metadata:      json.RawMessage(meta),
+			CorrelationID: text, CausationID: id, PrevHash: name, Hash: text,
+		}
+		if len(text)%2 == 0 {
+			e.Parts = []Part{
+				{Kind: PartText, Text: text, Metadata: json.RawMessage(meta), Size: size},
+				{Kind: name, Data: json.RawMessage(data), Raw: raw, URL: text, MediaType: name, Filename: name, ArtifactRef: id},
+			}
+		}
+		want, wantErr := json.Marshal(&e)
+		got, err := appendEntryJSON(nil, &e)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("appendEntryJSON() error = %v, json.Marshal error = %v", err, wantErr)
+		}
+		if wantErr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("appendEntryJSON() = %s\njson.Marshal      = %s", got, want)
+		}
+	})
+}

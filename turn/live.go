@@ -36,8 +36,7 @@ func newLiveTask(id, contextID, owner string) *liveTask {
 // gives the same text (the StreamRedactor's invariant).
 type chunks struct {
 	mu   sync.Mutex
-	raw  strings.Builder           // agent text not yet given to the redactor
-	all  strings.Builder           // every byte the agent produced, while streamed is false
+	raw  strings.Builder           // agent text not yet given to the redactor (all of it until used)
 	red  projection.StreamRedactor // used by take only
 	out  strings.Builder           // the redacted text taken so far; written by take only
 	used bool                      // the redactor has started: out + its rest is the reply
@@ -50,9 +49,6 @@ func (c *chunks) add(s string) {
 	}
 	c.mu.Lock()
 	c.raw.WriteString(s)
-	if !c.used {
-		c.all.WriteString(s)
-	}
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -66,10 +62,7 @@ func (c *chunks) add(s string) {
 // the redactor runs outside mu, so the agent's emits never wait for it.
 func (c *chunks) take(last bool) string {
 	c.mu.Lock()
-	if !c.used {
-		c.used = true
-		c.all.Reset()
-	}
+	c.used = true
 	raw := c.raw.String()
 	c.raw.Reset()
 	c.mu.Unlock()
@@ -94,5 +87,5 @@ func (c *chunks) reply() (reply, rest string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return projection.Redact(c.all.String()), ""
+	return projection.Redact(c.raw.String()), ""
 }
