@@ -35,6 +35,7 @@ bench: build
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./a2a/
+	$(GO) test -run '^$$' -fuzz '^FuzzWireEncoding$$' -fuzztime $(FUZZTIME) ./a2a/
 	$(GO) test -run '^$$' -fuzz '^FuzzKey$$' -fuzztime $(FUZZTIME) ./ledger/
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./history/
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./history/

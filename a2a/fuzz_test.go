@@ -267,3 +267,78 @@ func checkTransport(t *testing.T, h http.Handler, body []byte, req *Request) {
 		}
 	}
 }
+
+// FuzzWireEncoding checks the reflection-free encoders (jsonenc.go) against json.Marshal
+// of the same wire values, for every event shape in both dialects: the same bytes, and an
+// error exactly when json.Marshal fails (an invalid JSON value in a data part).
+func FuzzWireEncoding(f *testing.F) {
+	f.Add("hello", "ctx-1", `{"a": 1}`, []byte{1, 2}, "k", true, uint8(0))
+	f.Add("<script>&\u2028\u2029\xff\x00\x1f\x7f\"\\\b\f\n\r\t", "", " { \"k\" : \"\u2028<&>\" } ", []byte{}, "", false, uint8(7))
+	f.Add("", "é", "{bad", []byte(nil), "ü\xfe", true, uint8(255))
+	f.Add("😀 \xed\xa0\x80", "t\t", "[ 1.50 , -0 , 1e3 ]", []byte{0, 255}, "x", false, uint8(3))
+	f.Fuzz(func(t *testing.T, text, id, data string, raw []byte, key string, flag bool, shape uint8) {
+		var meta map[string]any
+		if shape&1 != 0 {
+			meta = map[string]any{key: text, "n": 1.5, "b": flag, "l": []any{id, nil}}
+		}
+		parts := []Part{
+			{Kind: PartText, Text: text, Metadata: meta},
+			{Kind: PartData, Data: json.RawMessage(data)},
+			{Kind: PartFile, Raw: raw, MediaType: key, Filename: id},
+			{Kind: PartFile, URL: text, MediaType: id},
+		}
+		if shape&2 != 0 {
+			parts = parts[:1]
+		}
+		if shape&4 != 0 {
+			parts = nil
+		}
+		msg := Message{MessageID: id, ContextID: text, TaskID: key, Role: RoleAgent, Parts: parts, Metadata: meta}
+		if shape&8 != 0 {
+			msg.Extensions, msg.ReferenceTaskIDs = []string{text, key}, []string{id}
+		}
+		st := TaskStatus{State: StateWorking}
+		if shape&16 != 0 {
+			st.Message = &msg
+		}
+		art := Artifact{ArtifactID: id, Name: text, Description: key, Parts: parts, Metadata: meta}
+		if shape&8 != 0 {
+			art.Extensions = []string{key}
+		}
+		task := Task{ID: id, ContextID: key, Status: st, Metadata: meta}
+		if shape&32 != 0 {
+			task.Artifacts, task.History = []Artifact{art, art}, []Message{msg, msg}
+		}
+		for _, d := range []Dialect{V03, V1} {
+			check := func(name string, got []byte, err error, v any) {
+				t.Helper()
+				want, wantErr := json.Marshal(v)
+				if (err != nil) != (wantErr != nil) {
+					t.Fatalf("%s (%s): error = %v, json.Marshal error = %v", name, d, err, wantErr)
+				}
+				if err == nil && !bytes.Equal(got, want) {
+					t.Fatalf("%s (%s) =\n%s\njson.Marshal =\n%s", name, d, got, want)
+				}
+			}
+			wt := encodeTask(&task, d)
+			got, err := appendWireTask(nil, &wt)
+			check("task", got, err, wt)
+			wm := encodeMessage(&msg, d)
+			got, err = appendWireMessage(nil, &wm)
+			check("message", got, err, wm)
+			su := encodeStatusUpdate(&StatusUpdate{TaskID: id, ContextID: key, Status: st, Final: flag, Metadata: meta}, d)
+			got, err = appendWireStatusUpdate(nil, &su)
+			check("statusUpdate", got, err, su)
+			au := encodeArtifactUpdate(&ArtifactUpdate{TaskID: id, ContextID: key, Artifact: art, Append: flag, LastChunk: !flag, Metadata: meta}, d)
+			got, err = appendWireArtifactUpdate(nil, &au)
+			check("artifactUpdate", got, err, au)
+			// EncodeEvent: bare in v0.3, wrapped in v1.0.
+			got, err = EncodeEvent(&Event{Task: &task}, d)
+			var want any = wt
+			if d == V1 {
+				want = map[string]any{"task": wt}
+			}
+			check("EncodeEvent", got, err, want)
+		}
+	})
+}

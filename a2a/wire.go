@@ -305,7 +305,10 @@ func encodeArtifactUpdate(u *ArtifactUpdate, d Dialect) wireArtifactUpdate {
 
 // EncodeTask returns the JSON of t in dialect d (a bare Task in both dialects, as
 // GetTask, CancelTask and tasks/get return it).
-func EncodeTask(t *Task, d Dialect) ([]byte, error) { return json.Marshal(encodeTask(t, d)) }
+func EncodeTask(t *Task, d Dialect) ([]byte, error) {
+	w := encodeTask(t, d)
+	return appendWireTask(make([]byte, 0, 512), &w)
+}
 
 // EncodeSendResult returns the JSON result of a send in dialect d: bare in v0.3, wrapped
 // as {"task":…} or {"message":…} in v1.0.
@@ -319,24 +322,46 @@ func EncodeSendResult(r SendResult, d Dialect) ([]byte, error) {
 // EncodeEvent returns the JSON of a stream event in dialect d: bare with `kind` in v0.3,
 // a StreamResponse wrapper in v1.0.
 func EncodeEvent(ev *Event, d Dialect) ([]byte, error) {
-	var v any
 	var key string
 	switch {
 	case ev.Task != nil:
-		v, key = encodeTask(ev.Task, d), "task"
+		key = "task"
 	case ev.Message != nil:
-		v, key = encodeMessage(ev.Message, d), "message"
+		key = "message"
 	case ev.Status != nil:
-		v, key = encodeStatusUpdate(ev.Status, d), "statusUpdate"
+		key = "statusUpdate"
 	case ev.Artifact != nil:
-		v, key = encodeArtifactUpdate(ev.Artifact, d), "artifactUpdate"
+		key = "artifactUpdate"
 	default:
 		return nil, fmt.Errorf("%w: empty event", ErrInternal)
 	}
+	b := make([]byte, 0, 512)
 	if d == V1 {
-		v = map[string]any{key: v}
+		b = append(append(append(b, `{"`...), key...), `":`...)
 	}
-	return json.Marshal(v)
+	// The same bytes as json.Marshal of the wire value (jsonenc.go), without reflection.
+	var err error
+	switch key {
+	case "task":
+		w := encodeTask(ev.Task, d)
+		b, err = appendWireTask(b, &w)
+	case "message":
+		w := encodeMessage(ev.Message, d)
+		b, err = appendWireMessage(b, &w)
+	case "statusUpdate":
+		w := encodeStatusUpdate(ev.Status, d)
+		b, err = appendWireStatusUpdate(b, &w)
+	default:
+		w := encodeArtifactUpdate(ev.Artifact, d)
+		b, err = appendWireArtifactUpdate(b, &w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d == V1 {
+		b = append(b, '}')
+	}
+	return b, nil
 }
 
 // EncodeListTasks returns the JSON of a ListTasks result (v1.0 only method).

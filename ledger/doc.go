@@ -28,8 +28,10 @@
 //
 // # Imports
 //
-// conversations (the pure contextId and key rules), go.etcd.io/bbolt and google/uuid;
-// nothing else of the project (in particular not a2a, turn or another adapter).
+// conversations (the pure contextId and key rules), go.etcd.io/bbolt, google/uuid, and
+// from a2a only its JSON encoding helpers (AppendJSONString, AppendJSONValue: the
+// hand-written encoder of entries shares them with the wire encoders); nothing else of
+// the project (not turn or another adapter).
 //
 // # Concurrency
 //

@@ -1,11 +1,11 @@
 package ledger
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/a2a"
 )
 
 // appendEntryJSON appends json.Marshal(e) to dst, byte for byte, without reflection:
@@ -19,22 +19,22 @@ import (
 // unnoticed.
 func appendEntryJSON(dst []byte, e *Entry) ([]byte, error) {
 	dst = append(dst, `{"id":`...)
-	dst = appendJSONString(dst, e.ID)
+	dst = a2a.AppendJSONString(dst, e.ID)
 	dst = append(dst, `,"contextId":`...)
-	dst = appendJSONString(dst, e.ContextID)
+	dst = a2a.AppendJSONString(dst, e.ContextID)
 	dst = append(dst, `,"owner":`...)
-	dst = appendJSONString(dst, e.Owner)
+	dst = a2a.AppendJSONString(dst, e.Owner)
 	dst = appendOptString(dst, `,"taskId":`, e.TaskID)
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, `,"epoch":`...)
 	dst = strconv.AppendUint(dst, e.Epoch, 10)
 	dst = append(dst, `,"kind":`...)
-	dst = appendJSONString(dst, string(e.Kind))
+	dst = a2a.AppendJSONString(dst, string(e.Kind))
 	dst = append(dst, `,"trust":`...)
-	dst = appendJSONString(dst, string(e.Trust))
+	dst = a2a.AppendJSONString(dst, string(e.Trust))
 	dst = append(dst, `,"visibility":`...)
-	dst = appendJSONString(dst, string(e.Visibility))
+	dst = a2a.AppendJSONString(dst, string(e.Visibility))
 	dst = appendOptString(dst, `,"actor":`, e.Actor)
 	t, err := e.CreatedAt.MarshalJSON()
 	if err != nil {
@@ -69,7 +69,7 @@ func appendEntryJSON(dst []byte, e *Entry) ([]byte, error) {
 
 func appendPartJSON(dst []byte, p *Part) ([]byte, error) {
 	dst = append(dst, `{"kind":`...)
-	dst = appendJSONString(dst, p.Kind)
+	dst = a2a.AppendJSONString(dst, p.Kind)
 	dst = appendOptString(dst, `,"text":`, p.Text)
 	var err error
 	if dst, err = appendOptValue(dst, `,"data":`, p.Data); err != nil {
@@ -99,8 +99,7 @@ func appendOptString(dst []byte, key, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	dst = append(dst, key...)
-	return appendJSONString(dst, s)
+	return a2a.AppendJSONString(append(dst, key...), s)
 }
 
 // appendOptValue appends key and the JSON value v as encoding/json writes a
@@ -110,82 +109,9 @@ func appendOptValue(dst []byte, key string, v json.RawMessage) ([]byte, error) {
 	if len(v) == 0 {
 		return dst, nil
 	}
-	dst = append(dst, key...)
-	start := len(dst)
-	buf := bytes.NewBuffer(dst)
-	if err := json.Compact(buf, v); err != nil {
-		return dst[:start-len(key)], err
+	out, err := a2a.AppendJSONValue(append(dst, key...), v)
+	if err != nil {
+		return dst, err
 	}
-	dst = buf.Bytes()
-	if bytes.ContainsAny(dst[start:], "<>&\u2028\u2029") {
-		var esc bytes.Buffer
-		json.HTMLEscape(&esc, dst[start:])
-		dst = append(dst[:start], esc.Bytes()...)
-	}
-	return dst, nil
-}
-
-// jsonSafe[b] is true for the ASCII bytes encoding/json writes unescaped in a string
-// with HTML escaping on: 0x20..0x7f except ", \, <, > and &.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = true
-	}
-	for _, b := range `"\<>&` {
-		t[b] = false
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as encoding/json writes a string with HTML escaping (its
-// appendString with escapeHTML set): the same escapes, in the same cases.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if jsonSafe[b] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default: // the other control bytes, and <, >, &
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return out, nil
 }
