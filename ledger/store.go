@@ -92,6 +92,9 @@ type Store struct {
 
 	commits, requests, appends, rejected atomic.Uint64
 	commitNanos                          atomic.Int64
+
+	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
+	guessHits, guessMisses atomic.Uint64
 }
 
 // Open opens (creating if needed, with its directory) the ledger file at path and starts the
@@ -290,6 +293,15 @@ func (s *Store) commitBatch(batch []*pending) {
 	})
 	if errors.Is(err, errNothingToCommit) {
 		err = nil
+	}
+	if err != nil {
+		s.heads.clear() // rolled back: the heads computed in the transaction never were
+	} else if accepted > 0 {
+		reqs := make([]*prepared, len(batch))
+		for i, p := range batch {
+			reqs[i] = p.req
+		}
+		s.remember(reqs, results)
 	}
 	if err == nil && accepted > 0 {
 		d := time.Since(start)
