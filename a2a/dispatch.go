@@ -63,7 +63,7 @@ func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, st
 	if err != nil {
 		return d.fail(ctx, req.ID, req.Method, spec.dialect, err, start)
 	}
-	d.Observe(ctx, req.Method, spec.dialect, 0, start)
+	d.Observe(ctx, req.Method, spec.dialect, nil, start)
 	return envelope(orNull(req.ID), "result", result)
 }
 
@@ -74,7 +74,7 @@ func methodNotFound(method string) error {
 // fail encodes err as an error frame and observes the request's end.
 func (d *Dispatcher) fail(ctx context.Context, id json.RawMessage, method string, dl Dialect, err error, start time.Time) []byte {
 	rpc := d.rpcError(ctx, err, method)
-	d.Observe(ctx, method, dl, rpc.Code, start)
+	d.observe(ctx, method, dl, rpc.Code, rpc.Reason, start)
 	return envelope(orNull(id), "error", rpc.wire(dl))
 }
 
@@ -167,12 +167,21 @@ func (d *Dispatcher) ErrorFrame(ctx context.Context, id json.RawMessage, method 
 
 // Observe reports the end of a request that [Dispatcher.Call] did not answer (a stream,
 // or a request the transport answered with [Dispatcher.ErrorFrame]): it calls
-// TransportConfig.Observe with code (0 for success; see [CodeOf]) and the time since
+// TransportConfig.Observe with err's code and reason (nil: success) and the time since
 // start, and logs the request at Debug.
-func (d *Dispatcher) Observe(ctx context.Context, method string, dl Dialect, code int, start time.Time) {
+func (d *Dispatcher) Observe(ctx context.Context, method string, dl Dialect, err error, start time.Time) {
+	code, reason := 0, ""
+	if err != nil {
+		rpc := ToRPCError(err)
+		code, reason = rpc.Code, rpc.Reason
+	}
+	d.observe(ctx, method, dl, code, reason, start)
+}
+
+func (d *Dispatcher) observe(ctx context.Context, method string, dl Dialect, code int, reason string, start time.Time) {
 	dur := time.Since(start)
 	if d.cfg.Observe != nil {
-		d.cfg.Observe(method, dl, code, dur)
+		d.cfg.Observe(method, dl, code, reason, dur)
 	}
 	if !d.log.Enabled(ctx, slog.LevelDebug) {
 		return

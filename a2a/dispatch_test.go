@@ -93,6 +93,7 @@ type observation struct {
 	method string
 	d      Dialect
 	code   int
+	reason string
 }
 
 type observer struct {
@@ -100,10 +101,10 @@ type observer struct {
 	got []observation
 }
 
-func (o *observer) observe(method string, d Dialect, code int, _ time.Duration) {
+func (o *observer) observe(method string, d Dialect, code int, reason string, _ time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.got = append(o.got, observation{method, d, code})
+	o.got = append(o.got, observation{method, d, code, reason})
 }
 
 func (o *observer) list() []observation {
@@ -132,13 +133,13 @@ func TestDispatcherCall(t *testing.T) {
 		wantIn   string // substring of the frame
 		observed observation
 	}{
-		{"GetTask v1.0", Request{ID: json.RawMessage(`1`), Method: "GetTask", Params: json.RawMessage(`{"id":"t-1"}`)}, 0, `"TASK_STATE_COMPLETED"`, observation{"GetTask", V1, 0}},
-		{"tasks/get v0.3", Request{ID: json.RawMessage(`"x"`), Method: "tasks/get", Params: json.RawMessage(`{"id":"t-1"}`)}, 0, `"kind":"task"`, observation{"tasks/get", V03, 0}},
-		{"not found v0.3", Request{ID: json.RawMessage(`2`), Method: "tasks/get", Params: json.RawMessage(`{"id":"nope"}`)}, -32001, `"reason":"TASK_NOT_FOUND"`, observation{"tasks/get", V03, -32001}},
-		{"unknown method", Request{ID: json.RawMessage(`3`), Method: "Nope"}, -32601, `"@type":"type.googleapis.com/google.rpc.ErrorInfo"`, observation{"Nope", V1, -32601}},
-		{"streaming method", Request{ID: json.RawMessage(`4`), Method: "SendStreamingMessage", Params: json.RawMessage(`{}`)}, -32004, `open it as a stream`, observation{"SendStreamingMessage", V1, -32004}},
-		{"handler panic", Request{ID: json.RawMessage(`5`), Method: "SendMessage", Params: json.RawMessage(`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}}`)}, -32603, `"internal error"`, observation{"SendMessage", V1, -32603}},
-		{"no id", Request{Method: "GetTask", Params: json.RawMessage(`{"id":"t-1"}`)}, 0, `"id":null`, observation{"GetTask", V1, 0}},
+		{"GetTask v1.0", Request{ID: json.RawMessage(`1`), Method: "GetTask", Params: json.RawMessage(`{"id":"t-1"}`)}, 0, `"TASK_STATE_COMPLETED"`, observation{"GetTask", V1, 0, ""}},
+		{"tasks/get v0.3", Request{ID: json.RawMessage(`"x"`), Method: "tasks/get", Params: json.RawMessage(`{"id":"t-1"}`)}, 0, `"kind":"task"`, observation{"tasks/get", V03, 0, ""}},
+		{"not found v0.3", Request{ID: json.RawMessage(`2`), Method: "tasks/get", Params: json.RawMessage(`{"id":"nope"}`)}, -32001, `"reason":"TASK_NOT_FOUND"`, observation{"tasks/get", V03, -32001, "TASK_NOT_FOUND"}},
+		{"unknown method", Request{ID: json.RawMessage(`3`), Method: "Nope"}, -32601, `"@type":"type.googleapis.com/google.rpc.ErrorInfo"`, observation{"Nope", V1, -32601, "METHOD_NOT_FOUND"}},
+		{"streaming method", Request{ID: json.RawMessage(`4`), Method: "SendStreamingMessage", Params: json.RawMessage(`{}`)}, -32004, `open it as a stream`, observation{"SendStreamingMessage", V1, -32004, "UNSUPPORTED_OPERATION"}},
+		{"handler panic", Request{ID: json.RawMessage(`5`), Method: "SendMessage", Params: json.RawMessage(`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}}`)}, -32603, `"internal error"`, observation{"SendMessage", V1, -32603, "INTERNAL"}},
+		{"no id", Request{Method: "GetTask", Params: json.RawMessage(`{"id":"t-1"}`)}, 0, `"id":null`, observation{"GetTask", V1, 0, ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

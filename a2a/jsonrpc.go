@@ -169,9 +169,11 @@ type TransportConfig struct {
 	KeepAlive    time.Duration                         // SSE keep-alive comment interval; 0: DefaultKeepAlive
 	ExtendedCard func(r *http.Request) ([]byte, error) // GetExtendedAgentCard; nil: -32007
 	// Observe, when set, is called once per answered request with its method ("" when
-	// the request could not be decoded), dialect, JSON-RPC error code (0 for success)
-	// and duration; streams are observed when they end. It must not block.
-	Observe func(method string, d Dialect, code int, dur time.Duration)
+	// the request could not be decoded), dialect, JSON-RPC error code (0 for success),
+	// the error's reason from the error table (e.g. "CONTEXT_BUSY", "INTERNAL"; "" for
+	// success) and duration; streams are observed when they end. It must
+	// not block.
+	Observe func(method string, d Dialect, code int, reason string, dur time.Duration)
 }
 
 type transport struct {
@@ -319,7 +321,7 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			}
 			flush()
 		case errors.Is(err, io.EOF):
-			t.d.Observe(ctx, req.Method, d, 0, start)
+			t.d.Observe(ctx, req.Method, d, nil, start)
 			return
 		case ctx.Err() != nil:
 			return // the client left; the turn goes on without it

@@ -4,7 +4,10 @@
 #  1. gateway (durable ledger, echo agent, in-process lease) vs a bare in-process JSON-RPC
 #     echo: message/send (v0.3) and SendMessage (v1.0) at concurrency 1 and 64.
 #  2. the same gateway with the Redis lease vs with the in-process lease (concurrency 64).
-#  3. the busy reply: 1,000 concurrent senders on one contextId.
+#  3. the busy reply (perf anchor G7): bursts of 1,000 sends at once on one contextId against
+#     a gateway whose turn outlasts the burst, each followed by the same burst against the
+#     bare echo; exactly 1 admitted + 999 CONTEXT_BUSY per wave, and the server-side busy-reply
+#     time from /metrics. A failed check makes the script exit 1 at the end.
 #  4. ledger appends (plain fsync'd transactions vs group commit; growth) and lease
 #     acquire/release against a real redis-server.
 #  5. projection time against conversation length.
@@ -34,8 +37,40 @@ for dialect in 0.3 1.0; do
   done
 done
 
-echo "=== busy replies: 1000 concurrent senders on one contextId (error p50/p99 = the -32004 CONTEXT_BUSY reply)"
-"$BIN" bench --concurrency 1000 --contexts 1 --duration 3s --warmup 500ms "$url"
+# The burst gateway: its turn (five words, 250 ms apart: ~1.3 s) outlasts a burst of 1,000
+# (~0.1-0.2 s here), so each wave admits exactly one send. No rate limit: one peer sends all.
+BURST=${BENCH_BURST:-1000}
+WAVES=${BENCH_WAVES:-10}
+burst_status=0
+bport=$(free_port)
+(
+  ulimit -n 20000 2>/dev/null || true # a connection per sender
+  exec "$BIN" serve --addr "127.0.0.1:$bport" --data-dir "$tmp/burst" --log-level warn --rate-limit 0 --echo-delay 250ms
+) &
+pids+=($!)
+burl="http://127.0.0.1:$bport"
+wait_ready "$burl"
+echo "=== busy replies (G7): $WAVES waves of $BURST message/send at once on one contextId, each followed by the same burst against the bare echo"
+echo "    (client-side latency from just before each write to the end of its answer; the client shares the machine's cores with the server)"
+(
+  ulimit -n 20000 2>/dev/null || true # a connection per sender, to the gateway and to the in-process echo
+  "$BIN" bench --burst "$BURST" --waves "$WAVES" --baseline --message "five words take a while" "$burl/"
+) || burst_status=$?
+echo "--- server side: gateway_busy_reply_seconds over the same waves (quantiles are the upper bound of the"
+echo "    first bucket whose cumulative count reaches them, so they round up to .1 .25 .5 1 2.5 5 10 25 ... ms)"
+curl -fs "$burl/metrics" | awk '
+  /^gateway_busy_reply_seconds_bucket/ {
+    match($0, /le="[^"]*"/); n++; le[n] = substr($0, RSTART + 4, RLENGTH - 5); cum[n] = $NF + 0
+  }
+  /^gateway_busy_reply_seconds_sum/ { sum = $NF + 0 }
+  /^gateway_busy_reply_seconds_count/ { total = $NF + 0 }
+  function q(p,   j) {
+    for (j = 1; j <= n; j++) if (cum[j] >= p * total) return le[j] == "+Inf" ? "> 1000" : sprintf("<= %g", le[j] * 1000)
+  }
+  END {
+    if (total == 0) { print "no busy replies observed"; exit }
+    printf "busy replies %d, mean %.3f ms; p50 %s ms, p90 %s ms, p99 %s ms\n", total, sum / total * 1000, q(0.50), q(0.90), q(0.99)
+  }'
 echo
 
 if command -v redis-server >/dev/null 2>&1; then
@@ -73,3 +108,8 @@ echo "    time to first event, WebSocket and SSE vs a message/send round trip; e
   go test -run '^$' -bench 'BenchmarkTimeToFirstEvent' -benchtime 300x ./cmd/gateway/
   go test -run '^$' -bench 'BenchmarkFanout100' -benchtime 5x ./cmd/gateway/
 )
+
+if [ "$burst_status" -ne 0 ]; then
+  echo "busy-rejection check (G7) FAILED: see the burst section above" >&2
+  exit "$burst_status"
+fi

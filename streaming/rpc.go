@@ -87,7 +87,7 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 // fail answers req with an error frame and reports it.
 func (c *conn) fail(ctx context.Context, req *a2a.Request, method string, dl a2a.Dialect, err error, start time.Time) {
 	c.reply(c.h.d.ErrorFrame(ctx, req.ID, method, dl, err))
-	c.h.d.Observe(ctx, method, dl, a2a.CodeOf(err), start)
+	c.h.d.Observe(ctx, method, dl, err, start)
 }
 
 func (c *conn) tooManyInFlight() error {
@@ -197,20 +197,20 @@ func (c *conn) startStream(ctx context.Context, req *a2a.Request, dl a2a.Dialect
 // pending unsubscribes when it returns.
 func (c *conn) pump(ctx context.Context, st *stream, open func(context.Context) (a2a.Stream, error), start time.Time) {
 	d := c.h.d
-	code := 0
+	var failed error // the error the stream was answered with; nil: it ended normally
 	defer func() {
 		c.endStream(st)
-		d.Observe(ctx, st.method, st.dialect, code, start)
+		d.Observe(ctx, st.method, st.dialect, failed, start)
 	}()
 	defer func() {
 		if p := recover(); p != nil {
 			c.h.log.ErrorContext(ctx, "websocket stream panicked", "method", st.method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			code = a2a.CodeOf(a2a.ErrInternal)
+			failed = a2a.ErrInternal
 			c.reply(d.ErrorFrame(ctx, st.id, st.method, st.dialect, a2a.ErrInternal))
 		}
 	}()
 	fail := func(err error) {
-		code = a2a.CodeOf(err)
+		failed = err
 		c.reply(d.ErrorFrame(ctx, st.id, st.method, st.dialect, err))
 	}
 	src, err := open(ctx)
@@ -306,7 +306,7 @@ func (c *conn) answerUnsubscribe(u pendingUnsub) {
 		return
 	}
 	c.reply(a2a.ResultFrame(u.id, emptyResult))
-	c.h.d.Observe(context.Background(), MethodUnsubscribe, a2a.V1, 0, u.start)
+	c.h.d.Observe(context.Background(), MethodUnsubscribe, a2a.V1, nil, u.start)
 }
 
 // idKey is the map key of a request id: its compact JSON.

@@ -34,6 +34,25 @@ also starts an in-process bare net/http JSON-RPC echo server on 127.0.0.1 and
 benches URL and it in alternating rounds (target, baseline, target, ...); the
 target/baseline ratios of the medians are the figures to report.
 
+With --burst N the command measures busy rejection instead (perf anchor G7):
+N requests, all with one fresh contextId, are fired at once, each on its own
+connection opened (or kept alive) and with its bytes built beforehand, released
+together; --waves W repeats that W times, one wave after the previous one was
+fully answered. A gateway that runs one task per contextId must admit exactly
+one request per wave (its turn has to outlast the burst: run the gateway with
+--echo-delay and a message of a few words) and answer the other N-1 at once
+with JSON-RPC -32004 CONTEXT_BUSY. The report gives per wave the answers by
+class (admitted, busy, other errors, timeouts, HTTP 5xx) and the latency
+p50/p90/p99/max of the busy replies and of all answers, timed from just before
+each request is written to the end of its answer. Run the gateway with
+--rate-limit 0, or the burst meets its per-peer rate limit. The client shares
+the machine with the server: on a few cores the last of N senders queues
+behind the others in the client as much as in the server, so with --baseline
+every wave is also fired at an in-process bare echo server, which answers every
+request at once, and the busy/baseline ratios are printed next to the absolute
+figures. The command exits 1 if a wave had a timeout or an HTTP 5xx,
+or if a target wave did not have exactly 1 admitted and N-1 busy; it says why.
+
 Flags:
 `
 	benchHelpTail = `
@@ -41,6 +60,7 @@ Examples:
   gateway bench --concurrency 64 --duration 10s --baseline http://127.0.0.1:9900/
   gateway bench --dialect 1.0 --stream --concurrency 16 http://127.0.0.1:9900/
   gateway bench --concurrency 64 --contexts 1 --duration 5s http://127.0.0.1:9900/
+  gateway bench --burst 1000 --waves 10 --baseline --message "a few words" http://127.0.0.1:9900/
 `
 )
 
@@ -60,6 +80,9 @@ type benchOptions struct {
 	json     bool
 
 	baselineURL string // --baseline-url: bench against this server instead of the in-process echo
+
+	burst int // --burst: requests fired at once on one contextId; 0: the closed loop
+	waves int // --waves: bursts, one after another
 }
 
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
@@ -71,6 +94,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts, err := benchParse(args, stdout, stderr)
 	if err != nil {
 		return err
+	}
+	if opts.burst > 0 {
+		return runBurst(ctx, opts, stdout, stderr)
 	}
 	cfg := opts.cfg
 	if opts.baseline {
@@ -135,10 +161,12 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 	fs.StringVar(&o.cfg.Message, "message", "", "send `TEXT` in every message (empty: a 1 KiB sentence)")
 	fs.StringVar(&o.cfg.Token, "token", "", "send \"Authorization: Bearer `T`\" with every request")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Second, "give each request at most `D`, including reading its stream")
-	fs.BoolVar(&o.baseline, "baseline", false, "also bench an in-process net/http echo server in alternating\nrounds and print the target/baseline ratios")
+	fs.BoolVar(&o.baseline, "baseline", false, "also bench an in-process net/http echo server in alternating\nrounds (with --burst: waves) and print the target/baseline ratios")
 	fs.StringVar(&o.baselineURL, "baseline-url", "", "use the A2A server at `URL` as the baseline instead of the in-process\necho (implies --baseline); e.g. the same gateway with another lease")
 	fs.IntVar(&o.rounds, "rounds", loadgen.DefaultRounds, "with --baseline, run `N` rounds of each side")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
+	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
 
 	var positional []string
 	rest := args
@@ -205,7 +233,8 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 	if o.rounds < 1 {
 		problems = append(problems, fmt.Errorf("--rounds %d: must be at least 1", o.rounds))
 	}
-	if len(problems) == 0 {
+	problems = append(problems, burstProblems(o, set)...)
+	if len(problems) == 0 && o.burst == 0 {
 		if err := o.cfg.Validate(); err != nil {
 			problems = append(problems, err)
 		}
@@ -290,4 +319,99 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		return err
 	}
 	return writeText(w)
+}
+
+// burstProblems checks the --burst flags against the rest: the closed loop's
+// flags have no meaning for a burst.
+func burstProblems(o benchOptions, set map[string]bool) []error {
+	var problems []error
+	if o.burst < 0 {
+		problems = append(problems, fmt.Errorf("--burst %d: must be positive (0: no burst)", o.burst))
+	}
+	if o.waves < 1 {
+		problems = append(problems, fmt.Errorf("--waves %d: must be at least 1", o.waves))
+	}
+	if o.burst == 0 {
+		if set["waves"] {
+			problems = append(problems, errors.New("--waves needs --burst"))
+		}
+		return problems
+	}
+	for _, name := range []string{"concurrency", "contexts", "duration", "warmup", "stream", "rounds", "baseline-url"} {
+		if set[name] {
+			problems = append(problems, fmt.Errorf("--%s does not apply to --burst", name))
+		}
+	}
+	return problems
+}
+
+// runBurst runs `gateway bench --burst N`: the waves, the report, and the
+// busy-rejection check, whose failure is the returned error (exit 1).
+func runBurst(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
+	bc := loadgen.BurstConfig{
+		URL: o.cfg.URL, Senders: o.burst, Waves: o.waves, Dialect: o.cfg.Dialect,
+		Message: o.cfg.Message, Token: o.cfg.Token, Timeout: o.cfg.Timeout, Baseline: o.baseline,
+	}
+	also := ""
+	if o.baseline {
+		also = ", each followed by the same wave against an in-process baseline"
+	}
+	fmt.Fprintf(stderr, "bench: %d waves of %d requests at once on one contextId against %s%s\n", o.waves, o.burst, o.cfg.URL, also)
+	r, runErr := loadgen.Burst(ctx, bc)
+	if errors.Is(runErr, loadgen.ErrInvalidConfig) {
+		return benchUsageError{runErr}
+	}
+	if runErr != nil && len(r.Target) == 0 {
+		return benchRunError(runErr)
+	}
+	checkErr := r.Check()
+	if err := burstPrint(stdout, o, r, checkErr); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return benchRunError(runErr)
+	}
+	return checkErr
+}
+
+// burstPrint writes the burst report as text, or as JSON next to the
+// settings it ran with when --json is set; both end with the check's verdict.
+func burstPrint(w io.Writer, o benchOptions, r loadgen.BurstReport, checkErr error) error {
+	cfg := o.cfg
+	verdict := fmt.Sprintf("ok: every target wave had 1 admitted and %d busy, no wave a timeout or an HTTP 5xx", o.burst-1)
+	if checkErr != nil {
+		verdict = "FAILED: " + strings.ReplaceAll(checkErr.Error(), "\n", "; ")
+	}
+	if o.json {
+		out := map[string]any{
+			"config": map[string]any{
+				"url":           cfg.URL,
+				"dialect":       string(cfg.Dialect),
+				"burst":         o.burst,
+				"waves":         o.waves,
+				"baseline":      o.baseline,
+				"timeout_s":     cfg.Timeout.Seconds(),
+				"message_bytes": len(cfg.Message),
+				"token_set":     cfg.Token != "",
+			},
+			"burst": r,
+			"check": verdict,
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	header := fmt.Sprintf("target       %s\nsettings     dialect %s, burst %d on one contextId, %d waves, timeout %v\n",
+		cfg.URL, cfg.Dialect, o.burst, o.waves, cfg.Timeout)
+	if o.baseline {
+		header += "baseline     in-process net/http JSON-RPC echo, a wave after each target wave\n"
+	}
+	if _, err := io.WriteString(w, header); err != nil {
+		return err
+	}
+	if err := r.WriteText(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "check        %s\n", verdict)
+	return err
 }

@@ -37,6 +37,8 @@ var (
 	bytesBuckets = prometheus.ExponentialBuckets(256, 4, 9)
 	// The share of the previous request a new one repeats as its prefix (0 … 1).
 	ratioBuckets = []float64{0, .1, .25, .5, .75, .9, .95, .99, 1}
+	// A CONTEXT_BUSY refusal: no agent, no disk; 100 µs to a second (perf anchor G7: p99 ≤ 5 ms).
+	busyBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}
 )
 
 // metrics holds the gateway's collectors on a private registry (never the global
@@ -50,6 +52,7 @@ type metrics struct {
 	turns           *prometheus.CounterVec   // state
 	turnSeconds     prometheus.Histogram
 	busy            prometheus.Counter
+	busySeconds     prometheus.Histogram
 	rateLimited     *prometheus.CounterVec // peer
 	limitRejections *prometheus.CounterVec // limit
 	leaseSeconds    *prometheus.HistogramVec
@@ -82,6 +85,11 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	})
 	m.busy = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gateway_busy_rejections_total", Help: "Sends refused with CONTEXT_BUSY (a task of the context was running).",
+	})
+	m.busySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gateway_busy_reply_seconds",
+		Help:    "Time to answer a request refused with CONTEXT_BUSY (a task of its context was running), measured as gateway_request_duration_seconds is.",
+		Buckets: busyBuckets,
 	})
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_rate_limited_total", Help: "Requests refused with RATE_LIMITED, by peer.",
@@ -116,7 +124,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 		Name: "gateway_auth_failures_total", Help: "A2A requests refused with 401, by reason (missing or invalid bearer token).",
 	}, []string{"reason"})
 	for _, c := range []prometheus.Collector{
-		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.rateLimited, m.limitRejections,
+		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.rateLimited, m.limitRejections,
 		m.leaseSeconds, m.commitSeconds, m.appendsPer, m.agentSeconds, m.agentErrors, m.projBytes,
 		m.prefixStability, m.authFailures,
 	} {
@@ -157,7 +165,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 
 // observeRequest is a2a.TransportConfig.Observe. Method names come from the client, so
 // only the A2A methods become label values (bounded cardinality).
-func (m *metrics) observeRequest(method string, d a2a.Dialect, code int, dur time.Duration) {
+func (m *metrics) observeRequest(method string, d a2a.Dialect, code int, reason string, dur time.Duration) {
 	switch {
 	case method == "":
 		method = "invalid"
@@ -168,7 +176,14 @@ func (m *metrics) observeRequest(method string, d a2a.Dialect, code int, dur tim
 	}
 	m.requests.WithLabelValues(method, d.String(), strconv.Itoa(code)).Inc()
 	m.requestSeconds.WithLabelValues(method).Observe(dur.Seconds())
+	if reason == busyReason {
+		m.busySeconds.Observe(dur.Seconds())
+	}
 }
+
+// busyReason is the error reason of a send refused because its context is busy (-32004
+// is also UNSUPPORTED_OPERATION's code: the reason tells them apart).
+var busyReason = a2a.ToRPCError(a2a.ErrContextBusy).Reason
 
 // observeCommit is ledger.Options.OnCommit.
 func (m *metrics) observeCommit(d time.Duration, appends int) {
@@ -185,7 +200,7 @@ func (m *metrics) TurnDone(state string, d time.Duration) {
 	m.turnSeconds.Observe(d.Seconds())
 }
 
-// Busy implements turn.Observer.
+// Busy implements turn.Observer. The refused request's answer is timed by observeRequest.
 func (m *metrics) Busy() { m.busy.Inc() }
 
 // RateLimited implements turn.Observer. Peers are configured identities (or "local"), so

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -164,6 +166,7 @@ func TestMetricsScenario(t *testing.T) {
 		{"gateway_turns_total", []string{"state", "completed"}, 5},
 		{"gateway_turn_duration_seconds", nil, 5},
 		{"gateway_busy_rejections_total", nil, 1},
+		{"gateway_busy_reply_seconds", nil, 1},
 		{"gateway_rate_limited_total", []string{"peer", "local"}, 1},
 		{"gateway_limit_rejections_total", []string{"limit", "parts"}, 1},
 		{"gateway_limit_rejections_total", []string{"limit", "part_bytes"}, 0},
@@ -182,6 +185,11 @@ func TestMetricsScenario(t *testing.T) {
 				t.Errorf("%s%v moved by %v, want %v", tt.name, tt.labels, got, tt.want)
 			}
 		})
+	}
+	// The busy reply's time is one of the -32004 request's (the only one): the same duration.
+	if got, want := histSum(t, after, "gateway_busy_reply_seconds")-histSum(t, before, "gateway_busy_reply_seconds"),
+		histSum(t, after, "gateway_request_duration_seconds", "method", "message/send")-histSum(t, before, "gateway_request_duration_seconds", "method", "message/send"); got <= 0 || got > want {
+		t.Errorf("gateway_busy_reply_seconds sum moved by %v, want > 0 and at most the message/send time %v", got, want)
 	}
 	// The ledger committed every turn's entries (user message and reply at least).
 	if got := value(t, after, "gateway_ledger_commit_seconds") - value(t, before, "gateway_ledger_commit_seconds"); got < 5 {
@@ -202,6 +210,65 @@ func TestMetricsScenario(t *testing.T) {
 	}
 	if got := value(t, after, "gateway_active_streams"); got != 0 {
 		t.Errorf("gateway_active_streams = %v, want 0 with no stream open", got)
+	}
+}
+
+// TestMetricsBusyReply: gateway_busy_reply_seconds times each CONTEXT_BUSY answer, unary
+// and streamed, with fine buckets, and not the -32004 UNSUPPORTED_OPERATION answer of a
+// send to a finished task (the same JSON-RPC code).
+func TestMetricsBusyReply(t *testing.T) {
+	s := startServer(t, testConfig(t), withAgent(agent.Echo{Delay: 100 * time.Millisecond}))
+	c := newHTTPClient(t)
+	url := s.URL()
+	done := postRPC(t, c, url, false, sendBody(false, "bm-done", "one", "", ""))
+	var task struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(done.Result, &task); err != nil || task.ID == "" {
+		t.Fatalf("send result %s: task id %q, err %v", done.Result, task.ID, err)
+	}
+	before := scrape(t, c, s, "")
+
+	if r := postRPC(t, c, url, false, sendBody(false, "bm-busy", "one two three four five six", `,"configuration":{"blocking":false}`, "")); r.Error != nil {
+		t.Fatalf("non-blocking send: error %+v", r.Error)
+	}
+	for i := range 3 {
+		r := postRPC(t, c, url, false, sendBody(false, "bm-busy", "again", "", ""))
+		if r.Error == nil || r.Error.Code != -32004 || !bytes.Contains(r.Error.Data, []byte("CONTEXT_BUSY")) {
+			t.Fatalf("busy send %d: error %+v, want -32004 CONTEXT_BUSY", i, r.Error)
+		}
+	}
+	if r := call(t, c, url, "", false, sendBody(true, "bm-busy", "again", "", "")); !bytes.Contains(r.body, []byte("CONTEXT_BUSY")) {
+		t.Fatalf("busy stream: %d %s, want a CONTEXT_BUSY event", r.status, r.body)
+	}
+	terminal := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"bm-late","taskId":%q,"parts":[{"kind":"text","text":"late"}]}}}`, task.ID)
+	if r := postRPC(t, c, url, false, terminal); r.Error == nil || r.Error.Code != -32004 || bytes.Contains(r.Error.Data, []byte("CONTEXT_BUSY")) {
+		t.Fatalf("send to a completed task: error %+v, want -32004 without CONTEXT_BUSY", r.Error)
+	}
+	waitIdle(t, s)
+	after := scrape(t, c, s, "")
+
+	moved := func(name string, labels ...string) float64 {
+		return value(t, after, name, labels...) - value(t, before, name, labels...)
+	}
+	if got := moved("gateway_requests_total", "code", "-32004"); got != 5 {
+		t.Errorf("-32004 answers moved by %v, want 5 (4 busy, 1 unsupported)", got)
+	}
+	if got := moved("gateway_busy_rejections_total"); got != 4 {
+		t.Errorf("gateway_busy_rejections_total moved by %v, want 4", got)
+	}
+	if got := moved("gateway_busy_reply_seconds"); got != 4 {
+		t.Errorf("gateway_busy_reply_seconds count moved by %v, want 4 (the busy answers only)", got)
+	}
+	h := after["gateway_busy_reply_seconds"].GetMetric()[0].GetHistogram()
+	var bounds []float64
+	for _, b := range h.GetBucket() {
+		if !math.IsInf(b.GetUpperBound(), 1) {
+			bounds = append(bounds, b.GetUpperBound())
+		}
+	}
+	if len(bounds) == 0 || bounds[0] != .0001 || bounds[len(bounds)-1] != 1 {
+		t.Errorf("gateway_busy_reply_seconds buckets %v, want .0001 … 1", bounds)
 	}
 }
 

@@ -9,6 +9,12 @@
 // ([StartBaseline]) in alternating rounds and reports their ratio, which is
 // the figure to quote.
 //
+// [Burst] is the busy-rejection benchmark (perf anchor G7): waves of N sends
+// released at once on one contextId over pre-established connections, each
+// answer timed from just before its write; with a baseline, each wave is
+// repeated against the bare echo, the client-side floor of the machine for
+// such a burst.
+//
 // # Imports
 //
 // Standard library only.
