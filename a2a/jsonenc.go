@@ -33,6 +33,13 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none of them needs a look (most text).
+		for i+8 <= len(s) && !mayEscape(load64(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if jsonSafe[b] {
 				i++
@@ -76,6 +83,27 @@ func AppendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// load64 returns the 8 bytes of s at i as a little-endian word (one load on amd64).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// mayEscape reports whether a byte of w is one AppendJSONString does not copy as it is
+// without a closer look: below 0x20, ", \, <, >, & or non-ASCII (bit tricks from
+// "Bit Twiddling Hacks": a byte is zero, or less than n, exactly when the word has one).
+func mayEscape(w uint64) bool {
+	zero := func(v uint64) uint64 { return (v - lsb) &^ v & msb }
+	return ((w-0x20*lsb)&^w|w)&msb|zero(w^('"'*lsb))|zero(w^('\\'*lsb))|
+		zero(w^('<'*lsb))|zero(w^('>'*lsb))|zero(w^('&'*lsb)) != 0
 }
 
 // AppendJSONValue appends the JSON value v as json.Marshal writes a json.RawMessage:
