@@ -122,6 +122,11 @@ type eventStream struct {
 	cur       *cursor
 	done      bool
 	release   func()
+	// ended is closed when the turn of taskID has ended (nil: follow on; a context
+	// stream, or a task whose turn has not ended). A task stream that has read
+	// everything after it without the task's final status ends with an error instead of
+	// waiting forever: the turn could not record its end (see turnRun.finish).
+	ended <-chan struct{}
 }
 
 // newEventStream joins the live feed first, so that nothing committed after the ledger
@@ -152,7 +157,12 @@ func (s *eventStream) Next(ctx context.Context) (a2a.Event, error) {
 			continue
 		default:
 			var err error
-			ev, err = s.cur.next(ctx)
+			ev, err = s.cur.next(ctx, s.ended)
+			if errors.Is(err, errTurnEnded) {
+				s.done = true
+				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
+					"task %q ended without a recorded final status (the ledger failed); read it with GetTask", s.taskID)
+			}
 			if errors.Is(err, errLagged) {
 				// Too far behind the feed: rejoin at its end and catch up from the ledger.
 				s.cur.close()

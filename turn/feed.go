@@ -146,32 +146,51 @@ func (f *feed) watched() (bool, <-chan struct{}) {
 	return len(f.cursors) > 0, f.joined
 }
 
-// next returns the cursor's next event, waiting for one until ctx is done.
-func (c *cursor) next(ctx context.Context) (a2a.Event, error) {
-	f := c.f
+// next returns the cursor's next event, waiting for one until ctx is done. ended (nil:
+// never) is closed when the turn the reader follows has ended: a turn publishes its
+// events before it ends, so once ended is closed and the feed holds nothing more for the
+// cursor, nothing more will come, and next returns errTurnEnded.
+func (c *cursor) next(ctx context.Context, ended <-chan struct{}) (a2a.Event, error) {
 	for {
-		f.mu.Lock()
-		if c.pos < f.base {
-			f.mu.Unlock()
-			return a2a.Event{}, errLagged
+		ev, ok, notify, err := c.take()
+		if ok || err != nil {
+			return ev, err
 		}
-		if i := c.pos - f.base; i < len(f.events) {
-			ev := f.events[i]
-			c.pos++
-			if i >= 64 {
-				f.trim()
-			}
-			f.mu.Unlock()
-			return ev, nil
-		}
-		ch := f.notify
-		f.mu.Unlock()
 		select {
-		case <-ch:
+		case <-notify:
 		case <-ctx.Done():
 			return a2a.Event{}, ctx.Err()
+		case <-ended:
+			if ev, ok, _, err := c.take(); ok || err != nil {
+				return ev, err
+			}
+			return a2a.Event{}, errTurnEnded
 		}
 	}
+}
+
+// errTurnEnded tells a reader that the turn it follows ended and published nothing more.
+var errTurnEnded = errors.New("the turn ended")
+
+// take returns the cursor's next event if the feed has it, else the channel the next
+// publish closes.
+func (c *cursor) take() (ev a2a.Event, ok bool, notify <-chan struct{}, err error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.pos < f.base {
+		return a2a.Event{}, false, nil, errLagged
+	}
+	i := c.pos - f.base
+	if i >= len(f.events) {
+		return a2a.Event{}, false, f.notify, nil
+	}
+	ev = f.events[i]
+	c.pos++
+	if i >= 64 {
+		f.trim()
+	}
+	return ev, true, nil, nil
 }
 
 // trim drops the events every cursor has read; call with f.mu held.

@@ -392,6 +392,9 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 	}
 	now := res.Entries[0].CreatedAt
 	lt := newLiveTask(taskID, m.ContextID, peer)
+	if es != nil {
+		es.ended = lt.finished
+	}
 	first := a2a.Task{
 		ID: taskID, ContextID: m.ContextID,
 		Status:  a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: now},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
 )
 
 // gatedAgent emits its pieces one at a time, each when the test lets it.
@@ -394,5 +397,84 @@ func TestPrefixTracker(t *testing.T) {
 	}
 	if _, stable := p.observe("other", base); stable != 0 {
 		t.Fatalf("another context shares nothing: stable = %d", stable)
+	}
+}
+
+// brokenEndLedger fails every append that carries a task's final status or the
+// audit-only record of its failure: the turn cannot record its end.
+type brokenEndLedger struct {
+	*ledger.Store
+}
+
+func (l brokenEndLedger) Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error) {
+	for _, e := range req.Entries {
+		if e.Kind == ledger.KindStatus && e.State != string(a2a.StateWorking) {
+			return ledger.AppendResult{}, errors.New("disk on fire")
+		}
+	}
+	return l.Store.Append(ctx, req)
+}
+
+// A stream whose turn ended without recording its final status (both the final append
+// and the audit of the failure failed) ends with an error, promptly; it does not wait for
+// an event that will never come. A resume of that task ends the same way.
+func TestStreamEndsWhenTurnCannotRecordItsEnd(t *testing.T) {
+	t.Parallel()
+	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	r := New(Config{}, brokenEndLedger{st}, locking.NewLocal(), agent.Echo{}, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+		_ = st.Close()
+	})
+	stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "broken", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello there")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var taskID string
+	var lastSeq uint64
+	for {
+		ev, err := stream.Next(ctx)
+		if err == nil {
+			if id := ev.TaskID(); id != "" {
+				taskID = id
+			}
+			lastSeq = max(lastSeq, ev.Seq)
+			continue
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the stream waited for a final status that was never recorded")
+		}
+		if !errors.Is(err, a2a.ErrUnavailable) || !strings.Contains(err.Error(), "without a recorded final status") {
+			t.Fatalf("stream ended with %v, want UNAVAILABLE naming the missing final status", err)
+		}
+		break
+	}
+	if taskID == "" || lastSeq == 0 {
+		t.Fatalf("no event of the task before the end (task %q, seq %d)", taskID, lastSeq)
+	}
+	for deadline := time.Now().Add(5 * time.Second); r.Running() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn did not end")
+		}
+	}
+	resumed, err := r.SubscribeToTask(ctx, &a2a.SubscribeParams{ID: taskID, AfterSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	for {
+		_, err := resumed.Next(ctx)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil || !errors.Is(err, a2a.ErrUnavailable) {
+			t.Fatalf("resumed stream ended with %v (ctx %v), want UNAVAILABLE", err, ctx.Err())
+		}
+		break
 	}
 }

@@ -201,8 +201,12 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a
 	}
 	st := foldTask(conv, p.ID, entries).Status.State
 	r.mu.Lock()
-	_, running := r.live[p.ID]
+	lt, running := r.live[p.ID]
 	r.mu.Unlock()
+	ended := endedAlready // a turn that is not running has ended
+	if running {
+		ended = lt.finished
+	}
 	running = running && !st.EndsStream() // its end is stored: it is finishing
 	lastSeq := entries[len(entries)-1].Seq
 	switch {
@@ -225,10 +229,13 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a
 		return nil, err
 	}
 	if p.AfterSeq > 0 {
-		return r.newEventStream(peer, conv.ContextID, p.ID, p.AfterSeq, nil, release), nil
+		es := r.newEventStream(peer, conv.ContextID, p.ID, p.AfterSeq, nil, release)
+		es.ended = ended
+		return es, nil
 	}
 	// A snapshot first; the join comes before the read, so nothing after it is missed.
 	es := r.newEventStream(peer, conv.ContextID, p.ID, 0, nil, release)
+	es.ended = ended
 	conv, entries, err = r.led.TaskEntries(ctx, p.ID)
 	if err == nil {
 		err = r.inflate(ctx, entries)
@@ -297,3 +304,6 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// endedAlready is the ended channel of a task whose turn is not running.
+var endedAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
