@@ -41,7 +41,7 @@ type RateLimiter interface {
 type Observer interface {
 	// TurnDone: a turn ended in state (a2a task state, e.g. "completed") after d.
 	TurnDone(state string, d time.Duration)
-	// Busy: a send was refused with CONTEXT_BUSY.
+	// Busy: a request (a send, or a cancel of a parked task) was refused with CONTEXT_BUSY.
 	Busy()
 	// RateLimited: a request of peer was refused with RATE_LIMITED.
 	RateLimited(peer string)

@@ -471,13 +471,25 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 		r.log.WarnContext(ctx, "lease unavailable", "context_key", conversations.Key(peer, m.ContextID), "err", err)
 		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
 	}
-	r.obs.Busy()
 	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, "CONTEXT_BUSY", held.Holder)}}})
+	return r.busy(m.ContextID, held.Holder)
+}
+
+// busy is the CONTEXT_BUSY error of a request refused because task holder (a task id;
+// "" when the lease service could not say, e.g. the lease expired just then) runs in
+// contextID. It counts the refusal.
+func (r *Runner) busy(contextID, holder string) error {
+	r.obs.Busy()
+	running := "another task is running"
+	meta := map[string]string{"contextId": contextID}
+	if holder != "" {
+		running = "task " + holder + " is running"
+		meta["taskId"] = holder
+	}
 	return &a2a.Error{
-		Err: a2a.ErrContextBusy,
-		Message: fmt.Sprintf("context %q is busy: task %s is running; retry when it completes",
-			m.ContextID, held.Holder),
-		Metadata: map[string]string{"contextId": m.ContextID, "taskId": held.Holder},
+		Err:      a2a.ErrContextBusy,
+		Message:  fmt.Sprintf("context %q is busy: %s; retry when it completes", contextID, running),
+		Metadata: meta,
 	}
 }
 

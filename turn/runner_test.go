@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -365,5 +366,50 @@ func TestRejectedContentIsAudited(t *testing.T) {
 	c, _ := st.Conversation(t.Context(), "local", "kept")
 	if c.Turns != 1 {
 		t.Fatalf("turns = %d, want 1", c.Turns)
+	}
+}
+
+// heldByUnknown is a Locker whose keys are always held by a holder it cannot name (a
+// Redis lease that expired between the failed SET NX and the GET of its holder).
+type heldByUnknown struct{}
+
+func (heldByUnknown) Acquire(_ context.Context, key, _ string) (*locking.Lease, error) {
+	return nil, &locking.HeldError{Key: key}
+}
+func (heldByUnknown) Wait(context.Context, string) error { return nil }
+
+// countingObserver counts Busy calls.
+type countingObserver struct {
+	noObserver
+	busy atomic.Int64
+}
+
+func (o *countingObserver) Busy() { o.busy.Add(1) }
+
+// A busy refusal whose holder is unknown says "another task is running" and names no task.
+func TestBusyHolderUnknown(t *testing.T) {
+	t.Parallel()
+	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	obs := &countingObserver{}
+	r := New(Config{Observe: obs}, st, heldByUnknown{}, agent.Echo{}, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+		_ = st.Close()
+	})
+	_, err := send(t.Context(), r, "c", "", "hello")
+	var ae *a2a.Error
+	if !errors.Is(err, a2a.ErrContextBusy) || !errors.As(err, &ae) {
+		t.Fatalf("send error = %v, want CONTEXT_BUSY", err)
+	}
+	if !strings.Contains(ae.Message, "another task is running") || strings.Contains(ae.Message, "task  is") {
+		t.Errorf("message %q, want one that names no empty task id", ae.Message)
+	}
+	if _, ok := ae.Metadata["taskId"]; ok || ae.Metadata["contextId"] != "c" {
+		t.Errorf("metadata %v, want the contextId and no taskId", ae.Metadata)
+	}
+	if n := obs.busy.Load(); n != 1 {
+		t.Errorf("Busy observed %d times, want 1", n)
 	}
 }

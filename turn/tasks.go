@@ -167,7 +167,7 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	if err != nil {
 		var held *locking.HeldError
 		if errors.As(err, &held) {
-			return nil, &a2a.Error{Err: a2a.ErrContextBusy, Message: fmt.Sprintf("context %q is busy: task %s is running; retry when it completes", t.ContextID, held.Holder), Metadata: map[string]string{"contextId": t.ContextID, "taskId": held.Holder}}
+			return nil, r.busy(t.ContextID, held.Holder)
 		}
 		return nil, a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
 	}

@@ -84,7 +84,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 		Name: "gateway_turn_duration_seconds", Help: "Time from a send's arrival to the end of its turn.", Buckets: slowBuckets,
 	})
 	m.busy = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "gateway_busy_rejections_total", Help: "Sends refused with CONTEXT_BUSY (a task of the context was running).",
+		Name: "gateway_busy_rejections_total", Help: "Requests refused with CONTEXT_BUSY (a task of the context was running): sends, and cancels of a parked task.",
 	})
 	m.busySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "gateway_busy_reply_seconds",
