@@ -374,7 +374,15 @@ func envelope(id json.RawMessage, key string, value []byte) []byte {
 	return b
 }
 
+// writeJSON answers with the frame b and a newline. The length is declared: a response
+// over net/http's 2 KiB buffer would otherwise go out chunked (a send's result, with the
+// task's history, usually is).
 func writeJSON(w http.ResponseWriter, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '\n'))
+	b = append(b, '\n')
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	_, _ = w.Write(b)
 }
+
+var contentTypeJSON = []string{"application/json"}

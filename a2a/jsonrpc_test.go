@@ -904,3 +904,32 @@ func TestMethodTables(t *testing.T) {
 		}
 	}
 }
+
+// A unary answer declares its length, so a result over net/http's 2 KiB buffer is not
+// sent chunked.
+func TestJSONRPCAnswerHasContentLength(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 8<<10)
+	fake := &fakeHandler{send: func(_ context.Context, p *SendParams) (SendResult, error) {
+		return SendResult{Message: &Message{MessageID: "r", Role: RoleAgent, Parts: []Part{TextPart(big)}}}, nil
+	}}
+	srv := httptest.NewServer(NewJSONRPCHandler(fake, TransportConfig{}))
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`
+	resp, err := srv.Client().Post(srv.URL, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.TransferEncoding) != 0 || resp.ContentLength != int64(len(b)) || len(b) < len(big) {
+		t.Errorf("transfer encoding %v, content length %d for %d bytes; want a declared length", resp.TransferEncoding, resp.ContentLength, len(b))
+	}
+	if !strings.Contains(string(b), big) {
+		t.Errorf("answer %.100s... does not carry the result", b)
+	}
+	srv.Client().CloseIdleConnections()
+}
