@@ -352,14 +352,19 @@ func appendWireTask(dst []byte, t *wireTask) ([]byte, error) {
 	return closeObject(dst, n), nil
 }
 
-func appendWireStatusUpdate(dst []byte, u *wireStatusUpdate) ([]byte, error) {
+// appendUpdateHead opens an update event's object with its kind, taskId and contextId,
+// and returns where its members start (for closeObject).
+func appendUpdateHead(dst []byte, kind, taskID, contextID string) ([]byte, int) {
 	dst = append(dst, '{')
 	n := len(dst)
-	dst = appendOptString(dst, `,"kind":`, u.Kind)
-	dst = append(dst, `,"taskId":`...)
-	dst = AppendJSONString(dst, u.TaskID)
-	dst = append(dst, `,"contextId":`...)
-	dst = AppendJSONString(dst, u.ContextID)
+	dst = appendOptString(dst, `,"kind":`, kind)
+	dst = AppendJSONString(append(dst, `,"taskId":`...), taskID)
+	dst = AppendJSONString(append(dst, `,"contextId":`...), contextID)
+	return dst, n
+}
+
+func appendWireStatusUpdate(dst []byte, u *wireStatusUpdate) ([]byte, error) {
+	dst, n := appendUpdateHead(dst, u.Kind, u.TaskID, u.ContextID)
 	dst = append(dst, `,"status":`...)
 	var err error
 	if dst, err = appendWireStatus(dst, &u.Status); err != nil {
@@ -373,13 +378,7 @@ func appendWireStatusUpdate(dst []byte, u *wireStatusUpdate) ([]byte, error) {
 }
 
 func appendWireArtifactUpdate(dst []byte, u *wireArtifactUpdate) ([]byte, error) {
-	dst = append(dst, '{')
-	n := len(dst)
-	dst = appendOptString(dst, `,"kind":`, u.Kind)
-	dst = append(dst, `,"taskId":`...)
-	dst = AppendJSONString(dst, u.TaskID)
-	dst = append(dst, `,"contextId":`...)
-	dst = AppendJSONString(dst, u.ContextID)
+	dst, n := appendUpdateHead(dst, u.Kind, u.TaskID, u.ContextID)
 	dst = append(dst, `,"artifact":`...)
 	var err error
 	if dst, err = appendWireArtifact(dst, &u.Artifact); err != nil {
