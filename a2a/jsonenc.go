@@ -170,6 +170,25 @@ func appendOptStrings(dst []byte, key string, ss []string) []byte {
 	return append(dst, ']')
 }
 
+// appendOptList appends key and xs as a JSON array, each element by f, unless xs is
+// empty (omitempty of a slice).
+func appendOptList[T any](dst []byte, key string, xs []T, f func([]byte, *T) ([]byte, error)) ([]byte, error) {
+	if len(xs) == 0 {
+		return dst, nil
+	}
+	dst = append(append(dst, key...), '[')
+	for i := range xs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = f(dst, &xs[i]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
 // appendOptBool appends key and *b unless b is nil (omitempty of a pointer).
 func appendOptBool(dst []byte, key string, b *bool) []byte {
 	if b == nil {
@@ -322,29 +341,11 @@ func appendWireTask(dst []byte, t *wireTask) ([]byte, error) {
 	if dst, err = appendWireStatus(dst, &t.Status); err != nil {
 		return dst, err
 	}
-	if len(t.Artifacts) > 0 {
-		dst = append(dst, `,"artifacts":[`...)
-		for i := range t.Artifacts {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendWireArtifact(dst, &t.Artifacts[i]); err != nil {
-				return dst, err
-			}
-		}
-		dst = append(dst, ']')
+	if dst, err = appendOptList(dst, `,"artifacts":`, t.Artifacts, appendWireArtifact); err != nil {
+		return dst, err
 	}
-	if len(t.History) > 0 {
-		dst = append(dst, `,"history":[`...)
-		for i := range t.History {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendWireMessage(dst, &t.History[i]); err != nil {
-				return dst, err
-			}
-		}
-		dst = append(dst, ']')
+	if dst, err = appendOptList(dst, `,"history":`, t.History, appendWireMessage); err != nil {
+		return dst, err
 	}
 	if dst, err = appendOptMap(dst, `,"metadata":`, t.Metadata); err != nil {
 		return dst, err

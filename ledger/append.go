@@ -123,7 +123,7 @@ func (s *Store) appendAlone(p *prepared) outcome {
 		s.heads.clear()
 		out = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
 	default:
-		s.remember([]*prepared{p}, []outcome{out})
+		s.remember(p, out)
 		d := time.Since(start)
 		s.commits.Add(1)
 		s.commitNanos.Add(int64(d))

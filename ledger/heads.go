@@ -83,14 +83,11 @@ func (s *Store) precompute(p *prepared) {
 	p.guess = g
 }
 
-// remember records the heads the accepted requests of a committed batch left.
-func (s *Store) remember(reqs []*prepared, results []outcome) {
-	for i, p := range reqs {
-		r := results[i]
-		if r.err != nil || len(r.entries) == 0 {
-			continue
-		}
-		last := r.entries[len(r.entries)-1]
-		s.heads.put(p.key, head{seq: last.Seq, hash: last.Hash, epoch: r.epoch})
+// remember records the head that request p, if it was committed as r, left.
+func (s *Store) remember(p *prepared, r outcome) {
+	if r.err != nil || len(r.entries) == 0 {
+		return
 	}
+	last := r.entries[len(r.entries)-1]
+	s.heads.put(p.key, head{seq: last.Seq, hash: last.Hash, epoch: r.epoch})
 }

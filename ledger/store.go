@@ -296,12 +296,10 @@ func (s *Store) commitBatch(batch []*pending) {
 	}
 	if err != nil {
 		s.heads.clear() // rolled back: the heads computed in the transaction never were
-	} else if accepted > 0 {
-		reqs := make([]*prepared, len(batch))
+	} else {
 		for i, p := range batch {
-			reqs[i] = p.req
+			s.remember(p.req, results[i])
 		}
-		s.remember(reqs, results)
 	}
 	if err == nil && accepted > 0 {
 		d := time.Since(start)
