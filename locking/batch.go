@@ -12,9 +12,13 @@ import (
 // pipeline: a group commit for Redis. One goroutine takes the first queued command,
 // drains whatever else is queued, sends them all in one round trip, and answers each
 // caller with its own command's reply. A lone command goes out at once (no timer); under
-// load the next batch gathers while one is on the wire. Each caller still waits only
-// until its own deadline: a command whose caller gave up may still run (as with a
-// timeout on a plain call).
+// load the next batch gathers while one is on the wire.
+//
+// Every command has OpTimeout from the moment it is queued, without a timer of its own:
+// a pipeline is bounded by OpTimeout, and a command still queued when its time is up is
+// answered with context.DeadlineExceeded instead of being sent. So a caller waits at
+// most about twice OpTimeout (the pipeline on the wire, then its own), or until its ctx
+// ends: a command whose caller gave up may still run (as with a timeout on a plain call).
 type batcher struct {
 	client    *redis.Client
 	opTimeout time.Duration
@@ -34,8 +38,10 @@ const batchQueue = 4096
 const maxBatch = 512
 
 type batchOp struct {
-	enqueue func(ctx context.Context, p redis.Pipeliner) // adds the command to p
-	done    chan struct{}                                // closed when the reply (or an error) is in
+	enqueue  func(ctx context.Context, p redis.Pipeliner) // adds the command to p
+	deadline time.Time                                    // not sent after this
+	err      error                                        // set before done is closed: not sent
+	done     chan struct{}                                // closed when the reply (or err) is in
 }
 
 func newBatcher(client *redis.Client, opTimeout time.Duration) *batcher {
@@ -47,9 +53,10 @@ func newBatcher(client *redis.Client, opTimeout time.Duration) *batcher {
 
 // do runs one command in the next batch and waits for it until ctx is done. enqueue adds
 // the command to the pipeline and keeps the *Cmd it returns; read it after do returns
-// nil. After close it returns ErrClosed.
+// nil. It returns context.DeadlineExceeded when the command was not sent within
+// OpTimeout, and ErrClosed after close.
 func (b *batcher) do(ctx context.Context, enqueue func(ctx context.Context, p redis.Pipeliner)) error {
-	op := &batchOp{enqueue: enqueue, done: make(chan struct{})}
+	op := &batchOp{enqueue: enqueue, deadline: time.Now().Add(b.opTimeout), done: make(chan struct{})}
 	select {
 	case b.queue <- op:
 	case <-ctx.Done():
@@ -59,13 +66,13 @@ func (b *batcher) do(ctx context.Context, enqueue func(ctx context.Context, p re
 	}
 	select {
 	case <-op.done:
-		return nil
+		return op.err
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-b.done:
 		select {
 		case <-op.done:
-			return nil
+			return op.err
 		default:
 			return ErrClosed
 		}
@@ -91,14 +98,23 @@ func (b *batcher) loop() {
 				break drain
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), b.opTimeout)
+		now := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), now.Add(b.opTimeout))
 		pipe := b.client.Pipeline()
+		sent := 0
 		for _, op := range batch {
+			if now.After(op.deadline) {
+				op.err = context.DeadlineExceeded
+				continue
+			}
 			op.enqueue(ctx, pipe)
+			sent++
 		}
-		_, _ = pipe.Exec(ctx) // every command carries its own reply or error
-		b.batches.Add(1)
-		b.commands.Add(uint64(len(batch)))
+		if sent > 0 {
+			b.batches.Add(1)
+			b.commands.Add(uint64(sent))
+			_, _ = pipe.Exec(ctx) // every command carries its own reply or error
+		}
 		cancel()
 		for _, op := range batch {
 			close(op.done)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRedis_ConcurrentCommandsShareRoundTrips: the lease commands of concurrent turns go
@@ -72,5 +73,49 @@ func TestRedis_BatchHonoursDeadline(t *testing.T) {
 	_, err := r.Acquire(ctx, "ctx:hung", "task")
 	if took := time.Since(t0); err == nil || took > 500*time.Millisecond {
 		t.Fatalf("Acquire() on a paused server = %v after %v; want an error at the caller's 150ms deadline", err, took)
+	}
+}
+
+// TestRedis_BatchExpiresQueuedCommands: a command still queued when its OpTimeout has
+// passed (the pipeline before it took longer) is answered with DeadlineExceeded and never
+// sent, so a caller without a deadline of its own is still bounded.
+func TestRedis_BatchExpiresQueuedCommands(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	// The client's socket timeout (600ms) outlasts the batcher's OpTimeout (100ms), so
+	// the first pipeline holds the loop well past the second command's deadline.
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true,
+		ReadTimeout: 600 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	if err := client.Ping(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := newBatcher(client, 100*time.Millisecond)
+	t.Cleanup(b.close)
+	srv.Pause()
+	defer srv.Resume()
+	first := make(chan error, 1)
+	go func() {
+		first <- b.do(context.Background(), func(ctx context.Context, p redis.Pipeliner) { p.Ping(ctx) })
+	}()
+	for b.batches.Load() == 0 {
+		time.Sleep(time.Millisecond) // wait until the first pipeline is on the wire
+	}
+	time.Sleep(20 * time.Millisecond)
+	t0 := time.Now()
+	var sent bool
+	err := b.do(context.Background(), func(ctx context.Context, p redis.Pipeliner) { sent = true; p.Ping(ctx) })
+	took := time.Since(t0)
+	if !errors.Is(err, context.DeadlineExceeded) || sent {
+		t.Fatalf("queued command: do() = %v (sent %v), want %v without being sent", err, sent, context.DeadlineExceeded)
+	}
+	if took > 2*time.Second {
+		t.Errorf("queued command answered after %v, want about the first pipeline's 600ms", took)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first command: do() = %v, want nil (its reply carries the error)", err)
+	}
+	if c := b.commands.Load(); c != 1 {
+		t.Errorf("%d commands sent, want 1 (the expired one is not)", c)
 	}
 }

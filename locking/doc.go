@@ -28,7 +28,8 @@
 // resumes): the key then stays held under that holder, with no renewal, until the TTL
 // passes.
 //
-// Locks: Local has one mutex; Redis has one (Redis.mu, guarding its closed flag and the
-// registration of in-flight calls). Neither is held across I/O and neither is taken while
-// holding the other.
+// Locks: Local has one mutex. Redis has Redis.mu (its closed flag, its set of held leases
+// and the registration of in-flight calls) and one mutex per Redis lease (its renewal
+// timer and state); a lease's mutex may be taken while holding Redis.mu, never the
+// reverse. No lock is held across I/O.
 package locking

@@ -97,13 +97,15 @@ return 0`
 // (DESIGN L-2): one holder per key across every instance. It owns its go-redis client.
 // Its methods are safe for concurrent use.
 //
-// A key is stored as KeyPrefix+key with the value holder NUL token. Each lease has one
-// renewal goroutine; it closes [Lease.Lost] when a renewal finds the key gone or someone
-// else's, when no renewal has succeeded for a whole TTL (counted from the moment the last
-// successful one was sent, so never after the key can have expired), and on Close.
+// A key is stored as KeyPrefix+key with the value holder NUL token. Each lease has a
+// renewal timer (time.AfterFunc, so a lease costs no goroutine while it waits); each
+// firing runs one renewal attempt and re-arms the timer. [Lease.Lost] is closed when a
+// renewal finds the key gone or someone else's, when no renewal has succeeded for a
+// whole TTL (counted from the moment the last successful one was sent, so never after the
+// key can have expired), and on Close.
 //
-// [Lease.Release] stops and waits for that goroutine, then deletes the key if it still
-// holds our token. It returns nil when it did, an error wrapping [ErrLost] when the lease
+// [Lease.Release] stops the timer, cancels and waits for an attempt in flight, then
+// deletes the key if it still holds our token. It returns nil when it did, an error wrapping [ErrLost] when the lease
 // had been lost (the key expired or was taken over; another holder's key is never
 // deleted), an error wrapping [ErrClosed] after Close, and one wrapping [ErrUnavailable]
 // when Redis fails (the key then expires by itself within TTL). Every lease must be
@@ -116,14 +118,15 @@ type Redis struct {
 	batch *batcher
 	log   *slog.Logger
 
-	mu      sync.Mutex     // guards closed and the wg.Add of a new operation
-	closed  bool           // set by Close; refuses new operations
-	closing chan struct{}  // closed by Close: stops Wait polls and renewal goroutines
-	wg      sync.WaitGroup // in-flight operations and renewal goroutines; Close waits for it
+	mu      sync.Mutex               // guards closed, leases and the wg.Add of a new operation
+	closed  bool                     // set by Close; refuses new operations
+	leases  map[*redisLease]struct{} // held leases not yet released: Close gives them up
+	closing chan struct{}            // closed by Close: stops Wait polls
+	wg      sync.WaitGroup           // in-flight operations and renewal attempts; Close waits for it
 
 	// renewHook, if set (tests only, before the first Acquire), runs before every
-	// renewal attempt with the renewal goroutine's context; blocking in it simulates a
-	// paused holder.
+	// renewal attempt with the attempt's context (canceled by Release and Close);
+	// blocking in it simulates a paused holder.
 	renewHook func(ctx context.Context, key string)
 }
 
@@ -166,12 +169,19 @@ func NewRedis(ctx context.Context, cfg RedisConfig, logger *slog.Logger) (*Redis
 		MaxRetries:    1,
 		// Cluster-upgrade push notifications are for managed Redis; not used here.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		// RESP2: the lease commands need nothing of RESP3, and with RESP3 go-redis
+		// checks for push notifications before reading every pipeline's replies (~4% of
+		// the CPU of an acquire+release cycle at 64 concurrent leases). The identity
+		// (CLIENT SETINFO) is one round trip per new connection, for nothing we use.
+		Protocol:        2,
+		DisableIdentity: true,
 	})
 	r := &Redis{
 		cfg:     cfg,
 		client:  client,
 		batch:   newBatcher(client, cfg.OpTimeout),
 		log:     logger.With("component", "locking"),
+		leases:  make(map[*redisLease]struct{}),
 		closing: make(chan struct{}),
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
@@ -230,13 +240,14 @@ func holderOf(value string) string {
 	return value
 }
 
-// Acquire takes key for holder with SET NX PX TTL and starts renewing it every TTL/3
-// until [Lease.Release]; the caller must release every lease it gets. It returns a
+// Acquire takes key for holder with SET NX PX TTL and renews it every TTL/3 until
+// [Lease.Release]; the caller must release every lease it gets. It returns a
 // [*HeldError] (unwrapping to [ErrHeld]) naming the current holder when the key is held
 // (Holder is "" if it could not be read), an error wrapping [ErrUnavailable] when Redis
-// fails or does not answer within OpTimeout, ctx's error when ctx ends first, and
-// [ErrClosed] after Close. After an ErrUnavailable from a timeout the SET may still have
-// been applied: the key then stays held under holder until the TTL passes.
+// fails or does not answer within OpTimeout (see batcher for the bound), ctx's error when
+// ctx ends first, and [ErrClosed] after Close. After an ErrUnavailable from a timeout the
+// SET may still have been applied: the key then stays held under holder until the TTL
+// passes.
 func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error) {
 	end, err := r.begin()
 	if err != nil {
@@ -252,10 +263,8 @@ func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error)
 	// rounds of that are churn, reported as held.
 	for range 3 {
 		sent := time.Now() // the key cannot expire before sent+TTL
-		octx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 		var set *redis.BoolCmd
-		err := r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) { set = p.SetNX(ctx, rkey, value, r.cfg.TTL) })
-		cancel()
+		err := r.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) { set = p.SetNX(ctx, rkey, value, r.cfg.TTL) })
 		var ok bool
 		if err == nil {
 			ok, err = set.Result()
@@ -266,10 +275,8 @@ func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error)
 		if ok {
 			return r.newLease(key, holder, token, rkey, value, sent)
 		}
-		octx, cancel = context.WithTimeout(ctx, r.cfg.OpTimeout)
 		var get *redis.StringCmd
-		err = r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) { get = p.Get(ctx, rkey) })
-		cancel()
+		err = r.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) { get = p.Get(ctx, rkey) })
 		var cur string
 		if err == nil {
 			cur, err = get.Result()
@@ -292,120 +299,167 @@ func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error)
 	return nil, &HeldError{Key: key}
 }
 
-// newLease wraps a key just set and starts its renewal goroutine. It runs inside an
-// operation registered with begin, so the client is still open.
+// newLease wraps a key just set, registers it for Close and arms its renewal timer. It
+// runs inside an operation registered with begin, so the client is still open.
 func (r *Redis) newLease(key, holder, token, rkey, value string, sent time.Time) (*Lease, error) {
-	rl := &redisLease{rkey: rkey, value: value, done: make(chan struct{})}
+	rl := &redisLease{rkey: rkey, value: value, valid: sent.Add(r.cfg.TTL)}
 	rl.lease = &Lease{
 		key: key, holder: holder, token: token,
 		lost:    make(chan struct{}),
 		release: func(ctx context.Context) error { return r.release(ctx, rl) },
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rl.cancel = cancel
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		cancel()
 		r.deleteIfOurs(context.Background(), rl) // Close came during the SET: give the key back
 		return nil, ErrClosed
 	}
-	r.wg.Go(func() { r.renew(ctx, rl, sent) }) // exits on Release, Close or loss
+	r.leases[rl] = struct{}{}
+	rl.mu.Lock() // the first firing reads rl.timer under rl.mu
+	rl.timer = time.AfterFunc(time.Until(sent.Add(r.cfg.TTL/3)), func() { r.renewDue(rl) })
+	rl.mu.Unlock()
 	r.mu.Unlock()
 	return rl.lease, nil
 }
 
 // redisLease is the Redis side of a [Lease].
 type redisLease struct {
-	lease  *Lease
-	rkey   string             // prefixed key
-	value  string             // holder NUL token
-	cancel context.CancelFunc // stops the renewal goroutine (Release)
-	done   chan struct{}      // closed when the renewal goroutine has exited
+	lease *Lease
+	rkey  string // prefixed key
+	value string // holder NUL token
 
-	// Written only by the renewal goroutine before done is closed, or by release after
-	// it; read after done.
-	lostOnce   sync.Once
-	lostCause  error // ErrLost or ErrClosed once the lease is given up
-	mayHoldKey bool  // lost by timeout: the key may still carry our value
+	mu          sync.Mutex
+	timer       *time.Timer        // fires the next renewal attempt
+	ended       bool               // Release or Close began: no attempt starts, the timer is not re-armed
+	stopAttempt context.CancelFunc // cancels the attempt in flight; nil when none is
+	attemptDone chan struct{}      // closed when the attempt in flight has finished
+	lostCause   error              // ErrLost or ErrClosed once the lease is given up
+	mayHoldKey  bool               // lost by timeout: the key may still carry our value
+
+	// Used by renewal attempts only, which run one at a time (the timer is re-armed at
+	// the end of an attempt).
+	valid   time.Time // the key cannot expire before this
+	failing bool      // the last attempt failed
 }
 
-// markLost records why the lease was lost and closes Lost (once).
-func (l *redisLease) markLost(cause error) {
-	l.lostOnce.Do(func() {
-		l.lostCause = cause
-		close(l.lease.lost)
-	})
+// markLost records why the lease was lost and closes Lost, the first time only; it
+// reports whether this call did.
+func (l *redisLease) markLost(cause error, mayHoldKey bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostCause != nil {
+		return false
+	}
+	l.lostCause, l.mayHoldKey = cause, mayHoldKey
+	close(l.lease.lost)
+	return true
 }
 
-// renew keeps the lease alive: every TTL/3 a compare-and-PEXPIRE. A reply of 0 (the key
-// is gone or someone else's) loses the lease at once. While Redis fails it retries
-// every TTL/10 (at most 1s) until TTL has passed since the last successful renewal was
-// sent, when the key may have expired, and then loses the lease. It exits on Release
-// (ctx canceled), on Close (giving the key back, best effort) and when the lease is
-// lost.
-func (r *Redis) renew(ctx context.Context, l *redisLease, sent time.Time) {
-	defer close(l.done)
+// lost returns why the lease was lost (nil while it is held) and whether its key may
+// still carry our value.
+func (l *redisLease) lost() (cause error, mayHoldKey bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostCause, l.mayHoldKey
+}
+
+// end stops the renewals: no attempt starts after it, and an attempt in flight is
+// canceled and waited for. Idempotent.
+func (l *redisLease) end() {
+	l.mu.Lock()
+	l.ended = true
+	l.timer.Stop()
+	stop, done := l.stopAttempt, l.attemptDone
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done // prompt: canceling its context aborts the renewal's round trip
+	}
+}
+
+// renewDue runs when a lease's timer fires: one renewal attempt, then the timer is
+// re-armed unless the lease was lost or ended meanwhile.
+func (r *Redis) renewDue(l *redisLease) {
+	done, err := r.begin()
+	if err != nil {
+		return // Close gives the lease up
+	}
+	defer done()
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	attemptDone := make(chan struct{})
+	l.stopAttempt, l.attemptDone = cancel, attemptDone
+	l.mu.Unlock()
+
+	next, again := r.renew(ctx, l)
+	cancel()
+
+	l.mu.Lock()
+	l.stopAttempt, l.attemptDone = nil, nil
+	if again && !l.ended {
+		l.timer.Reset(next)
+	}
+	l.mu.Unlock()
+	close(attemptDone)
+}
+
+// renew is one renewal attempt: a compare-and-PEXPIRE. It returns when the next attempt
+// is due, and again=false when there is none: a reply of 0 (the key is gone or someone
+// else's) loses the lease at once, and so does reaching the TTL since the last
+// successful renewal was sent (the key may have expired); ctx canceled (Release, Close)
+// ends the renewals. After a success the next attempt is TTL/3 away; while Redis fails
+// it retries every TTL/10 (at most 1s).
+func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, again bool) {
+	if r.renewHook != nil {
+		r.renewHook(ctx, l.lease.key)
+		if ctx.Err() != nil {
+			return 0, false // released while paused
+		}
+	}
 	ttl := r.cfg.TTL
-	interval, retry := ttl/3, min(max(ttl/10, time.Millisecond), time.Second)
-	valid := sent.Add(ttl) // the key cannot expire before this
-	t := time.NewTimer(time.Until(sent.Add(interval)))
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.closing:
-			l.markLost(ErrClosed)
-			r.deleteIfOurs(context.Background(), l)
-			return
-		case <-t.C:
-		}
-		if r.renewHook != nil {
-			r.renewHook(ctx, l.lease.key)
-			if ctx.Err() != nil {
-				continue // released while paused: the select returns
-			}
-		}
-		now := time.Now()
-		if !now.Before(valid) {
-			l.mayHoldKey = true
-			l.markLost(ErrLost)
+	now := time.Now()
+	if !now.Before(l.valid) {
+		if l.markLost(ErrLost, true) {
 			r.log.Warn("lease lost: not renewed within its ttl", "lease_key", l.lease.key, "ttl", ttl)
-			return
 		}
-		deadline := now.Add(r.cfg.OpTimeout)
-		if valid.Before(deadline) {
-			deadline = valid // a reply after valid could not save the lease
+		return 0, false
+	}
+	deadline := now.Add(r.cfg.OpTimeout)
+	if l.valid.Before(deadline) {
+		deadline = l.valid // a reply after valid could not save the lease
+	}
+	octx, cancel := context.WithDeadline(ctx, deadline)
+	n, err := renewScript.Run(octx, r.client, []string{l.rkey}, l.value, ttl.Milliseconds()).Int()
+	cancel()
+	switch {
+	case err == nil && n == 1:
+		l.valid = now.Add(ttl)
+		if l.failing {
+			r.log.Info("lease renewal recovered", "lease_key", l.lease.key)
+			l.failing = false
 		}
-		octx, cancel := context.WithDeadline(ctx, deadline)
-		n, err := renewScript.Run(octx, r.client, []string{l.rkey}, l.value, ttl.Milliseconds()).Int()
-		cancel()
-		switch {
-		case err == nil && n == 1:
-			valid = now.Add(ttl)
-			if failing {
-				r.log.Info("lease renewal recovered", "lease_key", l.lease.key)
-				failing = false
-			}
-			t.Reset(interval)
-		case err == nil:
-			l.markLost(ErrLost)
+		return ttl / 3, true
+	case err == nil:
+		if l.markLost(ErrLost, false) {
 			r.log.Warn("lease lost: key expired or taken over", "lease_key", l.lease.key)
-			return
-		case ctx.Err() != nil:
-			// Released while renewing: the next select returns.
-		default:
-			if !failing {
-				r.log.Warn("lease renewal failed; retrying until the ttl passes",
-					"lease_key", l.lease.key, "err", err)
-				failing = true
-			} else {
-				r.log.Debug("lease renewal failed again", "lease_key", l.lease.key, "err", err)
-			}
-			t.Reset(max(min(retry, time.Until(valid)), 0))
 		}
+		return 0, false
+	case ctx.Err() != nil:
+		return 0, false // released or closed while renewing
+	default:
+		if !l.failing {
+			r.log.Warn("lease renewal failed; retrying until the ttl passes",
+				"lease_key", l.lease.key, "err", err)
+			l.failing = true
+		} else {
+			r.log.Debug("lease renewal failed again", "lease_key", l.lease.key, "err", err)
+		}
+		retry := min(max(ttl/10, time.Millisecond), time.Second)
+		return max(min(retry, time.Until(l.valid)), 0), true
 	}
 }
 
@@ -419,29 +473,29 @@ func (r *Redis) deleteIfOurs(ctx context.Context, l *redisLease) {
 	}
 }
 
-// release stops the renewal goroutine, waits for it, then deletes the key if it is
-// still ours. See [Lease.Release] for its errors.
+// release stops the renewals, then deletes the key if it is still ours. See
+// [Lease.Release] for its errors.
 func (r *Redis) release(ctx context.Context, l *redisLease) error {
-	l.cancel()
-	<-l.done // prompt: canceling ctx aborts an in-flight renewal
+	l.end()
+	r.mu.Lock()
+	delete(r.leases, l)
+	r.mu.Unlock()
 	end, err := r.begin()
 	if err != nil {
-		if l.lostCause != nil {
-			return fmt.Errorf("release %s: %w", l.lease.key, l.lostCause)
+		if cause, _ := l.lost(); cause != nil {
+			return fmt.Errorf("release %s: %w", l.lease.key, cause)
 		}
 		return fmt.Errorf("release %s: %w", l.lease.key, err)
 	}
 	defer end()
-	if l.lostCause != nil {
-		if l.mayHoldKey {
+	if cause, mayHoldKey := l.lost(); cause != nil {
+		if mayHoldKey {
 			r.deleteIfOurs(ctx, l)
 		}
-		return fmt.Errorf("release %s: %w", l.lease.key, l.lostCause)
+		return fmt.Errorf("release %s: %w", l.lease.key, cause)
 	}
-	octx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
-	defer cancel()
 	var del *redis.Cmd
-	err = r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) {
+	err = r.batch.do(ctx, func(ctx context.Context, p redis.Pipeliner) {
 		del = p.Eval(ctx, releaseSource, []string{l.rkey}, l.value) // EVAL hits Redis's script cache
 	})
 	var n int
@@ -452,7 +506,7 @@ func (r *Redis) release(ctx context.Context, l *redisLease) error {
 		return unavailable(ctx, "release", l.lease.key, err)
 	}
 	if n == 0 {
-		l.markLost(ErrLost)
+		l.markLost(ErrLost, false)
 		return fmt.Errorf("release %s: %w", l.lease.key, ErrLost)
 	}
 	return nil
@@ -532,11 +586,11 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close refuses further calls, gives up every lease still held (stops its renewal,
-// deletes its key if still ours, best effort, and closes its Lost channel; its Release
-// then returns an error wrapping [ErrClosed]), waits for in-flight calls, and closes the
-// Redis client. While Redis does not answer that can take a few OpTimeouts. Close is
-// idempotent; it returns the client's close error.
+// Close refuses further calls, gives up every lease still held (stops its renewals,
+// closes its Lost channel, and deletes its key if still ours, best effort, in one
+// pipeline; its Release then returns an error wrapping [ErrClosed]), waits for in-flight
+// calls, and closes the Redis client. While Redis does not answer that can take a few
+// OpTimeouts. Close is idempotent; it returns the client's close error.
 func (r *Redis) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -545,10 +599,37 @@ func (r *Redis) Close() error {
 	}
 	r.closed = true
 	close(r.closing)
+	held := r.leases
+	r.leases = nil
 	r.mu.Unlock()
+	var give []*redisLease
+	for l := range held {
+		l.end()
+		if l.markLost(ErrClosed, false) {
+			give = append(give, l)
+		}
+	}
+	r.giveBack(give)
 	r.wg.Wait()
 	r.batch.close()
 	return r.client.Close()
+}
+
+// giveBack deletes the keys of leases given up by Close with compare-and-DEL, in one
+// pipeline under OpTimeout, best effort: a key it cannot delete expires after the TTL.
+func (r *Redis) giveBack(leases []*redisLease) {
+	if len(leases) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.OpTimeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	for _, l := range leases {
+		pipe.Eval(ctx, releaseSource, []string{l.rkey}, l.value)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		r.log.Debug("lease keys not all deleted at close; they expire by themselves", "leases", len(leases), "err", err)
+	}
 }
 
 // redisLoggerSet makes the process-wide go-redis logger be set once, by the first locker.
