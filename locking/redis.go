@@ -211,16 +211,17 @@ func configFault(err error) bool {
 		errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "ERR ")
 }
 
-// begin registers an operation that Close must wait for. It returns [ErrClosed] after
-// Close.
-func (r *Redis) begin() (end func(), err error) {
+// begin registers an operation that Close must wait for; the caller calls r.wg.Done when
+// it ends (begin returns no func: a method value would cost an allocation per call). It
+// returns [ErrClosed] after Close.
+func (r *Redis) begin() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	r.wg.Add(1)
-	return r.wg.Done, nil
+	return nil
 }
 
 // unavailable turns a failed Redis call into the caller's error: ctx's own error when
@@ -249,11 +250,10 @@ func holderOf(value string) string {
 // SET may still have been applied: the key then stays held under holder until the TTL
 // passes.
 func (r *Redis) Acquire(ctx context.Context, key, holder string) (*Lease, error) {
-	end, err := r.begin()
-	if err != nil {
+	if err := r.begin(); err != nil {
 		return nil, err
 	}
-	defer end()
+	defer r.wg.Done()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -380,11 +380,10 @@ func (l *redisLease) end() {
 // renewDue runs when a lease's timer fires: one renewal attempt, then the timer is
 // re-armed unless the lease was lost or ended meanwhile.
 func (r *Redis) renewDue(l *redisLease) {
-	done, err := r.begin()
-	if err != nil {
+	if err := r.begin(); err != nil {
 		return // Close gives the lease up
 	}
-	defer done()
+	defer r.wg.Done()
 	l.mu.Lock()
 	if l.ended {
 		l.mu.Unlock()
@@ -480,14 +479,14 @@ func (r *Redis) release(ctx context.Context, l *redisLease) error {
 	r.mu.Lock()
 	delete(r.leases, l)
 	r.mu.Unlock()
-	end, err := r.begin()
+	err := r.begin()
 	if err != nil {
 		if cause, _ := l.lost(); cause != nil {
 			return fmt.Errorf("release %s: %w", l.lease.key, cause)
 		}
 		return fmt.Errorf("release %s: %w", l.lease.key, err)
 	}
-	defer end()
+	defer r.wg.Done()
 	if cause, mayHoldKey := l.lost(); cause != nil {
 		if mayHoldKey {
 			r.deleteIfOurs(ctx, l)
@@ -516,11 +515,10 @@ func (r *Redis) release(ctx context.Context, l *redisLease) error {
 // a backoff of at most 50ms. It returns an error wrapping [ErrUnavailable] when Redis
 // fails, ctx's error when ctx ends first, and [ErrClosed] after (or during) Close.
 func (r *Redis) Wait(ctx context.Context, key string) error {
-	end, err := r.begin()
-	if err != nil {
+	if err := r.begin(); err != nil {
 		return err
 	}
-	defer end()
+	defer r.wg.Done()
 	rkey := r.cfg.KeyPrefix + key
 	delay := 2 * time.Millisecond
 	t := time.NewTimer(delay)
@@ -552,11 +550,10 @@ func (r *Redis) Wait(ctx context.Context, key string) error {
 // Holder returns the holder of key, or "" when it is free. It returns an error wrapping
 // [ErrUnavailable] when Redis fails, and [ErrClosed] after Close.
 func (r *Redis) Holder(ctx context.Context, key string) (string, error) {
-	end, err := r.begin()
-	if err != nil {
+	if err := r.begin(); err != nil {
 		return "", err
 	}
-	defer end()
+	defer r.wg.Done()
 	octx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
 	v, err := r.client.Get(octx, r.cfg.KeyPrefix+key).Result()
@@ -573,11 +570,10 @@ func (r *Redis) Holder(ctx context.Context, key string) (string, error) {
 // OpTimeout, an error wrapping [ErrUnavailable] when it does not, [ErrClosed] after
 // Close. Use it for readiness.
 func (r *Redis) Ping(ctx context.Context) error {
-	end, err := r.begin()
-	if err != nil {
+	if err := r.begin(); err != nil {
 		return err
 	}
-	defer end()
+	defer r.wg.Done()
 	octx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
 	if err := r.client.Ping(octx).Err(); err != nil {
