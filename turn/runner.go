@@ -508,6 +508,21 @@ func auditEntry(peer string, m *a2a.Message, reason, taskID string) ledger.Entry
 	}
 }
 
+// cancelAuditEntry is the audit-only record of a CancelTask of taskID refused with
+// CONTEXT_BUSY because task holder ("" when unknown) runs in the task's conversation. Like
+// every audit entry it names tasks in its metadata only, so it never joins a task's
+// history.
+func cancelAuditEntry(peer, taskID, holder string) ledger.Entry {
+	meta := map[string]any{"rejected": "CONTEXT_BUSY", "method": "CancelTask", "taskId": taskID}
+	if holder != "" {
+		meta["runningTaskId"] = holder
+	}
+	return ledger.Entry{
+		Kind: ledger.KindAudit, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityAudit,
+		Actor: peer, Metadata: marshalMeta(meta),
+	}
+}
+
 // auditRejected records a request refused for its content in the conversation it was
 // sent to, as an audit-only entry, when that conversation exists (a refused request never
 // creates one: bad input leaves no conversation behind).

@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -11,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -411,5 +414,64 @@ func TestBusyHolderUnknown(t *testing.T) {
 	}
 	if n := obs.busy.Load(); n != 1 {
 		t.Errorf("Busy observed %d times, want 1", n)
+	}
+}
+
+// A CancelTask refused with CONTEXT_BUSY (the task is parked while another task holds its
+// conversation's lease) is recorded as an audit-only entry naming both tasks; it changes
+// neither task.
+func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
+	t.Parallel()
+	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	locks := locking.NewLocal()
+	r := New(Config{}, st, locks, funcAgent(func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
+		return agent.Result{InputRequired: true}, emit("which city?")
+	}), slog.New(slog.DiscardHandler))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+		_ = st.Close()
+	})
+	res, err := send(t.Context(), r, "parked", "", "weather?")
+	if err != nil || res.Task.Status.State != a2a.StateInputRequired {
+		t.Fatalf("send = %+v, %v; want input-required", res.Task, err)
+	}
+	// Another task (say, on another instance) holds the conversation's lease.
+	held, err := locks.Acquire(t.Context(), conversations.Key("local", "parked"), "task-elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+	if !errors.Is(err, a2a.ErrContextBusy) {
+		t.Fatalf("CancelTask error = %v, want CONTEXT_BUSY", err)
+	}
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var audit *ledger.Entry
+	for deadline := time.Now().Add(5 * time.Second); audit == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		last, err := st.Last(t.Context(), "local", "parked", 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := last[len(last)-1]; e.Kind == ledger.KindAudit {
+			audit = &e
+		}
+	}
+	if audit == nil {
+		t.Fatal("no audit entry for the refused cancel")
+	}
+	var meta map[string]string
+	if err := json.Unmarshal(audit.Metadata, &meta); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"rejected": "CONTEXT_BUSY", "method": "CancelTask", "taskId": res.Task.ID, "runningTaskId": "task-elsewhere"}
+	if diff := cmp.Diff(want, meta); diff != "" || audit.Visibility != ledger.VisibilityAudit || audit.TaskID != "" {
+		t.Errorf("audit entry %+v; metadata (-want +got):\n%s", audit, diff)
+	}
+	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
+	if err != nil || got.Status.State != a2a.StateInputRequired || len(got.History) != len(res.Task.History) {
+		t.Fatalf("task after the refused cancel = %+v, %v; want it unchanged (input-required)", got, err)
 	}
 }

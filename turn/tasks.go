@@ -167,6 +167,8 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	if err != nil {
 		var held *locking.HeldError
 		if errors.As(err, &held) {
+			r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: t.ContextID,
+				Entries: []ledger.Entry{cancelAuditEntry(peer, p.ID, held.Holder)}}})
 			return nil, r.busy(t.ContextID, held.Holder)
 		}
 		return nil, a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")

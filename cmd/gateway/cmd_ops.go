@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -317,8 +318,11 @@ func printShow(w io.Writer, res showResult) {
 			what = "status"
 		}
 		text := entryText(&e)
-		if e.Kind == ledger.KindStatus {
+		switch e.Kind {
+		case ledger.KindStatus:
 			text = strings.TrimSpace(e.State + "  " + text)
+		case ledger.KindAudit:
+			text = strings.TrimSpace(auditSummary(&e) + "  " + text)
 		}
 		task := e.TaskID
 		if len(task) > 8 {
@@ -330,6 +334,32 @@ func printShow(w io.Writer, res showResult) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\ttask %s\t%s\n", e.Seq, e.CreatedAt.UTC().Format("15:04:05.000"), what, task, oneLine(text, 200))
 	}
 	_ = tw.Flush()
+}
+
+// auditSummary says what an audit-only entry of a rejected request records, from its
+// metadata: "rejected CONTEXT_BUSY", plus the method when it was not a send
+// ("rejected CONTEXT_BUSY: CancelTask of task T while task H runs").
+func auditSummary(e *ledger.Entry) string {
+	var m struct {
+		Rejected      string `json:"rejected"`
+		Method        string `json:"method"`
+		TaskID        string `json:"taskId"`
+		RunningTaskID string `json:"runningTaskId"`
+	}
+	if json.Unmarshal(e.Metadata, &m) != nil || m.Rejected == "" {
+		return ""
+	}
+	s := "rejected " + m.Rejected
+	if m.Method != "" {
+		s += ": " + m.Method
+		if m.TaskID != "" {
+			s += " of task " + m.TaskID
+		}
+		if m.RunningTaskID != "" {
+			s += " while task " + m.RunningTaskID + " runs"
+		}
+	}
+	return s
 }
 
 func entryText(e *ledger.Entry) string {

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
 )
 
 // runCLI runs a gateway command line in-process with no environment.
@@ -134,6 +135,9 @@ func TestRejectedRequestsStayAudit(t *testing.T) {
 	if strings.Contains(plain, "SECRET-REJECTED") || !strings.Contains(all, "SECRET-REJECTED") {
 		t.Fatalf("show without --all:\n%s\nwith --all:\n%s\nwant the rejected text only with --all", plain, all)
 	}
+	if !strings.Contains(all, "rejected CONTEXT_BUSY  SECRET-REJECTED") {
+		t.Errorf("show --all:\n%s\nwant the audit line to say why the request was rejected", all)
+	}
 	got := postRPC(t, c, s.URL(), false, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, firstTask.ID))
 	if strings.Contains(string(got.Result), "SECRET-REJECTED") || !strings.Contains(string(got.Result), "echo: one two three") {
 		t.Fatalf("task = %s, want the reply and no rejected text", got.Result)
@@ -237,5 +241,21 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	out, _, err = runCLI(t, "ledger", "verify", "other", "--server", unreachable, "--data-dir", cfg.DataDir)
 	if err != nil || !strings.Contains(out, "ok: 1") {
 		t.Fatalf("verify other = %q, %v", out, err)
+	}
+}
+
+func TestAuditSummary(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ meta, want string }{
+		{`{"rejected":"CONTEXT_BUSY","taskId":"t1"}`, "rejected CONTEXT_BUSY"},
+		{`{"rejected":"CONTEXT_BUSY","method":"CancelTask","taskId":"t1","runningTaskId":"t2"}`, "rejected CONTEXT_BUSY: CancelTask of task t1 while task t2 runs"},
+		{`{"rejected":"EMPTY_MESSAGE"}`, "rejected EMPTY_MESSAGE"},
+		{`{"other":1}`, ""},
+		{``, ""},
+	} {
+		e := ledger.Entry{Kind: ledger.KindAudit, Metadata: json.RawMessage(tt.meta)}
+		if got := auditSummary(&e); got != tt.want {
+			t.Errorf("auditSummary(%s) = %q, want %q", tt.meta, got, tt.want)
+		}
 	}
 }
