@@ -39,26 +39,18 @@ func Redact(s string) string {
 	return s
 }
 
-// redact is Redact that also counts the credentials it replaced.
+// redact is Redact that also counts the credentials it replaced. One pass over s
+// (candidates) says which patterns may match; only those run. A replacement only removes
+// text or inserts a placeholder, and no placeholder holds another pattern's literal, so
+// the original text gives no false negative.
 func redact(s string) (string, int) {
 	total := 0
-	lower := "" // s in ASCII lower case, made once when a case-insensitive hint needs it
-	for i := range redactors {
-		r := &redactors[i]
-		if r.word != "" {
-			if lower == "" {
-				lower = asciiLower(s)
-			}
-			// A replacement only removes text or inserts a placeholder, so testing the
-			// original text gives no false negative.
-			if !strings.Contains(lower, r.word) {
-				continue
-			}
-		} else if !r.hint(s) {
+	for i, may := 0, candidates(s); may != 0; i, may = i+1, may>>1 {
+		if may&1 == 0 {
 			continue
 		}
 		var n int
-		s, n = r.apply(s)
+		s, n = redactors[i].apply(s)
 		total += n
 	}
 	return s, total
@@ -67,9 +59,32 @@ func redact(s string) (string, int) {
 // redactor replaces one kind of credential.
 type redactor struct {
 	re   *regexp.Regexp
-	repl string              // regexp.Expand template
-	hint func(s string) bool // false only when re cannot match s
-	word string              // instead of hint: a lower-case word re cannot match without
+	repl string // regexp.Expand template
+	// re cannot match a text that lacks every literal of anyOf, or one of allOf; with
+	// fold, the literals (lower case) are matched ASCII case-insensitively, and also
+	// after U+017F and U+212A, which (?i) folds to s and k.
+	anyOf []string
+	allOf []string
+	fold  bool
+}
+
+// mayMatch reports whether r.re may match s (false only when it cannot), by the literals
+// of r alone: what candidates computes for every redactor in one pass.
+func (r *redactor) mayMatch(s string) bool {
+	if r.fold {
+		s = asciiLower(s)
+	}
+	for _, w := range r.allOf {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	for _, w := range r.anyOf {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // apply replaces every match of r.re in s and returns how many matches changed.
@@ -105,78 +120,79 @@ func placeholder(kind string) string { return RedactedPrefix + kind + "]" }
 // the Anthropic key before the generic "sk-" key.
 var redactors = []redactor{
 	{
-		re:   regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)`),
-		repl: placeholder("private-key"),
-		hint: func(s string) bool { return strings.Contains(s, "PRIVATE KEY") },
+		re:    regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)`),
+		repl:  placeholder("private-key"),
+		anyOf: []string{"PRIVATE KEY"},
 	},
 	{
-		re:   regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@"'<>\\]{1,256}):[^\s/?#@"'<>\\]{1,512}@`),
-		repl: "${1}:" + placeholder("url-password") + "@",
-		hint: func(s string) bool { return strings.Contains(s, "://") },
+		re:    regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@"'<>\\]{1,256}):[^\s/?#@"'<>\\]{1,512}@`),
+		repl:  "${1}:" + placeholder("url-password") + "@",
+		anyOf: []string{"://"},
 	},
 	{
-		re:   regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}`),
-		repl: placeholder("anthropic-key"),
-		hint: func(s string) bool { return strings.Contains(s, "sk-ant-") },
+		re:    regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}`),
+		repl:  placeholder("anthropic-key"),
+		anyOf: []string{"sk-ant-"},
 	},
 	{
-		re:   regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`),
-		repl: placeholder("openai-key"),
-		hint: func(s string) bool { return strings.Contains(s, "sk-") },
+		re:    regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}`),
+		repl:  placeholder("openai-key"),
+		anyOf: []string{"sk-"},
 	},
 	{
-		re:   regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}`),
-		repl: placeholder("stripe-key"),
-		hint: func(s string) bool { return strings.Contains(s, "k_live_") || strings.Contains(s, "k_test_") },
+		re:    regexp.MustCompile(`\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}`),
+		repl:  placeholder("stripe-key"),
+		anyOf: []string{"k_live_", "k_test_"},
 	},
 	{
-		re:   regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),
-		repl: placeholder("github-token"),
-		hint: func(s string) bool {
-			return strings.Contains(s, "_") && (strings.Contains(s, "gh") || strings.Contains(s, "github_pat_"))
-		},
+		re:    regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`),
+		repl:  placeholder("github-token"),
+		anyOf: []string{"gh", "github_pat_"},
+		allOf: []string{"_"},
 	},
 	{
-		re:   regexp.MustCompile(`\b(?:xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})`),
-		repl: placeholder("slack-token"),
-		hint: func(s string) bool { return strings.Contains(s, "xox") || strings.Contains(s, "xapp-") },
+		re:    regexp.MustCompile(`\b(?:xox[abeoprs]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})`),
+		repl:  placeholder("slack-token"),
+		anyOf: []string{"xox", "xapp-"},
 	},
 	{
-		re:   regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`),
-		repl: placeholder("google-api-key"),
-		hint: func(s string) bool { return strings.Contains(s, "AIza") },
+		re:    regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`),
+		repl:  placeholder("google-api-key"),
+		anyOf: []string{"AIza"},
 	},
 	{
-		re:   regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`),
-		repl: placeholder("aws-access-key-id"),
-		hint: func(s string) bool {
-			return strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA") || strings.Contains(s, "ABIA") || strings.Contains(s, "ACCA")
-		},
+		re:    regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`),
+		repl:  placeholder("aws-access-key-id"),
+		anyOf: []string{"AKIA", "ASIA", "ABIA", "ACCA"},
 	},
 	{
-		re:   regexp.MustCompile(`(?i)((?:aws[_\-. ]?)?secret[_\-. ]?(?:access[_\-. ]?)?key(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?)[A-Za-z0-9/+=]{40,}`),
-		repl: "${1}" + placeholder("aws-secret-key"),
-		word: "secret",
+		re:    regexp.MustCompile(`(?i)((?:aws[_\-. ]?)?secret[_\-. ]?(?:access[_\-. ]?)?key(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?)[A-Za-z0-9/+=]{40,}`),
+		repl:  "${1}" + placeholder("aws-secret-key"),
+		anyOf: []string{"secret"},
+		fold:  true,
 	},
 	{
-		re:   regexp.MustCompile(`(?i)(authorization(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?\s{0,8}(?:bearer|token)\s{1,8})[^\s"',;\\]+`),
-		repl: "${1}" + placeholder("bearer-token"),
-		word: "authorization",
+		re:    regexp.MustCompile(`(?i)(authorization(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?\s{0,8}(?:bearer|token)\s{1,8})[^\s"',;\\]+`),
+		repl:  "${1}" + placeholder("bearer-token"),
+		anyOf: []string{"authorization"},
+		fold:  true,
 	},
 	{
-		re:   regexp.MustCompile(`(?i)(authorization(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?\s{0,8}basic\s{1,8})[A-Za-z0-9+/=]+`),
-		repl: "${1}" + placeholder("basic-credentials"),
-		word: "authorization",
+		re:    regexp.MustCompile(`(?i)(authorization(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?\s{0,8}basic\s{1,8})[A-Za-z0-9+/=]+`),
+		repl:  "${1}" + placeholder("basic-credentials"),
+		anyOf: []string{"authorization"},
+		fold:  true,
 	},
 	{
-		re:   regexp.MustCompile(`(?i)\b(bearer\s{1,8})[A-Za-z0-9\-._~+/]{20,}=*`),
-		repl: "${1}" + placeholder("bearer-token"),
-		word: "bearer",
+		re:    regexp.MustCompile(`(?i)\b(bearer\s{1,8})[A-Za-z0-9\-._~+/]{20,}=*`),
+		repl:  "${1}" + placeholder("bearer-token"),
+		anyOf: []string{"bearer"},
+		fold:  true,
 	},
 	{
-		re:   regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`),
-		repl: placeholder("jwt"),
-		hint: func(s string) bool { return strings.Contains(s, "eyJ") },
+		re:    regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`),
+		repl:  placeholder("jwt"),
+		anyOf: []string{"eyJ"},
 	},
 }
 
@@ -198,3 +214,135 @@ func asciiLower(s string) string {
 }
 
 var foldReplacer = strings.NewReplacer("\u017f", "s", "\u212a", "k")
+
+// literal is one literal of a redactor, indexed by its first byte for candidates.
+type literal struct {
+	text string
+	fold bool   // compare ASCII case-insensitively (text is lower case)
+	bit  uint32 // its bit in the found set
+}
+
+var (
+	// byFirst lists the literals of two bytes or more by their first byte (both cases
+	// for a folded one); startPair has a bit for each byte pair that starts one.
+	byFirst   [256][]literal
+	startPair [1 << 16 / 64]uint64
+	// single lists the one-byte literals, searched with strings.IndexByte.
+	single []literal
+	// needAny and needAll are, per redactor, the found-set bits of its anyOf and allOf
+	// literals; foldRedactors has the bits of the redactors with fold.
+	needAny, needAll []uint32
+	foldRedactors    uint32
+)
+
+func init() {
+	if len(redactors) > 32 {
+		panic("projection: candidates tracks at most 32 redactors")
+	}
+	bits := map[string]uint32{}
+	bitOf := func(w string, fold bool) uint32 {
+		key := w
+		if fold {
+			key = "\x00fold " + w
+		}
+		if b, ok := bits[key]; ok {
+			return b
+		}
+		if len(bits) == 32 {
+			panic("projection: candidates tracks at most 32 literals")
+		}
+		b := uint32(1) << len(bits)
+		bits[key] = b
+		l := literal{text: w, fold: fold, bit: b}
+		if len(w) == 1 {
+			if fold && w[0] >= 'a' && w[0] <= 'z' {
+				panic("projection: a one-byte literal cannot be folded")
+			}
+			single = append(single, l)
+			return b
+		}
+		for _, c0 := range cases(w[0], fold) {
+			byFirst[c0] = append(byFirst[c0], l)
+			for _, c1 := range cases(w[1], fold) {
+				p := uint16(c0)<<8 | uint16(c1)
+				startPair[p/64] |= 1 << (p % 64)
+			}
+		}
+		return b
+	}
+	needAny, needAll = make([]uint32, len(redactors)), make([]uint32, len(redactors))
+	for i, r := range redactors {
+		for _, w := range r.anyOf {
+			needAny[i] |= bitOf(w, r.fold)
+		}
+		for _, w := range r.allOf {
+			needAll[i] |= bitOf(w, r.fold)
+		}
+		if r.fold {
+			foldRedactors |= 1 << i
+		}
+	}
+}
+
+// cases returns c, and its upper case too when fold and c is a lower-case ASCII letter.
+func cases(c byte, fold bool) []byte {
+	if fold && c >= 'a' && c <= 'z' {
+		return []byte{c, c - 'a' + 'A'}
+	}
+	return []byte{c}
+}
+
+// candidates returns the set of redactors (bit i: redactors[i]) whose mayMatch(s) is
+// true, in one pass over s instead of one search per literal. Where s holds U+017F or
+// U+212A, every folded redactor is a candidate (a superset: a candidate's pattern just
+// finds nothing).
+func candidates(s string) uint32 {
+	var found uint32
+	for _, l := range single {
+		if strings.IndexByte(s, l.text[0]) >= 0 {
+			found |= l.bit
+		}
+	}
+	for i := 0; i+1 < len(s); i++ {
+		if p := uint16(s[i])<<8 | uint16(s[i+1]); startPair[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, l := range byFirst[s[i]] {
+			if found&l.bit == 0 && hasLiteralAt(s[i:], l) {
+				found |= l.bit
+			}
+		}
+	}
+	// U+017F is C5 BF, U+212A is E2 84 AA: both rare, so two searches cost little.
+	folded := strings.Contains(s, "\u017f") || strings.Contains(s, "\u212a")
+	var may uint32
+	for i := range redactors {
+		if found&needAny[i] != 0 && found&needAll[i] == needAll[i] {
+			may |= 1 << i
+		}
+	}
+	if folded {
+		may |= foldRedactors
+	}
+	return may
+}
+
+// hasLiteralAt reports whether s starts with l.
+func hasLiteralAt(s string, l literal) bool {
+	if len(s) < len(l.text) {
+		return false
+	}
+	if !l.fold {
+		return s[:len(l.text)] == l.text
+	}
+	for j := 0; j < len(l.text); j++ {
+		c := s[j]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != l.text[j] {
+			return false
+		}
+	}
+	return true
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp/syntax"
 	"slices"
-	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -1033,11 +1032,7 @@ func (st *streamStage) endSwallow() {
 
 // run applies r to s as Redact's pass does and also returns the matches.
 func (r *redactor) run(s string) (string, int, [][]int) {
-	if r.word != "" {
-		if !strings.Contains(asciiLower(s), r.word) {
-			return s, 0, nil
-		}
-	} else if !r.hint(s) {
+	if !r.mayMatch(s) {
 		return s, 0, nil
 	}
 	idx := r.re.FindAllStringSubmatchIndex(s, -1)

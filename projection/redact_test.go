@@ -146,3 +146,31 @@ func TestBuild_RedactsEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidates: the one-pass literal filter agrees with a search per literal on texts
+// that hold each literal, in every case, at the start, in the middle and at the end, alone
+// and with others; and a filter that missed a literal would let a credential through.
+func TestCandidates(t *testing.T) {
+	t.Parallel()
+	var texts []string
+	for _, r := range redactors {
+		for _, w := range append(append([]string{}, r.anyOf...), r.allOf...) {
+			for _, v := range []string{w, strings.ToUpper(w), w[:len(w)-1], "x" + w + "y"} {
+				texts = append(texts, v, "The quick brown fox "+v, v+" jumps", "_ "+v+" gh")
+			}
+		}
+	}
+	for _, c := range credentialCorpus {
+		texts = append(texts, c.text, strings.ToUpper(c.text), strings.ToLower(c.text))
+	}
+	texts = append(texts, "", "ſecret_key = "+strings.Repeat("A", 40), "\u212aey")
+	for _, s := range texts {
+		checkCandidates(t, s)
+		if got, want := Redact(s), redactAll(s); got != want {
+			t.Errorf("Redact(%q) = %q, running every pattern gives %q", s, got, want)
+		}
+	}
+	if c := candidates("The quick brown fox jumps over the lazy dog; a bench echoes it. "); c != 0 {
+		t.Errorf("candidates(plain English) = %b, want none", c)
+	}
+}
