@@ -66,6 +66,10 @@ func (c A2ARelayConfig) LogValue() slog.Value {
 // the conversation's previous turn (Turn.UpstreamContextID). On the first turn it
 // carries none and the upstream makes one (the relay never invents a contextId: A2A
 // servers may refuse unknown ones); Result.UpstreamContextID hands it back to be stored.
+// When the upstream's task ends a turn INPUT_REQUIRED, Result.UpstreamTaskID names it and
+// the next turn's message carries it (Turn.UpstreamTaskID), which continues that task; if
+// the upstream no longer has it (task not found, or it ended meanwhile: -32001 or
+// -32004), the message is sent again without it, as a new task in the same context.
 //
 // What is emitted: the text parts of the upstream's artifacts, in order, each chunk as
 // it arrives (appended chunks as they are; an artifact re-sent whole, as in a final Task
@@ -142,33 +146,51 @@ func (r *A2ARelay) Reply(ctx context.Context, t Turn, emit Emit) (Result, error)
 	p := &a2a.SendParams{Message: a2a.Message{
 		MessageID: newRelayMessageID(),
 		ContextID: t.UpstreamContextID,
+		TaskID:    t.UpstreamTaskID,
 		Role:      a2a.RoleUser,
 		Parts:     []a2a.Part{a2a.TextPart(text)},
 	}}
-	st, err := r.client.SendStreamingMessage(tctx, p)
-	if err != nil {
+	st, ev, err := r.open(tctx, p)
+	if err != nil && t.UpstreamTaskID != "" && (errors.Is(err, a2a.ErrTaskNotFound) || errors.Is(err, a2a.ErrUnsupportedOperation)) {
+		r.log.InfoContext(ctx, "the upstream task that asked for input cannot continue; sending as a new task",
+			"context_id", t.ContextID, "task_id", t.TaskID, "upstream_task_id", t.UpstreamTaskID, "err", r.redact(err.Error()))
+		p.Message.TaskID, p.Message.MessageID = "", newRelayMessageID()
+		st, ev, err = r.open(tctx, p)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return run.result(), r.failed(ctx, tctx, t, err)
 	}
 	defer st.Close()
-	for {
-		ev, err := st.Next(tctx)
-		if errors.Is(err, io.EOF) {
-			break
+	for ; !errors.Is(err, io.EOF); ev, err = st.Next(tctx) {
+		if err != nil {
+			st.Close()
+			r.cancelUpstream(ctx, run)
+			return run.result(), r.failed(ctx, tctx, t, err)
 		}
-		if err == nil {
-			err = run.apply(ev)
-			if err != nil { // emit's error: the turn is over
-				st.Close()
-				r.cancelUpstream(ctx, run)
-				return run.result(), err
-			}
-			continue
+		if err := run.apply(ev); err != nil { // emit's error: the turn is over
+			st.Close()
+			r.cancelUpstream(ctx, run)
+			return run.result(), err
 		}
-		st.Close()
-		r.cancelUpstream(ctx, run)
-		return run.result(), r.failed(ctx, tctx, t, err)
 	}
 	return r.finish(ctx, run)
+}
+
+// open sends p as a streaming message and reads the stream's first event, where an
+// upstream that refuses the message reports its JSON-RPC error. It returns the open
+// stream with that event or io.EOF (an empty stream); on any other error nothing is left
+// open.
+func (r *A2ARelay) open(ctx context.Context, p *a2a.SendParams) (a2a.Stream, a2a.Event, error) {
+	st, err := r.client.SendStreamingMessage(ctx, p)
+	if err != nil {
+		return nil, a2a.Event{}, err
+	}
+	ev, err := st.Next(ctx)
+	if err != nil && !errors.Is(err, io.EOF) {
+		st.Close()
+		return nil, a2a.Event{}, err
+	}
+	return st, ev, err
 }
 
 // finish turns the upstream's last state into the turn's outcome.
@@ -261,7 +283,13 @@ type relayRun struct {
 	message   bool              // the upstream answered with a Message, not a task
 }
 
-func (run *relayRun) result() Result { return Result{UpstreamContextID: run.contextID} }
+func (run *relayRun) result() Result {
+	res := Result{UpstreamContextID: run.contextID}
+	if run.state == a2a.StateInputRequired && !run.message {
+		res.UpstreamTaskID = run.taskID
+	}
+	return res
+}
 
 // apply relays one event; its error is emit's.
 func (run *relayRun) apply(ev a2a.Event) error {

@@ -265,6 +265,77 @@ func TestA2ARelayStreamsAndContinues(t *testing.T) {
 	}
 }
 
+// An upstream task that asks for input is continued by the next turn: its message
+// carries the task's id, and the task id is handed back only while the task waits.
+func TestA2ARelayContinuesInputRequiredTask(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{"1.0", "0.3"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			up := newRelayUpstream(t, func(n int, p *a2a.SendParams) (a2a.Stream, error) {
+				if n == 1 && p.Message.TaskID != "up-task" {
+					return nil, a2a.Errorf(a2a.ErrInvalidParams, "want the input-required task continued, got taskId %q", p.Message.TaskID)
+				}
+				if n == 0 {
+					return &relayStream{events: []a2a.Event{upTask(a2a.StateSubmitted), upStatus(a2a.StateInputRequired, "Which city?")}}, nil
+				}
+				return &relayStream{events: []a2a.Event{upStatus(a2a.StateWorking, ""), upChunk("a", "Sunny in Paris", false), upStatus(a2a.StateCompleted, "")}}, nil
+			})
+			r, _ := newTestRelay(t, A2ARelayConfig{URL: up.URL, Dialect: dialect})
+			got, res, err := relayReply(t.Context(), r, Turn{Text: "weather?"})
+			if err != nil || strings.Join(got, "") != "Which city?" {
+				t.Fatalf("first Reply() = %q, %v; want the question", got, err)
+			}
+			if diff := cmp.Diff(Result{InputRequired: true, UpstreamContextID: "up-ctx", UpstreamTaskID: "up-task"}, res); diff != "" {
+				t.Fatalf("first Result (-want +got):\n%s", diff)
+			}
+			got, res, err = relayReply(t.Context(), r, Turn{Text: "Paris", UpstreamContextID: res.UpstreamContextID, UpstreamTaskID: res.UpstreamTaskID})
+			if err != nil || strings.Join(got, "") != "Sunny in Paris" {
+				t.Fatalf("second Reply() = %q, %v; want the answer", got, err)
+			}
+			if diff := cmp.Diff(Result{UpstreamContextID: "up-ctx"}, res); diff != "" {
+				t.Errorf("second Result (-want +got):\n%s (a completed task is not continued)", diff)
+			}
+			if sent := up.sentParams(); len(sent) != 2 || sent[0].Message.TaskID != "" || sent[1].Message.ContextID != "up-ctx" {
+				t.Errorf("upstream sends = %d, first taskId %q; want 2, the first with no taskId, the second in up-ctx", len(sent), sent[0].Message.TaskID)
+			}
+		})
+	}
+}
+
+// An upstream task that asked for input but can no longer continue (gone, or ended) is
+// not an error: the message goes again as a new task in the same context.
+func TestA2ARelayInputRequiredTaskGone(t *testing.T) {
+	t.Parallel()
+	for name, refusal := range map[string]error{
+		"task not found":      a2a.ErrTaskNotFound,
+		"task ended (-32004)": a2a.Errorf(a2a.ErrUnsupportedOperation, "task up-old is completed"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			up := newRelayUpstream(t, func(n int, p *a2a.SendParams) (a2a.Stream, error) {
+				if p.Message.TaskID != "" {
+					return nil, refusal
+				}
+				return &relayStream{events: []a2a.Event{upTask(a2a.StateSubmitted), upChunk("a", "fresh", false), upStatus(a2a.StateCompleted, "")}}, nil
+			})
+			r, logs := newTestRelay(t, A2ARelayConfig{URL: up.URL})
+			got, res, err := relayReply(t.Context(), r, Turn{Text: "Paris", UpstreamContextID: "up-ctx", UpstreamTaskID: "up-old"})
+			if err != nil || strings.Join(got, "") != "fresh" || res.UpstreamTaskID != "" {
+				t.Fatalf("Reply() = %q, %+v, %v; want the new task's reply", got, res, err)
+			}
+			sent := up.sentParams()
+			if len(sent) != 2 || sent[0].Message.TaskID != "up-old" || sent[1].Message.TaskID != "" || sent[1].Message.ContextID != "up-ctx" ||
+				sent[0].Message.MessageID == sent[1].Message.MessageID {
+				t.Fatalf("upstream sends = %+v; want up-old refused, then a new messageId with no taskId in up-ctx", sent)
+			}
+			if !strings.Contains(logs.String(), "cannot continue") {
+				t.Errorf("no log line about the task that cannot continue: %s", logs)
+			}
+		})
+	}
+}
+
 func TestA2ARelayInputPrompt(t *testing.T) {
 	t.Parallel()
 	up := newRelayUpstream(t, stream(upTask(a2a.StateSubmitted), upChunk("a", "ok", false), upStatus(a2a.StateCompleted, "")))
@@ -355,7 +426,11 @@ func TestA2ARelayOutcomes(t *testing.T) {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("emitted chunks (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff(Result{InputRequired: tc.wantInput, UpstreamContextID: tc.wantCtx}, res); diff != "" {
+				want := Result{InputRequired: tc.wantInput, UpstreamContextID: tc.wantCtx}
+				if tc.wantInput {
+					want.UpstreamTaskID = "up-task" // the next turn continues it
+				}
+				if diff := cmp.Diff(want, res); diff != "" {
 					t.Errorf("Result (-want +got):\n%s", diff)
 				}
 				var wantCanceled []string

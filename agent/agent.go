@@ -22,6 +22,10 @@ type Turn struct {
 	// UpstreamContextID is the contextId a relaying backend used upstream for this
 	// conversation last time ("" on the first turn); the gateway keeps it in the ledger.
 	UpstreamContextID string
+	// UpstreamTaskID is the upstream task the conversation's previous turn left waiting
+	// for input (INPUT_REQUIRED), "" otherwise: a relaying backend sends the message into
+	// that task, as A2A continues an interrupted task.
+	UpstreamTaskID string
 }
 
 // Result is how a reply ended.
@@ -31,6 +35,10 @@ type Result struct {
 	// UpstreamContextID is the contextId a relaying backend used upstream; the gateway
 	// records it with the reply and hands it back on the conversation's next turn.
 	UpstreamContextID string
+	// UpstreamTaskID is the upstream task left waiting for input (the reply ends
+	// INPUT_REQUIRED upstream); the gateway records it with the reply and hands it back
+	// on the next turn only (Turn.UpstreamTaskID).
+	UpstreamTaskID string
 }
 
 // Emit receives reply chunks in order; the reply is their concatenation. An error from

@@ -26,6 +26,10 @@ func usesContext(a agent.Agent) bool {
 // metaUpstream is the AGENT_REPLY metadata key of a relay's upstream contextId.
 const metaUpstream = "upstreamContextId"
 
+// metaUpstreamTask is the AGENT_REPLY metadata key of the upstream task a relay's reply
+// left waiting for input; only the latest reply's counts.
+const metaUpstreamTask = "upstreamTaskId"
+
 // conversational reports whether a ledger entry may be projected to a model: visible
 // messages and tool traffic; never status, errors or audit records.
 func conversational(e *ledger.Entry) bool {
@@ -74,9 +78,10 @@ func entryText(e *ledger.Entry) string {
 // prepared is what a turn gives its agent, built from the ledger before the turn's
 // message is appended.
 type prepared struct {
-	prompt   string
-	request  projection.Request
-	upstream string
+	prompt       string
+	request      projection.Request
+	upstream     string // the latest upstream contextId recorded
+	upstreamTask string // the upstream task the latest reply left waiting for input
 }
 
 // prepare reads the conversation's prior entries (those the projection can use) and
@@ -91,6 +96,7 @@ func (r *Runner) prepare(history []ledger.Entry, peer string, current ledger.Ent
 			if u := metaString(e.Metadata, metaUpstream); u != "" {
 				out.upstream = u
 			}
+			out.upstreamTask = metaString(e.Metadata, metaUpstreamTask)
 		}
 		items = append(items, toItem(e))
 	}
@@ -159,6 +165,6 @@ func Replay(ctx context.Context, led Ledger, policy projection.Policy, owner, co
 	}
 	return agent.Turn{
 		ContextID: contextID, TaskID: msg.TaskID, Peer: owner, Text: entryText(&msg),
-		Prompt: prep.prompt, Request: prep.request, UpstreamContextID: prep.upstream,
+		Prompt: prep.prompt, Request: prep.request, UpstreamContextID: prep.upstream, UpstreamTaskID: prep.upstreamTask,
 	}, nil
 }

@@ -620,7 +620,7 @@ func (tr *turnRun) run(ctx context.Context) {
 	t0 := time.Now()
 	res, err := r.agent.Reply(ctx, agent.Turn{
 		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text,
-		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream,
+		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream, UpstreamTaskID: tr.prep.upstreamTask,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
 	stopWriter()
@@ -728,6 +728,9 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 		}
 		if res.UpstreamContextID != "" {
 			meta[metaUpstream] = res.UpstreamContextID
+		}
+		if res.UpstreamTaskID != "" {
+			meta[metaUpstreamTask] = res.UpstreamTaskID
 		}
 		entries = append(entries, ledger.Entry{
 			TaskID: lt.id, Kind: ledger.KindAgentReply, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityModel,

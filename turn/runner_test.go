@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -473,5 +474,49 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
 	if err != nil || got.Status.State != a2a.StateInputRequired || len(got.History) != len(res.Task.History) {
 		t.Fatalf("task after the refused cancel = %+v, %v; want it unchanged (input-required)", got, err)
+	}
+}
+
+// A relay's upstream task left waiting for input is handed to the next turn only (and to
+// its replay); the upstream contextId stays for every later turn.
+func TestUpstreamTaskHandedToTheNextTurnOnly(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []agent.Turn
+	results := []agent.Result{
+		{InputRequired: true, UpstreamContextID: "up-ctx", UpstreamTaskID: "up-task"},
+		{UpstreamContextID: "up-ctx"},
+		{UpstreamContextID: "up-ctx"},
+	}
+	r, st := newRunner(t, funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
+		mu.Lock()
+		n := len(seen)
+		seen = append(seen, tu)
+		mu.Unlock()
+		return results[n], emit(fmt.Sprintf("reply %d", n))
+	}))
+	first, err := send(t.Context(), r, "relayed", "", "weather?")
+	if err != nil || first.Task.Status.State != a2a.StateInputRequired {
+		t.Fatalf("first send = %+v, %v; want input-required", first.Task, err)
+	}
+	if _, err := send(t.Context(), r, "", first.Task.ID, "Paris"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := send(t.Context(), r, "relayed", "", "thanks"); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ ctx, task string }{{"", ""}, {"up-ctx", "up-task"}, {"up-ctx", ""}}
+	for i, w := range want {
+		if seen[i].UpstreamContextID != w.ctx || seen[i].UpstreamTaskID != w.task {
+			t.Errorf("turn %d got upstream context %q task %q, want %q %q", i, seen[i].UpstreamContextID, seen[i].UpstreamTaskID, w.ctx, w.task)
+		}
+	}
+	_, entries, err := st.TaskEntries(t.Context(), first.Task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := Replay(t.Context(), st, r.cfg.Policy, "local", "relayed", entries[len(entries)-1].Seq)
+	if err != nil || replayed.UpstreamTaskID != "up-task" || replayed.UpstreamContextID != "up-ctx" {
+		t.Fatalf("Replay(second turn) = %+v, %v; want the upstream task it was handed", replayed, err)
 	}
 }
