@@ -25,7 +25,9 @@ back, each with one request in flight, for --duration after an unmeasured
 --warmup. The report gives the requests completed, errors by JSON-RPC code
 ("http <status>", "transport", "timeout" or "invalid response" when there is
 none), successful requests per second and p50/p90/p99 latency in milliseconds
-from the full histogram. With --stream the workers use message/stream or
+from the full histogram. Errors a gateway answers when it refuses load get a
+note: -32000 (RATE_LIMITED: run the target with --rate-limit 0 to measure
+throughput) and -32004 (CONTEXT_BUSY: two workers shared a contextId). With --stream the workers use message/stream or
 SendStreamingMessage over SSE, time each stream to its terminal event, and
 also report the time to the first event.
 

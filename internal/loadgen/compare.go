@@ -196,6 +196,13 @@ func (c Comparison) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	if errs := totalErrors(c.Target); errs > 0 {
 		fmt.Fprintf(&b, "target errors over all rounds: %d\n", errs)
+		codes := map[string]int{}
+		for _, r := range c.Target {
+			for k, n := range r.ErrorsByCode {
+				codes[k] += n
+			}
+		}
+		writeErrorNotes(&b, codes)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

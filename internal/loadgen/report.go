@@ -111,9 +111,28 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "errors       %s\n", strings.Join(codes, ", "))
 		fmt.Fprintf(&b, "error ms     p50 %s  p99 %s\n", ms(r.ErrorP50), ms(r.ErrorP99))
+		writeErrorNotes(&b, r.ErrorsByCode)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// errorNotes explain the error codes with which a gateway refuses load that a run did
+// not mean to measure: the run then measured a limit, not throughput.
+var errorNotes = []struct{ key, note string }{
+	{"-32000", "-32000 from this gateway is RATE_LIMITED: it limits each peer (--rate-limit, 600/m by default); " +
+		"start it with --rate-limit 0 to measure throughput"},
+	{"-32004", "-32004 from this gateway is CONTEXT_BUSY when requests share a contextId (one task per context): " +
+		"give each worker its own with --contexts at least --concurrency"},
+}
+
+// writeErrorNotes writes a "note" line for each code of errorNotes among codes.
+func writeErrorNotes(b *strings.Builder, codes map[string]int) {
+	for _, n := range errorNotes {
+		if codes[n.key] > 0 {
+			fmt.Fprintf(b, "note         %s\n", n.note)
+		}
+	}
 }
 
 // reportJSON is the machine-readable form of a Report; times in

@@ -81,6 +81,7 @@ latency ms   p50 1.235  p90 2.000  p99 3.500
 first event  p50 0.500  p99 1.000 ms
 errors       -32004: 20, http 503: 5, transport: 5
 error ms     p50 0.100  p99 0.200
+note         -32004 from this gateway is CONTEXT_BUSY when requests share a contextId (one task per context): give each worker its own with --contexts at least --concurrency
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("WriteText() mismatch (-want +got):\n%s", diff)
