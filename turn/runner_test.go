@@ -43,8 +43,14 @@ func openLedger(t *testing.T, path string) *ledger.Store {
 
 func newRunner(t *testing.T, ag agent.Agent) (*Runner, *ledger.Store) {
 	t.Helper()
+	return newRunnerWith(t, Config{}, locking.NewLocal(), ag)
+}
+
+// newRunnerWith is newRunner with the given config and locker.
+func newRunnerWith(t *testing.T, cfg Config, locks Locker, ag agent.Agent) (*Runner, *ledger.Store) {
+	t.Helper()
 	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	r := New(Config{}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
+	r := New(cfg, st, locks, ag, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -393,15 +399,8 @@ func (o *countingObserver) Busy() { o.busy.Add(1) }
 // A busy refusal whose holder is unknown says "another task is running" and names no task.
 func TestBusyHolderUnknown(t *testing.T) {
 	t.Parallel()
-	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	obs := &countingObserver{}
-	r := New(Config{Observe: obs}, st, heldByUnknown{}, agent.Echo{}, slog.New(slog.DiscardHandler))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-		_ = st.Close()
-	})
+	r, _ := newRunnerWith(t, Config{Observe: obs}, heldByUnknown{}, agent.Echo{})
 	_, err := send(t.Context(), r, "c", "", "hello")
 	var ae *a2a.Error
 	if !errors.Is(err, a2a.ErrContextBusy) || !errors.As(err, &ae) {
@@ -423,17 +422,10 @@ func TestBusyHolderUnknown(t *testing.T) {
 // neither task.
 func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 	t.Parallel()
-	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 	locks := locking.NewLocal()
-	r := New(Config{}, st, locks, funcAgent(func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
+	r, st := newRunnerWith(t, Config{}, locks, funcAgent(func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
 		return agent.Result{InputRequired: true}, emit("which city?")
-	}), slog.New(slog.DiscardHandler))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-		_ = st.Close()
-	})
+	}))
 	res, err := send(t.Context(), r, "parked", "", "weather?")
 	if err != nil || res.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("send = %+v, %v; want input-required", res.Task, err)
