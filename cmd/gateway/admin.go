@@ -33,7 +33,8 @@ const adminPrefix = "/admin/v1/"
 //	POST /admin/v1/outbound                                    record a `gateway send` exchange
 //
 // With a token, requests need "Authorization: Bearer <token>"; without one, only loopback
-// clients are served.
+// clients are served. An unknown contextId is 404; one that several peers use, without
+// ?peer= to choose, is 409; both with {"error": "..."}.
 type adminHandler struct {
 	src   directSource
 	token string
@@ -191,8 +192,12 @@ func (h adminHandler) authorized(r *http.Request) bool {
 }
 
 func (h adminHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, errNoConversation) || strings.Contains(err.Error(), "choose one with --peer") {
+	switch {
+	case errors.Is(err, errNoConversation):
 		adminError(w, http.StatusNotFound, err.Error())
+		return
+	case errors.Is(err, errAmbiguousContext):
+		adminError(w, http.StatusConflict, err.Error())
 		return
 	}
 	h.log.ErrorContext(r.Context(), "admin request failed", "path", r.URL.Path, "err", err)

@@ -60,6 +60,10 @@ type replayResult struct {
 // errNoConversation: no conversation has that contextId (for that peer).
 var errNoConversation = errors.New("no such conversation")
 
+// errAmbiguousContext: several peers have a conversation with that contextId, and no
+// --peer says which one is meant.
+var errAmbiguousContext = errors.New("ambiguous contextId")
+
 // opsSource is where operator commands read: the running gateway's admin API, or the
 // data dir when no gateway runs.
 type opsSource interface {
@@ -127,7 +131,7 @@ func (d directSource) find(ctx context.Context, contextID, peer string) (ledger.
 	for i, c := range found {
 		peers[i] = c.Owner
 	}
-	return ledger.Conversation{}, fmt.Errorf("contextId %q is used by several peers (%s): choose one with --peer", contextID, strings.Join(peers, ", "))
+	return ledger.Conversation{}, fmt.Errorf("%w: %q is used by several peers (%s): choose one with --peer", errAmbiguousContext, contextID, strings.Join(peers, ", "))
 }
 
 // conversationOnly keeps what belongs to the conversation itself: no audit-only entries.

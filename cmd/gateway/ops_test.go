@@ -259,3 +259,46 @@ func TestAuditSummary(t *testing.T) {
 		}
 	}
 }
+
+// An unknown contextId and one that two peers use are told apart, with the same words
+// from the running gateway (404, 409) as from the data dir, each said once.
+func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
+	cfg := testConfig(t)
+	s, err := OpenServer(t.Context(), cfg, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newHTTPClient(t)
+	sendV03(t, c, s.URL(), "shared", "from local")
+	rec := `{"peer":"a","peerUrl":"http://127.0.0.1:1/","contextId":"shared","state":"completed","text":"hi","reply":"echo: hi"}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"admin/v1/outbound", strings.NewReader(rec))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("record outbound: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	check := func(where string, args ...string) {
+		t.Helper()
+		_, _, err := runCLI(t, append([]string{"conversations", "show", "nope"}, args...)...)
+		if !errors.Is(err, errNoConversation) || err.Error() != `no such conversation: "nope"` {
+			t.Errorf("%s: show nope error = %v, want exactly `no such conversation: \"nope\"`", where, err)
+		}
+		_, _, err = runCLI(t, append([]string{"conversations", "show", "shared"}, args...)...)
+		if !errors.Is(err, errAmbiguousContext) || errors.Is(err, errNoConversation) ||
+			!strings.Contains(err.Error(), "several peers (out:a, local)") && !strings.Contains(err.Error(), "several peers (local, out:a)") ||
+			strings.Count(err.Error(), "ambiguous") != 1 {
+			t.Errorf("%s: show shared error = %v, want one ambiguity naming both peers", where, err)
+		}
+		if out, _, err := runCLI(t, append([]string{"conversations", "show", "shared", "--peer", "out:a"}, args...)...); err != nil || !strings.Contains(out, "echo: hi") {
+			t.Errorf("%s: show shared --peer out:a = %q, %v", where, out, err)
+		}
+	}
+	check("online", "--server", "http://"+s.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("offline", "--server", "http://127.0.0.1:1", "--data-dir", cfg.DataDir)
+}

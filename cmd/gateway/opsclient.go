@@ -55,8 +55,11 @@ func (h *httpSource) get(ctx context.Context, path string, q url.Values) (*http.
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b))
 		}
-		if resp.StatusCode == http.StatusNotFound && e.Error != "" {
-			return nil, fmt.Errorf("%w: %s", errNoConversation, e.Error)
+		// The admin API's message already starts with the error's own text.
+		for status, sentinel := range map[int]error{http.StatusNotFound: errNoConversation, http.StatusConflict: errAmbiguousContext} {
+			if resp.StatusCode == status && e.Error != "" {
+				return nil, fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(e.Error, sentinel.Error()+": "))
+			}
 		}
 		return nil, fmt.Errorf("gateway at %s answered %s: %s", h.base, resp.Status, e.Error)
 	}
