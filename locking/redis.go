@@ -105,11 +105,11 @@ return 0`
 // key can have expired), and on Close.
 //
 // [Lease.Release] stops the timer, cancels and waits for an attempt in flight, then
-// deletes the key if it still holds our token. It returns nil when it did, an error wrapping [ErrLost] when the lease
-// had been lost (the key expired or was taken over; another holder's key is never
-// deleted), an error wrapping [ErrClosed] after Close, and one wrapping [ErrUnavailable]
-// when Redis fails (the key then expires by itself within TTL). Every lease must be
-// released, or it is renewed until Close.
+// deletes the key if it still holds our token. It returns nil when it did, an error
+// wrapping [ErrLost] when the lease had been lost (the key expired or was taken over;
+// another holder's key is never deleted), an error wrapping [ErrClosed] after Close, and
+// one wrapping [ErrUnavailable] when Redis fails (the key then expires by itself within
+// TTL). Every lease must be released, or it is renewed until Close.
 type Redis struct {
 	cfg    RedisConfig
 	client *redis.Client

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -272,6 +273,9 @@ func init() {
 	}
 	needAny, needAll = make([]uint32, len(redactors)), make([]uint32, len(redactors))
 	for i, r := range redactors {
+		if len(r.anyOf) == 0 {
+			panic(fmt.Sprintf("projection: redactor %d (%s) has no anyOf literal: it would never run", i, r.repl))
+		}
 		for _, w := range r.anyOf {
 			needAny[i] |= bitOf(w, r.fold)
 		}
