@@ -93,6 +93,11 @@ Commands:
   replay CONTEXT_ID    exactly what the agent was given at a turn (--at SEQ, default the
                        latest), rebuilt from the ledger: --format text|json|openai|anthropic
 
+A contextId that several peers use needs --peer to say whose conversation is meant.
+
+Exit status: 0 done; 1 no such conversation, or the gateway or its ledger could not be
+read; 2 usage error, including a contextId several peers use given without --peer.
+
 Run 'gateway conversations COMMAND --help' for its flags.
 `
 

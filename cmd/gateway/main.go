@@ -43,15 +43,22 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	if code := exitCode(err); code != 0 {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(code)
+	}
+}
+
+// exitCode is the exit status for run's error: 0 for none (or --help), 2 for a usage
+// error (including a contextId several peers use, given without --peer), 1 otherwise.
+func exitCode(err error) int {
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
-	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)):
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(1)
+		return 0
+	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext):
+		return 2
 	}
+	return 1
 }
 
 // usageError is a command-line mistake (exit status 2).

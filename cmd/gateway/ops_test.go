@@ -281,10 +281,16 @@ func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
 	check := func(where string, args ...string) {
 		t.Helper()
 		_, _, err := runCLI(t, append([]string{"conversations", "show", "nope"}, args...)...)
+		if exitCode(err) != 1 {
+			t.Errorf("%s: show nope exits %d, want 1", where, exitCode(err))
+		}
 		if !errors.Is(err, errNoConversation) || err.Error() != `no such conversation: "nope"` {
 			t.Errorf("%s: show nope error = %v, want exactly `no such conversation: \"nope\"`", where, err)
 		}
 		_, _, err = runCLI(t, append([]string{"conversations", "show", "shared"}, args...)...)
+		if exitCode(err) != 2 {
+			t.Errorf("%s: show shared exits %d, want 2 (usage: --peer is needed)", where, exitCode(err))
+		}
 		if !errors.Is(err, errAmbiguousContext) || errors.Is(err, errNoConversation) ||
 			!strings.Contains(err.Error(), "several peers (out:a, local)") && !strings.Contains(err.Error(), "several peers (local, out:a)") ||
 			strings.Count(err.Error(), "ambiguous") != 1 {
