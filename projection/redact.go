@@ -41,9 +41,11 @@ func Redact(s string) string {
 }
 
 // redact is Redact that also counts the credentials it replaced. One pass over s
-// (candidates) says which patterns may match; only those run. A replacement only removes
-// text or inserts a placeholder, and no placeholder holds another pattern's literal, so
-// the original text gives no false negative.
+// (candidates) says which patterns may match; only those run. The candidates come from
+// the original text: a replacement only removes text or inserts a placeholder, and no
+// placeholder holds text a later pattern matches (one may hold its literal:
+// "[redacted:bearer-token]" holds "bearer", never followed by the blank that pattern
+// needs). FuzzCandidates checks that redact equals running every pattern.
 func redact(s string) (string, int) {
 	total := 0
 	for i, may := 0, candidates(s); may != 0; i, may = i+1, may>>1 {
