@@ -264,6 +264,22 @@ func (r *A2ARelay) cancelUpstream(ctx context.Context, run *relayRun) {
 	}
 }
 
+// CancelUpstream implements [UpstreamCanceler]: CancelTask upstream, bounded by ctx and
+// 5 seconds. An upstream that no longer has the task, or cannot cancel it because it
+// ended, answers nil; any other failure is logged at Warn and returned as an error
+// wrapping [ErrBackend].
+func (r *A2ARelay) CancelUpstream(ctx context.Context, upstreamTaskID string) error {
+	cctx, cancel := context.WithTimeout(ctx, a2aRelayCancelTimeout)
+	defer cancel()
+	_, err := r.client.CancelTask(cctx, &a2a.TaskIDParams{ID: upstreamTaskID})
+	if err == nil || errors.Is(err, a2a.ErrTaskNotFound) || errors.Is(err, a2a.ErrTaskNotCancelable) {
+		return nil
+	}
+	r.log.WarnContext(ctx, "canceling the upstream task failed", "upstream", r.url, "upstream_task_id", upstreamTaskID,
+		"err", r.redact(err.Error()))
+	return relayError("the upstream task could not be canceled")
+}
+
 func (r *A2ARelay) redact(s string) string {
 	if r.token == "" {
 		return s

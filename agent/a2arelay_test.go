@@ -26,6 +26,9 @@ type relayUpstream struct {
 	// script returns the stream for the n-th send (0-based); nil: an error stream.
 	script func(n int, p *a2a.SendParams) (a2a.Stream, error)
 
+	// cancelErr, if set, is CancelTask's answer.
+	cancelErr error
+
 	mu       sync.Mutex
 	sent     []*a2a.SendParams
 	canceled []string
@@ -63,6 +66,9 @@ func (u *relayUpstream) CancelTask(_ context.Context, p *a2a.TaskIDParams) (*a2a
 	u.mu.Lock()
 	u.canceled = append(u.canceled, p.ID)
 	u.mu.Unlock()
+	if u.cancelErr != nil {
+		return nil, u.cancelErr
+	}
 	return &a2a.Task{ID: p.ID, ContextID: "up-ctx", Status: a2a.TaskStatus{State: a2a.StateCanceled}}, nil
 }
 
@@ -331,6 +337,39 @@ func TestA2ARelayInputRequiredTaskGone(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), "cannot continue") {
 				t.Errorf("no log line about the task that cannot continue: %s", logs)
+			}
+		})
+	}
+}
+
+// CancelUpstream cancels the upstream task; one the upstream no longer has or cannot
+// cancel any more is not an error, an upstream that fails is.
+func TestA2ARelayCancelUpstream(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		cancelErr error
+		wantErr   bool
+	}{
+		{name: "canceled"},
+		{name: "task not found", cancelErr: a2a.ErrTaskNotFound},
+		{name: "task ended", cancelErr: a2a.ErrTaskNotCancelable},
+		{name: "upstream fails", cancelErr: a2a.ErrUnavailable, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up := newRelayUpstream(t, stream())
+			up.cancelErr = tc.cancelErr
+			r, logs := newTestRelay(t, A2ARelayConfig{URL: up.URL, Token: relayToken})
+			err := r.CancelUpstream(t.Context(), "up-waiting")
+			if (err != nil) != tc.wantErr || tc.wantErr && !errors.Is(err, ErrBackend) {
+				t.Fatalf("CancelUpstream() error = %v, want error %v (wrapping ErrBackend)", err, tc.wantErr)
+			}
+			if diff := cmp.Diff([]string{"up-waiting"}, up.canceledTasks()); diff != "" {
+				t.Errorf("upstream tasks canceled (-want +got):\n%s", diff)
+			}
+			if strings.Contains(logs.String(), relayToken) {
+				t.Errorf("the log contains the token: %s", logs)
 			}
 		})
 	}

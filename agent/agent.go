@@ -52,5 +52,13 @@ type Agent interface {
 	Reply(ctx context.Context, t Turn, emit Emit) (Result, error)
 }
 
+// UpstreamCanceler is implemented by a backend whose turns run as tasks of an upstream
+// agent (the A2A relay). When the gateway cancels a task that waits for input, it cancels
+// the upstream task that asked for the input through it, so that one does not wait
+// forever. A task the upstream no longer has, or that has ended, is not an error.
+type UpstreamCanceler interface {
+	CancelUpstream(ctx context.Context, upstreamTaskID string) error
+}
+
 // ErrBackend wraps failures of an upstream backend.
 var ErrBackend = errors.New("agent backend failed")

@@ -512,3 +512,54 @@ func TestUpstreamTaskHandedToTheNextTurnOnly(t *testing.T) {
 		t.Fatalf("Replay(second turn) = %+v, %v; want the upstream task it was handed", replayed, err)
 	}
 }
+
+// upstreamAgent asks for input, as a relay whose upstream task waits, and records the
+// upstream tasks it is asked to cancel.
+type upstreamAgent struct {
+	upstreamTask string // "" : a reply that leaves nothing waiting upstream
+	mu           sync.Mutex
+	canceled     []string
+}
+
+func (a *upstreamAgent) Reply(_ context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
+	return agent.Result{InputRequired: true, UpstreamContextID: "up-ctx", UpstreamTaskID: a.upstreamTask}, emit("which city?")
+}
+
+func (a *upstreamAgent) CancelUpstream(_ context.Context, id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.canceled = append(a.canceled, id)
+	return nil
+}
+
+// Canceling a task parked on INPUT_REQUIRED cancels the upstream task its relay left
+// waiting, and only that one.
+func TestCancelParkedTaskCancelsUpstream(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, upstreamTask string
+		want               []string
+	}{
+		{name: "upstream task waiting", upstreamTask: "up-task-1", want: []string{"up-task-1"}},
+		{name: "nothing waiting upstream"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ag := &upstreamAgent{upstreamTask: tc.upstreamTask}
+			r, _ := newRunner(t, ag)
+			res, err := send(t.Context(), r, "relayed", "", "weather?")
+			if err != nil || res.Task.Status.State != a2a.StateInputRequired {
+				t.Fatalf("send = %+v, %v; want input-required", res.Task, err)
+			}
+			got, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+			if err != nil || got.Status.State != a2a.StateCanceled {
+				t.Fatalf("CancelTask = %+v, %v; want canceled", got, err)
+			}
+			ag.mu.Lock()
+			defer ag.mu.Unlock()
+			if diff := cmp.Diff(tc.want, ag.canceled); diff != "" {
+				t.Errorf("upstream tasks canceled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

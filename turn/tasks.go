@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
@@ -181,7 +182,37 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	if err != nil {
 		return nil, fmt.Errorf("record cancel: %w", err)
 	}
+	r.cancelUpstream(ctx, p.ID)
 	return r.loadTask(ctx, peer, p.ID, nil)
+}
+
+// cancelUpstream cancels, best effort, the upstream task that task taskID's last reply
+// left waiting for input (a relaying agent's, metaUpstreamTask), once the task itself was
+// canceled while parked. It waits at most FinalizeTimeout, even if the caller leaves.
+func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
+	c, ok := r.agent.(agent.UpstreamCanceler)
+	if !ok {
+		return
+	}
+	_, entries, err := r.led.TaskEntries(ctx, taskID)
+	if err != nil {
+		return
+	}
+	upstream := ""
+	for i := range entries {
+		if entries[i].Kind == ledger.KindAgentReply {
+			upstream = metaString(entries[i].Metadata, metaUpstreamTask)
+		}
+	}
+	if upstream == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
+	defer cancel()
+	if err := c.CancelUpstream(cctx, upstream); err != nil {
+		r.log.WarnContext(ctx, "the canceled task's upstream task was not canceled; it keeps waiting for input upstream",
+			"task_id", taskID, "upstream_task_id", upstream, "err", err)
+	}
 }
 
 // SubscribeToTask implements a2a.Handler: a task's events after p.AfterSeq (the SSE
