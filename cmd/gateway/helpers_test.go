@@ -65,6 +65,17 @@ func startServer(t *testing.T, cfg Config, opts ...serverOption) *Server {
 	return s
 }
 
+// stopServer closes a server of startServer before the test ends (to read its data dir
+// offline); the cleanup's Close is then a no-op.
+func stopServer(t *testing.T, s *Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newHTTPClient returns a client whose idle connections are closed at cleanup (goleak).
 func newHTTPClient(t *testing.T) *http.Client {
 	t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -197,10 +196,7 @@ func TestAdminAuth(t *testing.T) {
 // TestLedgerVerifyCLI: verify passes on a healthy ledger and names a tampered entry.
 func TestLedgerVerifyCLI(t *testing.T) {
 	cfg := testConfig(t)
-	s, err := OpenServer(t.Context(), cfg, discardLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startServer(t, cfg)
 	c := newHTTPClient(t)
 	sendV03(t, c, s.URL(), "audited", "original words")
 	sendV03(t, c, s.URL(), "other", "fine")
@@ -208,11 +204,7 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "ok: 2 conversation(s) verified") {
 		t.Fatalf("verify (online) = %q, %v", out, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stopServer(t, s)
 	// Tamper with the first entry of "audited" directly in the bbolt file.
 	db, err := bolt.Open(filepath.Join(cfg.DataDir, "ledger.db"), 0o600, nil)
 	if err != nil {
@@ -264,10 +256,7 @@ func TestAuditSummary(t *testing.T) {
 // from the running gateway (404, 409) as from the data dir, each said once.
 func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
 	cfg := testConfig(t)
-	s, err := OpenServer(t.Context(), cfg, discardLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startServer(t, cfg)
 	c := newHTTPClient(t)
 	sendV03(t, c, s.URL(), "shared", "from local")
 	rec := `{"peer":"a","peerUrl":"http://127.0.0.1:1/","contextId":"shared","state":"completed","text":"hi","reply":"echo: hi"}`
@@ -301,10 +290,6 @@ func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
 		}
 	}
 	check("online", "--server", "http://"+s.Addr())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stopServer(t, s)
 	check("offline", "--server", "http://127.0.0.1:1", "--data-dir", cfg.DataDir)
 }
