@@ -1,10 +1,6 @@
-// Package conversations holds the pure rules that identify a conversation: contextId
-// validation (DESIGN D-1), the versioned SHA-256 storage key (D-2) and id generation.
+// Package conversations is the operator service over the ledger: list, find, show,
+// export, replay and verify conversations, and record outbound ones (DESIGN O-1, O-3).
 //
-// It does no I/O, so adapters (the ledger) may import it as the one agreed exception to
-// "adapters do not import each other".
-//
-// # Imports
-//
-// Standard library and google/uuid only.
+// The pure rules that name a conversation (contextId validation and the versioned
+// storage key) live in the subpackage contextid, which the ledger also uses.
 package conversations

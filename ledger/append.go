@@ -17,7 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // AppendRequest asks to append entries to one conversation.
@@ -49,7 +49,7 @@ type AppendResult struct {
 // The returned entries equal what reads return.
 //
 // Errors, after which nothing of req was appended: [ErrInvalid] (wrapped, naming the field;
-// for a bad contextId it also wraps conversations.ErrInvalidContextID) when req fails
+// for a bad contextId it also wraps contextid.ErrInvalid) when req fails
 // validation, including a taskId that belongs to another conversation; [ErrFenced] when
 // req.Epoch is stale; a [*ChainError] if the conversation's stored metadata is corrupt;
 // [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued (group
@@ -162,14 +162,14 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 	if err := validateOwner(req.Owner); err != nil {
 		return nil, err
 	}
-	if err := conversations.ValidateContextID(req.ContextID); err != nil {
-		return nil, fmt.Errorf("contextId: %w: %w", err, ErrInvalid)
+	if err := contextid.Validate(req.ContextID); err != nil {
+		return nil, contextIDError(err)
 	}
 	if len(req.Entries) == 0 {
-		return nil, invalid("entries: none")
+		return nil, invalidField("entries", "none")
 	}
 	p := &prepared{
-		key:       conversations.Key(req.Owner, req.ContextID),
+		key:       contextid.Key(req.Owner, req.ContextID),
 		owner:     req.Owner,
 		contextID: req.ContextID,
 		beginTurn: req.BeginTurn,
@@ -214,11 +214,11 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 		// Store, hash and return the entry as it reads back, so that Append returns exactly
 		// what reads return and Verify, which re-encodes what it reads, recomputes the hash.
 		if err := normalize(&e); err != nil {
-			return nil, invalid("entries[%d]: %v", i, err)
+			return nil, invalidEntry(i, "", "%v", err)
 		}
 		t, err := newTemplate(&e)
 		if err != nil {
-			return nil, invalid("entries[%d]: %v", i, err)
+			return nil, invalidEntry(i, "", "%v", err)
 		}
 		p.entries[i] = e
 		p.templates = append(p.templates, t)
@@ -322,12 +322,12 @@ func (s *Store) moveLarge(i, j int, part *Part) (artifact, bool, error) {
 		data = part.Raw
 		part.Raw = nil
 	case textLong:
-		return artifact{}, false, invalid("entries[%d].parts[%d].text: %d bytes in a %q part; long text belongs in a text part", i, j, len(part.Text), part.Kind)
+		return artifact{}, false, invalidEntry(i, fmt.Sprintf("parts[%d].text", j), "%d bytes in a %q part; long text belongs in a text part", len(part.Text), part.Kind)
 	default:
-		return artifact{}, false, invalid("entries[%d].parts[%d].raw: %d bytes in a %q part; long bytes belong in a file part", i, j, len(part.Raw), part.Kind)
+		return artifact{}, false, invalidEntry(i, fmt.Sprintf("parts[%d].raw", j), "%d bytes in a %q part; long bytes belong in a file part", len(part.Raw), part.Kind)
 	}
 	if int64(len(data)) > bolt.MaxValueSize {
-		return artifact{}, false, invalid("entries[%d].parts[%d]: %d bytes, the limit is %d", i, j, len(data), bolt.MaxValueSize)
+		return artifact{}, false, invalidEntry(i, fmt.Sprintf("parts[%d]", j), "%d bytes, the limit is %d", len(data), bolt.MaxValueSize)
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
@@ -374,7 +374,7 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		if head == nil {
 			newTasks = append(newTasks, id)
 		} else if owner, _ := splitTaskHead(head); owner != p.key {
-			return outcome{}, invalid("taskId %q: belongs to another conversation", id), nil
+			return outcome{}, invalidEntry(0, "taskId", "%q belongs to another conversation", id), nil
 		}
 	}
 	encoded := make([][]byte, len(p.entries))

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 func TestAppend_RoundTrip(t *testing.T) {
@@ -77,7 +77,7 @@ func TestAppend_RoundTrip(t *testing.T) {
 			t.Fatalf("Conversation() error = %v, want nil", err)
 		}
 		want := Conversation{
-			Key: conversations.Key("local", "tenant/a"), ContextID: "tenant/a", Owner: "local",
+			Key: contextid.Key("local", "tenant/a"), ContextID: "tenant/a", Owner: "local",
 			CreatedAt: conv.CreatedAt, LastActivity: conv.LastActivity,
 			LastSeq: 3, Epoch: 1, Entries: 3, Turns: 1, Tasks: 1, LastTaskID: "task-1",
 		}
@@ -98,7 +98,7 @@ func TestAppend_StoredForm(t *testing.T) {
 	s := mustOpen(t, testOpts)
 	res := mustAppend(t, s, "local", "c", userMsg("a <b> & \u2028 c"), agentMsg("d"))
 	err := s.db.View(func(tx *bolt.Tx) error {
-		conv := tx.Bucket([]byte(conversations.Key("local", "c")))
+		conv := tx.Bucket([]byte(contextid.Key("local", "c")))
 		for i, e := range res.Entries {
 			stored := conv.Get(entryKey(e.Seq))
 			want, err := json.Marshal(&e)
@@ -213,8 +213,8 @@ func TestAppend_ContextIDErrorWrapsConversations(t *testing.T) {
 	t.Parallel()
 	s := mustOpen(t, testOpts)
 	_, err := s.Append(t.Context(), AppendRequest{Owner: "local", ContextID: "a\x01", Entries: []Entry{userMsg("x")}})
-	if !errors.Is(err, ErrInvalid) || !errors.Is(err, conversations.ErrInvalidContextID) {
-		t.Fatalf("Append() error = %v, want both ErrInvalid and conversations.ErrInvalidContextID", err)
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, contextid.ErrInvalid) {
+		t.Fatalf("Append() error = %v, want both ErrInvalid and contextid.ErrInvalid", err)
 	}
 }
 

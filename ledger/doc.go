@@ -1,7 +1,7 @@
 // Package ledger is the single source of truth for every conversation: an append-only,
 // hash-chained, fsync'd log per conversation, stored in bbolt (DESIGN D-2..D-5, seed 000).
 //
-// Each conversation is one flat top-level bucket named conversations.Key(owner, contextId)
+// Each conversation is one flat top-level bucket named contextid.Key(owner, contextId)
 // ("v1/<64 hex>") holding its entries keyed by seq and its metadata (original contextId and
 // owner, epoch, counters, last task; a small versioned binary record). A global task index
 // ("v1.tasks") finds a task's conversation and entries and lists a conversation's tasks,

@@ -137,17 +137,18 @@ const (
 const maxIDBytes = 256
 
 // validateIdent checks an identifier: at most 256 bytes of valid UTF-8 without control
-// characters. Empty is allowed (required fields check that themselves).
+// characters. Empty is allowed (required fields check that themselves). A refusal is a
+// [*FieldError] of no entry (Entry -1).
 func validateIdent(field, s string) error {
 	switch {
 	case len(s) > maxIDBytes:
-		return invalid("%s: %d bytes, the limit is %d", field, len(s), maxIDBytes)
+		return invalidField(field, "at most %d bytes (got %d)", maxIDBytes, len(s))
 	case !utf8.ValidString(s):
-		return invalid("%s: not valid UTF-8", field)
+		return invalidField(field, "not valid UTF-8")
 	}
 	for i, r := range s {
 		if unicode.IsControl(r) {
-			return invalid("%s: control character at byte %d", field, i)
+			return invalidField(field, "control character at byte %d", i)
 		}
 	}
 	return nil
@@ -156,7 +157,7 @@ func validateIdent(field, s string) error {
 // validateOwner checks a conversation owner (the authenticated peer identity).
 func validateOwner(owner string) error {
 	if owner == "" {
-		return invalid("owner: empty")
+		return invalidField("owner", "empty")
 	}
 	return validateIdent("owner", owner)
 }
@@ -166,34 +167,36 @@ func validateOwner(owner string) error {
 func validateEntry(i int, e *Entry, owner, contextID string) error {
 	switch {
 	case e.Kind == "":
-		return invalid("entries[%d].kind: empty", i)
+		return invalidEntry(i, "kind", "empty")
 	case !e.Kind.Valid():
-		return invalid("entries[%d].kind: unknown value %q", i, e.Kind)
+		return invalidEntry(i, "kind", "unknown value %q", e.Kind)
 	case e.Trust == "":
-		return invalid("entries[%d].trust: empty", i)
+		return invalidEntry(i, "trust", "empty")
 	case !e.Trust.Valid():
-		return invalid("entries[%d].trust: unknown value %q", i, e.Trust)
+		return invalidEntry(i, "trust", "unknown value %q", e.Trust)
 	case e.Visibility == "":
-		return invalid("entries[%d].visibility: empty", i)
+		return invalidEntry(i, "visibility", "empty")
 	case !e.Visibility.Valid():
-		return invalid("entries[%d].visibility: unknown value %q", i, e.Visibility)
+		return invalidEntry(i, "visibility", "unknown value %q", e.Visibility)
 	case e.ContextID != "" && e.ContextID != contextID:
-		return invalid("entries[%d].contextId: %q differs from the request's", i, e.ContextID)
+		return invalidEntry(i, "contextId", "%q differs from the request's", e.ContextID)
 	case e.Owner != "" && e.Owner != owner:
-		return invalid("entries[%d].owner: %q differs from the request's", i, e.Owner)
+		return invalidEntry(i, "owner", "%q differs from the request's", e.Owner)
 	case e.Role != "" && e.Role != RoleUser && e.Role != RoleAgent:
-		return invalid("entries[%d].role: unknown value %q", i, e.Role)
+		return invalidEntry(i, "role", "unknown value %q", e.Role)
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"id", e.ID}, {"taskId", e.TaskID}, {"actor", e.Actor}, {"messageId", e.MessageID},
 		{"state", e.State}, {"correlationId", e.CorrelationID}, {"causationId", e.CausationID},
 	} {
 		if err := validateIdent(f.name, f.v); err != nil {
-			return fmt.Errorf("entries[%d].%w", i, err) // "entries[i].<field>: ..."
+			fe := err.(*FieldError)
+			fe.Entry = i
+			return fe
 		}
 	}
 	if len(e.Metadata) > 0 && !json.Valid(e.Metadata) {
-		return invalid("entries[%d].metadata: not valid JSON", i)
+		return invalidEntry(i, "metadata", "not valid JSON")
 	}
 	for j := range e.Parts {
 		if err := validatePart(i, j, &e.Parts[j]); err != nil {
@@ -207,26 +210,26 @@ func validatePart(i, j int, p *Part) error {
 	switch p.Kind {
 	case PartText, PartData, PartFile:
 	case "":
-		return invalid("entries[%d].parts[%d].kind: empty", i, j)
+		return invalidEntry(i, fmt.Sprintf("parts[%d].kind", j), "empty")
 	default:
-		return invalid("entries[%d].parts[%d].kind: unknown value %q", i, j, p.Kind)
+		return invalidEntry(i, fmt.Sprintf("parts[%d].kind", j), "unknown value %q", p.Kind)
 	}
 	if len(p.Data) > 0 && !json.Valid(p.Data) {
-		return invalid("entries[%d].parts[%d].data: not valid JSON", i, j)
+		return invalidEntry(i, fmt.Sprintf("parts[%d].data", j), "not valid JSON")
 	}
 	if len(p.Metadata) > 0 && !json.Valid(p.Metadata) {
-		return invalid("entries[%d].parts[%d].metadata: not valid JSON", i, j)
+		return invalidEntry(i, fmt.Sprintf("parts[%d].metadata", j), "not valid JSON")
 	}
 	if p.ArtifactRef != "" {
 		if _, ok := parseRef(p.ArtifactRef); !ok {
-			return invalid("entries[%d].parts[%d].artifactRef: %q is not sha256:<64 hex>", i, j, p.ArtifactRef)
+			return invalidEntry(i, fmt.Sprintf("parts[%d].artifactRef", j), "%q is not sha256:<64 hex>", p.ArtifactRef)
 		}
 		if p.Text != "" || len(p.Raw) > 0 {
-			return invalid("entries[%d].parts[%d]: artifactRef set together with inline content", i, j)
+			return invalidEntry(i, fmt.Sprintf("parts[%d]", j), "artifactRef set together with inline content")
 		}
 	}
 	if p.Size < 0 {
-		return invalid("entries[%d].parts[%d].size: negative", i, j)
+		return invalidEntry(i, fmt.Sprintf("parts[%d].size", j), "negative")
 	}
 	return nil
 }

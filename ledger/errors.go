@@ -3,6 +3,8 @@ package ledger
 import (
 	"errors"
 	"fmt"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // Sentinel errors. Every error the package returns for one of these causes wraps the
@@ -13,8 +15,8 @@ var (
 	// ErrFenced: an append carried an epoch that is no longer the conversation's epoch (a
 	// newer turn has begun), so nothing was appended (DESIGN L-2).
 	ErrFenced = errors.New("ledger: fenced: the conversation's epoch has moved on")
-	// ErrInvalid: the request failed validation; the wrapping error names the field.
-	// Nothing was written.
+	// ErrInvalid: the request failed validation; the error is a [*FieldError] that names
+	// the field and the reason. Nothing was written.
 	ErrInvalid = errors.New("ledger: invalid request")
 	// ErrClosed: the Store was closed before the call.
 	ErrClosed = errors.New("ledger: closed")
@@ -43,7 +45,67 @@ func (e *ChainError) Error() string {
 // Unwrap returns [ErrChainBroken].
 func (e *ChainError) Unwrap() error { return ErrChainBroken }
 
-// invalid returns an error naming what is wrong that wraps ErrInvalid.
-func invalid(format string, args ...any) error {
-	return fmt.Errorf(format+": %w", append(args, ErrInvalid)...)
+// FieldError is a request that failed validation: which field, and why. It unwraps to
+// [ErrInvalid]. The caller decides how to name the field to its own caller (a turn, for
+// instance, names entry 0's messageId "message.messageId"); Error() gives the ledger's own
+// path, such as "entries[0].messageId: at most 256 bytes (got 257)".
+type FieldError struct {
+	// Entry is the index in [AppendRequest].Entries of the entry the field belongs to, or
+	// -1 for a field of the request or call itself (owner, contextId, limit).
+	Entry int
+	// Field is the field's path within the entry ("messageId", "parts[1].kind"; "" for the
+	// entry as a whole), or the name of the request's field when Entry is -1.
+	Field string
+	// Reason says what is wrong, as a plain phrase ("empty", "at most 256 bytes (got 257)").
+	Reason string
+	// Err is the underlying cause when there is one (a contextid.Error); Unwrap gives it
+	// too, so errors.Is finds both it and ErrInvalid.
+	Err error
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	if p := e.Path(); p != "" {
+		return p + ": " + e.Reason
+	}
+	return e.Reason
+}
+
+// Path is the field's full path in the request: "entries[0].messageId", "owner".
+func (e *FieldError) Path() string {
+	switch {
+	case e.Entry < 0:
+		return e.Field
+	case e.Field == "":
+		return fmt.Sprintf("entries[%d]", e.Entry)
+	}
+	return fmt.Sprintf("entries[%d].%s", e.Entry, e.Field)
+}
+
+// Unwrap returns [ErrInvalid], and the cause when there is one.
+func (e *FieldError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrInvalid, e.Err}
+	}
+	return []error{ErrInvalid}
+}
+
+// invalidField returns a [*FieldError] for a field of the request (no entry).
+func invalidField(field, format string, args ...any) *FieldError {
+	return &FieldError{Entry: -1, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// invalidEntry returns a [*FieldError] for field of entries[i].
+func invalidEntry(i int, field, format string, args ...any) *FieldError {
+	return &FieldError{Entry: i, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// contextIDError is the [*FieldError] of a contextId that contextid.Validate refused.
+func contextIDError(err error) error {
+	fe := &FieldError{Entry: -1, Field: "contextId", Reason: err.Error(), Err: err}
+	var ce *contextid.Error
+	if errors.As(err, &ce) {
+		fe.Reason = ce.Reason
+	}
+	return fe
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // TestGroupCommit_Concurrent runs 64 writers on distinct conversations with real fsync:
@@ -101,7 +101,7 @@ func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 	mustAppend(t, s, "local", "owner-of-t", withTask(userMsg("t"), "t"))
 	mustAppend(t, s, "local", "d", userMsg("d1"))
 	if err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(conversations.Key("local", "d"))).Put(keyMeta, []byte("{corrupt"))
+		return tx.Bucket([]byte(contextid.Key("local", "d"))).Put(keyMeta, []byte("{corrupt"))
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // Storage layout (bbolt), seq as 8 bytes big-endian:
 //
-//	"v1/<64 hex>"/             one flat bucket per conversation, named conversations.Key(owner, contextId)
+//	"v1/<64 hex>"/             one flat bucket per conversation, named contextid.Key(owner, contextId)
 //	    "e" ‖ seq              → entry JSON
 //	    "m"                    → metadata (metaRecord, binary)
 //	"v1.tasks"/                task index (its bucket sequence holds layoutVersion)

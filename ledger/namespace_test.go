@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // TestCollisionCorpus is the regression test for Hermes #83701: ids that a sanitizer would
@@ -28,7 +28,7 @@ func TestCollisionCorpus(t *testing.T) {
 		{"local", "uber"},
 		{"local", strings.Repeat("z", 256)},
 		{"local", "../../etc/passwd"},
-		{"local", conversations.Key("local", "tenant/a")}, // another conversation's storage key
+		{"local", contextid.Key("local", "tenant/a")}, // another conversation's storage key
 		{"local", "v1.tasks"},
 		{"peer-a", "shared"},
 		{"peer-b", "shared"},
@@ -111,8 +111,8 @@ func countTopLevel(t *testing.T, s *Store) int {
 func TestLegacyBuckets(t *testing.T) {
 	t.Parallel()
 	path := t.TempDir() + "/l.db"
-	v0 := "v0/" + strings.TrimPrefix(conversations.Key("local", "tenant/a"), "v1/")
-	upper := "v1/" + strings.ToUpper(strings.TrimPrefix(conversations.Key("local", "tenanta"), "v1/"))
+	v0 := "v0/" + strings.TrimPrefix(contextid.Key("local", "tenant/a"), "v1/")
+	upper := "v1/" + strings.ToUpper(strings.TrimPrefix(contextid.Key("local", "tenanta"), "v1/"))
 	legacy := map[string]map[string]string{
 		"conversations": {"tenant/a": `{"role":"user","text":"legacy left"}`, "tenanta": `{"role":"user","text":"legacy right"}`},
 		v0:              {"meta": `{"contextId":"tenant/a","owner":"local","lastSeq":1}`, "1": `{"text":"old namespace"}`},

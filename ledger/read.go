@@ -12,12 +12,12 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // Conversation summarizes one conversation from its metadata (no entry is read).
 type Conversation struct {
-	Key          string // storage key, conversations.Key(Owner, ContextID)
+	Key          string // storage key, contextid.Key(Owner, ContextID)
 	ContextID    string // the original contextId, exactly as the peer sent it
 	Owner        string
 	CreatedAt    time.Time
@@ -51,10 +51,10 @@ func convKey(owner, contextID string) (string, error) {
 	if err := validateOwner(owner); err != nil {
 		return "", err
 	}
-	if err := conversations.ValidateContextID(contextID); err != nil {
-		return "", fmt.Errorf("contextId: %w: %w", err, ErrInvalid)
+	if err := contextid.Validate(contextID); err != nil {
+		return "", contextIDError(err)
 	}
-	return conversations.Key(owner, contextID), nil
+	return contextid.Key(owner, contextID), nil
 }
 
 // convBucket returns the bucket of a conversation inside tx, or ErrNotFound.
@@ -111,7 +111,7 @@ type ListOptions struct {
 // [ErrInvalid] for a negative Limit; [ErrClosed] after Close.
 func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, error) {
 	if opts.Limit < 0 {
-		return nil, invalid("limit: negative")
+		return nil, invalidField("limit", "negative")
 	}
 	type skipped struct{ key, reason string }
 	var (
@@ -121,7 +121,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			key := string(name)
-			if !conversations.IsCurrentKey(key) {
+			if !contextid.IsCurrentKey(key) {
 				return nil
 			}
 			m, err := readMeta(b)
@@ -129,7 +129,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 				skip = append(skip, skipped{key, err.Error()})
 				return nil
 			}
-			if conversations.Key(m.Owner, m.ContextID) != key {
+			if contextid.Key(m.Owner, m.ContextID) != key {
 				skip = append(skip, skipped{key, "metadata does not hash to the key"})
 				return nil
 			}
@@ -177,7 +177,7 @@ func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeS
 		return nil, err
 	}
 	if n < 0 {
-		return nil, invalid("n: negative")
+		return nil, invalidField("n", "negative")
 	}
 	var out []Entry
 	err = s.view(ctx, func(tx *bolt.Tx) error {
@@ -222,7 +222,7 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 		return nil, err
 	}
 	if limit < 0 {
-		return nil, invalid("limit: negative")
+		return nil, invalidField("limit", "negative")
 	}
 	var out []Entry
 	err = s.view(ctx, func(tx *bolt.Tx) error {
@@ -360,7 +360,7 @@ func taskChain(idx *bolt.Bucket, key string, m *metaRecord) ([]string, error) {
 func (s *Store) LoadArtifact(ctx context.Context, ref string) ([]byte, error) {
 	digest, ok := parseRef(ref)
 	if !ok {
-		return nil, invalid("artifact ref %q: not sha256:<64 hex>", ref)
+		return nil, invalidField("artifactRef", "%q is not sha256:<64 hex>", ref)
 	}
 	var out []byte
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -394,7 +394,7 @@ func (s *Store) Inflate(ctx context.Context, entries []Entry) error {
 				}
 				digest, ok := parseRef(p.ArtifactRef)
 				if !ok {
-					return invalid("entries[%d].parts[%d].artifactRef %q: not sha256:<64 hex>", i, j, p.ArtifactRef)
+					return invalidEntry(i, fmt.Sprintf("parts[%d].artifactRef", j), "%q is not sha256:<64 hex>", p.ArtifactRef)
 				}
 				var v []byte
 				if b != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 func TestLast(t *testing.T) {
@@ -301,7 +301,7 @@ func TestTaskIDs_BrokenChain(t *testing.T) {
 		head func(key string) []byte
 	}{
 		{"loop", func(key string) []byte { return taskHead(key, "t2") }},
-		{"other conversation", func(string) []byte { return taskHead(conversations.Key("local", "other"), "") }},
+		{"other conversation", func(string) []byte { return taskHead(contextid.Key("local", "other"), "") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -313,7 +313,7 @@ func TestTaskIDs_BrokenChain(t *testing.T) {
 				t.Fatalf("TaskIDs() = %v, %v, want [t1 t2]", ids, err)
 			}
 			if err := s.db.Update(func(tx *bolt.Tx) error {
-				return tx.Bucket(bucketTasks).Put([]byte("t1"), tt.head(conversations.Key("local", "c")))
+				return tx.Bucket(bucketTasks).Put([]byte("t1"), tt.head(contextid.Key("local", "c")))
 			}); err != nil {
 				t.Fatal(err)
 			}

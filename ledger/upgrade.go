@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // Layout 1, of earlier builds: a conversation bucket held its metadata as JSON under
@@ -61,7 +61,7 @@ func setUp(tx *bolt.Tx) (upgraded int, err error) {
 	}
 	var keys []string
 	err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		if conversations.IsCurrentKey(string(name)) && b != nil &&
+		if contextid.IsCurrentKey(string(name)) && b != nil &&
 			(b.Bucket(legacyBucketItems) != nil || b.Get(legacyKeyMeta) != nil) {
 			keys = append(keys, string(name))
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // TestUpgrade writes conversations in the layout of earlier builds (sub-buckets "entries"
@@ -81,7 +81,7 @@ func TestUpgrade(t *testing.T) {
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, c := range convs {
-			b := tx.Bucket([]byte(conversations.Key(c.owner, c.id)))
+			b := tx.Bucket([]byte(contextid.Key(c.owner, c.id)))
 			if b.Bucket(legacyBucketItems) != nil || b.Bucket(legacyBucketTasks) != nil || b.Get(legacyKeyMeta) != nil {
 				t.Errorf("conversation %s still holds the old layout", c.id)
 			}
@@ -136,7 +136,7 @@ func writeLegacy(t *testing.T, src *Store, path string, convs []struct{ owner, i
 				return err
 			}
 			for _, c := range convs {
-				key := conversations.Key(c.owner, c.id)
+				key := contextid.Key(c.owner, c.id)
 				m, err := readMeta(stx.Bucket([]byte(key)))
 				if err != nil {
 					return err

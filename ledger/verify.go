@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // Verify walks the conversation's hash chain from seq 1: every key is the entry's seq and
@@ -47,7 +47,7 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 	var keys []string
 	err = s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			if conversations.IsCurrentKey(string(name)) {
+			if contextid.IsCurrentKey(string(name)) {
 				keys = append(keys, string(name))
 			}
 			return nil
@@ -89,7 +89,7 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 	fail := func(seq uint64, format string, args ...any) error {
 		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
 	}
-	if got := conversations.Key(m.Owner, m.ContextID); got != key {
+	if got := contextid.Key(m.Owner, m.ContextID); got != key {
 		return fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
 	}
 	taskIndex := tx.Bucket(bucketTasks)

@@ -8,14 +8,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 func TestVerify_DetectsTampering(t *testing.T) {
 	t.Parallel()
 	rewrite := func(f func(t *testing.T, conv *bolt.Bucket)) func(t *testing.T, tx *bolt.Tx) {
 		return func(t *testing.T, tx *bolt.Tx) {
-			f(t, tx.Bucket([]byte(conversations.Key("local", "c"))))
+			f(t, tx.Bucket([]byte(contextid.Key("local", "c"))))
 		}
 	}
 	replace := func(old, new string) func(t *testing.T, tx *bolt.Tx) {
@@ -50,8 +50,8 @@ func TestVerify_DetectsTampering(t *testing.T) {
 			}
 		}), 3},
 		{"entry of another conversation", func(t *testing.T, tx *bolt.Tx) {
-			v := tx.Bucket([]byte(conversations.Key("local", "other"))).Get(entryKey(2))
-			if err := tx.Bucket([]byte(conversations.Key("local", "c"))).Put(entryKey(2), bytes.Clone(v)); err != nil {
+			v := tx.Bucket([]byte(contextid.Key("local", "other"))).Get(entryKey(2))
+			if err := tx.Bucket([]byte(contextid.Key("local", "c"))).Put(entryKey(2), bytes.Clone(v)); err != nil {
 				t.Fatal(err)
 			}
 		}, 2},
@@ -66,12 +66,12 @@ func TestVerify_DetectsTampering(t *testing.T) {
 			}
 		}, 4},
 		{"task linked to a task that does not exist", func(t *testing.T, tx *bolt.Tx) {
-			if err := tx.Bucket(bucketTasks).Put([]byte("t"), taskHead(conversations.Key("local", "c"), "ghost")); err != nil {
+			if err := tx.Bucket(bucketTasks).Put([]byte("t"), taskHead(contextid.Key("local", "c"), "ghost")); err != nil {
 				t.Fatal(err)
 			}
 		}, 4},
 		{"task moved to another conversation", func(t *testing.T, tx *bolt.Tx) {
-			if err := tx.Bucket(bucketTasks).Put([]byte("t"), []byte(conversations.Key("local", "other"))); err != nil {
+			if err := tx.Bucket(bucketTasks).Put([]byte("t"), []byte(contextid.Key("local", "other"))); err != nil {
 				t.Fatal(err)
 			}
 		}, 4},
@@ -132,7 +132,7 @@ func TestVerify_DetectsTampering(t *testing.T) {
 			if !errors.As(err, &ce) || !errors.Is(err, ErrChainBroken) {
 				t.Fatalf("Verify() error = %v, want a *ChainError wrapping ErrChainBroken", err)
 			}
-			if ce.Seq != tt.wantSeq || ce.ContextID != "c" || ce.Owner != "local" || ce.Key != conversations.Key("local", "c") {
+			if ce.Seq != tt.wantSeq || ce.ContextID != "c" || ce.Owner != "local" || ce.Key != contextid.Key("local", "c") {
 				t.Errorf("ChainError = %+v, want seq %d of contextId c owner local", ce, tt.wantSeq)
 			}
 			n, err := s.VerifyAll(t.Context())

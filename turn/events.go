@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -74,7 +74,7 @@ func entryEvent(e *ledger.Entry) (a2a.Event, bool) {
 
 // publish sends stored entries to the context's live readers.
 func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []ledger.Entry) {
-	key := conversations.Key(owner, contextID)
+	key := contextid.Key(owner, contextID)
 	if !r.feeds.watching(key) {
 		// Nobody reads it live; a reader that joins later replays these from the ledger
 		// (it joins before it reads, so it cannot miss them).
@@ -132,7 +132,7 @@ type eventStream struct {
 // newEventStream joins the live feed first, so that nothing committed after the ledger
 // read below is missed.
 func (r *Runner) newEventStream(owner, contextID, taskID string, afterSeq uint64, head []a2a.Event, release func()) *eventStream {
-	key := conversations.Key(owner, contextID)
+	key := contextid.Key(owner, contextID)
 	return &eventStream{r: r, owner: owner, contextID: contextID, key: key, taskID: taskID,
 		head: head, covered: afterSeq, replaying: true, cur: r.feeds.join(key), release: release}
 }
@@ -237,7 +237,7 @@ func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSe
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
-	if err := conversations.ValidateContextID(contextID); err != nil {
+	if err := contextid.Validate(contextID); err != nil {
 		return nil, a2a.InvalidParams("contextId", "%v", err)
 	}
 	release, err := r.openStream(ctx)

@@ -3,7 +3,7 @@ package turn
 import (
 	"context"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 type peerKey struct{}
@@ -13,10 +13,10 @@ func WithPeer(ctx context.Context, peer string) context.Context {
 	return context.WithValue(ctx, peerKey{}, peer)
 }
 
-// PeerFrom returns the peer identity in ctx, or conversations.LocalOwner when none is set.
+// PeerFrom returns the peer identity in ctx, or contextid.LocalOwner when none is set.
 func PeerFrom(ctx context.Context) string {
 	if p, ok := ctx.Value(peerKey{}).(string); ok && p != "" {
 		return p
 	}
-	return conversations.LocalOwner
+	return contextid.LocalOwner
 }

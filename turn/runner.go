@@ -14,7 +14,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
@@ -321,9 +321,9 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 		continuing = true
 	}
 	if m.ContextID == "" {
-		m.ContextID = conversations.NewContextID()
-	} else if err := conversations.ValidateContextID(m.ContextID); err != nil {
-		return nil, a2a.Task{}, nil, a2a.InvalidParams("message.contextId", "%s", strings.TrimPrefix(err.Error(), conversations.ErrInvalidContextID.Error()+": "))
+		m.ContextID = contextid.New()
+	} else if err := contextid.Validate(m.ContextID); err != nil {
+		return nil, a2a.Task{}, nil, protocolError(err)
 	}
 	if err := r.checkLimits(&m); err != nil {
 		return nil, a2a.Task{}, nil, err
@@ -339,7 +339,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 	if taskID == "" {
 		taskID = newTaskID()
 	}
-	key := conversations.Key(peer, m.ContextID)
+	key := contextid.Key(peer, m.ContextID)
 	lease, err := r.acquire(ctx, key, taskID)
 	if err != nil {
 		return nil, a2a.Task{}, nil, r.refuse(ctx, peer, &m, err)
@@ -386,7 +386,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 		}
 		r.releaseLease(lease)
 		if errors.Is(err, ledger.ErrInvalid) {
-			return nil, a2a.Task{}, nil, a2a.Errorf(a2a.ErrInvalidParams, "message rejected: %s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
+			return nil, a2a.Task{}, nil, protocolError(err)
 		}
 		return nil, a2a.Task{}, nil, fmt.Errorf("append inbound message: %w", err)
 	}
@@ -468,7 +468,7 @@ func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err er
 		if errors.Is(err, locking.ErrClosed) {
 			return ErrUnavailable()
 		}
-		r.log.WarnContext(ctx, "lease unavailable", "context_key", conversations.Key(peer, m.ContextID), "err", err)
+		r.log.WarnContext(ctx, "lease unavailable", "context_key", contextid.Key(peer, m.ContextID), "err", err)
 		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
 	}
 	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, "CONTEXT_BUSY", held.Holder)}}})
@@ -527,7 +527,7 @@ func cancelAuditEntry(peer, taskID, holder string) ledger.Entry {
 // sent to, as an audit-only entry, when that conversation exists (a refused request never
 // creates one: bad input leaves no conversation behind).
 func (r *Runner) auditRejected(peer string, m *a2a.Message, reason, taskID string) {
-	if m.ContextID == "" || conversations.ValidateContextID(m.ContextID) != nil {
+	if m.ContextID == "" || contextid.Validate(m.ContextID) != nil {
 		return
 	}
 	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})

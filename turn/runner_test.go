@@ -18,7 +18,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -431,7 +431,7 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 		t.Fatalf("send = %+v, %v; want input-required", res.Task, err)
 	}
 	// Another task (say, on another instance) holds the conversation's lease.
-	held, err := locks.Acquire(t.Context(), conversations.Key("local", "parked"), "task-elsewhere")
+	held, err := locks.Acquire(t.Context(), contextid.Key("local", "parked"), "task-elsewhere")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -67,7 +67,7 @@ func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.Li
 	peer := PeerFrom(ctx)
 	var convs []string
 	if p.ContextID != "" {
-		if err := conversations.ValidateContextID(p.ContextID); err != nil {
+		if err := contextid.Validate(p.ContextID); err != nil {
 			return nil, a2a.InvalidParams("contextId", "%v", err)
 		}
 		convs = []string{p.ContextID}
@@ -164,7 +164,7 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	}
 	// Not running here: parked (input-required) or left over. Take the lease so no turn
 	// runs meanwhile, and record the cancellation in a new epoch.
-	lease, err := r.acquire(ctx, conversations.Key(peer, t.ContextID), p.ID)
+	lease, err := r.acquire(ctx, contextid.Key(peer, t.ContextID), p.ID)
 	if err != nil {
 		var held *locking.HeldError
 		if errors.As(err, &held) {

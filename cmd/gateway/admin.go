@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )
@@ -80,7 +80,7 @@ func (h adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(rest, "conversations/"):
 		seg := strings.Split(strings.TrimPrefix(rest, "conversations/"), "/")
 		id, err := url.PathUnescape(seg[0])
-		if err != nil || conversations.ValidateContextID(id) != nil {
+		if err != nil || contextid.Validate(id) != nil {
 			adminError(w, http.StatusBadRequest, "the path must hold a path-escaped contextId")
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/turn"
 )
 
@@ -75,7 +75,7 @@ func bearerToken(r *http.Request) (string, bool) {
 func (s *Server) peerAuth(next http.Handler) http.Handler {
 	if !s.tokens.enabled() {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), conversations.LocalOwner)))
+			next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), contextid.LocalOwner)))
 		})
 	}
 	log := s.log.With("component", "auth")

@@ -14,7 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -42,7 +42,7 @@ func TestCollisionCorpus(t *testing.T) {
 	s := startServer(t, cfg)
 	c := newHTTPClient(t)
 	ids := []string{"tenant/a", "tenanta", "a/b", "ab", "über", strings.Repeat("é", 128), "../../etc/passwd",
-		"x", conversations.Key("local", "x"), "has space", "v0/legacy"}
+		"x", contextid.Key("local", "x"), "has space", "v0/legacy"}
 	for i, id := range ids {
 		if r := sendV03(t, c, s.URL(), id, fmt.Sprintf("text %d", i)); r.Error != nil {
 			t.Fatalf("send to %q: %+v", id, r.Error)
@@ -211,7 +211,7 @@ func TestLedgerVerifyCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(conversations.Key("local", "audited")))
+		b := tx.Bucket([]byte(contextid.Key("local", "audited")))
 		if b == nil {
 			return errors.New("conversation bucket not found")
 		}

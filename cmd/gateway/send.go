@@ -23,7 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )
@@ -150,7 +150,7 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 		return usageError{"--new and --context exclude each other"}
 	}
 	if o.contextID != "" {
-		if err := conversations.ValidateContextID(o.contextID); err != nil {
+		if err := contextid.Validate(o.contextID); err != nil {
 			return usageError{"--context: " + err.Error()}
 		}
 	}
@@ -720,7 +720,7 @@ func (rec *outboundRecord) validate() error {
 	if !validHTTPURL(rec.PeerURL) {
 		bad("peerUrl: %q is not an http(s) URL without user info", rec.PeerURL)
 	}
-	if err := conversations.ValidateContextID(rec.ContextID); err != nil {
+	if err := contextid.Validate(rec.ContextID); err != nil {
 		bad("contextId: %v", err)
 	}
 	switch st := a2a.TaskState(rec.State); {
@@ -754,7 +754,7 @@ func (rec *outboundRecord) appendRequest() ledger.AppendRequest {
 	}
 	return ledger.AppendRequest{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, Entries: []ledger.Entry{
 		{Kind: ledger.KindUserMessage, Trust: ledger.TrustOperator, Visibility: ledger.VisibilityModel,
-			Actor: conversations.LocalOwner, MessageID: rec.MessageID, Role: ledger.RoleUser, Parts: text(rec.Text)},
+			Actor: contextid.LocalOwner, MessageID: rec.MessageID, Role: ledger.RoleUser, Parts: text(rec.Text)},
 		{Kind: ledger.KindAgentReply, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
 			Actor: rec.Peer, MessageID: rec.ReplyMessageID, Role: ledger.RoleAgent, Parts: text(rec.Reply), Metadata: meta},
 		{Kind: ledger.KindStatus, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,

@@ -28,7 +28,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/streaming"
 )
@@ -718,7 +718,7 @@ func TestStreamRepliesByteExact(t *testing.T) {
 			checkSameText(t, "tasks/get artifact", folded.String(), want)
 
 			// The ledger: the AGENT_REPLY, and its REPLY_CHUNK entries in seq order.
-			entries, err := s.ledger.Range(ctx, conversations.LocalOwner, cid, 0, 0)
+			entries, err := s.ledger.Range(ctx, contextid.LocalOwner, cid, 0, 0)
 			if err == nil {
 				err = s.ledger.Inflate(ctx, entries)
 			}
@@ -1064,7 +1064,7 @@ func TestStreamResumeUnwatched(t *testing.T) {
 		t.Errorf("dropped then resumed stream (-ledger replay +stream):\n%s", diff)
 	}
 	var want strings.Builder
-	entries, err := s.ledger.Range(ctx, conversations.LocalOwner, cid, 0, 0)
+	entries, err := s.ledger.Range(ctx, contextid.LocalOwner, cid, 0, 0)
 	if err != nil {
 		t.Fatalf("ledger Range: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,8 @@ import (
 const mod = "github.com/a2a-gateway/gateway/"
 
 // rule: a package (by path relative to the module) may import only the listed project
-// packages and third-party prefixes (stdlib is always allowed).
+// packages (exactly these paths, plus its own subtree) and third-party prefixes (stdlib is
+// always allowed). A package is ruled by the longest key that is its path or a parent of it.
 type rule struct {
 	project    []string // allowed project imports
 	thirdParty []string // allowed third-party module prefixes
@@ -20,22 +22,23 @@ type rule struct {
 }
 
 var rules = map[string]rule{
-	"a2a":           {nil, nil, "the protocol layer imports no project package and no driver"},
-	"conversations": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
-	"history":       {[]string{"a2a"}, nil, "pure rendering"},
-	"projection":    {[]string{"a2a", "history"}, nil, "pure: ledger + policy → request"},
-	"ledger":        {[]string{"a2a", "conversations"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user besides conversations"},
-	"locking":       {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
-	"streaming":     {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
-	"agent":         {[]string{"a2a", "projection", "history"}, nil, "backends see the protocol model and the pure projection at most"},
-	"peers":         {[]string{"a2a", "conversations"}, nil, "peer directory"},
-	"turn":          {[]string{"a2a", "agent", "conversations", "ledger", "locking", "streaming", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+	"a2a":                     {nil, nil, "the protocol layer imports no project package and no driver"},
+	"conversations/contextid": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
+	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "the operator service over the ledger; no driver"},
+	"history":                 {[]string{"a2a"}, nil, "pure rendering"},
+	"projection":              {[]string{"a2a", "history"}, nil, "pure: ledger + policy → request"},
+	"ledger":                  {[]string{"a2a", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user besides conversations"},
+	"locking":                 {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
+	"streaming":               {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
+	"agent":                   {[]string{"a2a", "projection", "history"}, nil, "backends see the protocol model and the pure projection at most"},
+	"peers":                   {[]string{"a2a", "conversations/contextid"}, nil, "peer directory"},
+	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
 // drivers may be imported only by these packages (and tests).
 var drivers = map[string][]string{
 	"github.com/labstack/echo":     {"cmd/gateway"},
-	"go.etcd.io/bbolt":             {"ledger", "conversations"},
+	"go.etcd.io/bbolt":             {"ledger"},
 	"github.com/redis/go-redis":    {"locking", "streaming"},
 	"github.com/gorilla/websocket": {"streaming"},
 }
@@ -90,7 +93,6 @@ func TestDependencyDirection(t *testing.T) {
 	checked := 0
 	for _, p := range pkgs {
 		rel := strings.TrimPrefix(p.ImportPath, mod)
-		top, _, _ := strings.Cut(rel, "/")
 		for _, imp := range p.Imports {
 			for drv, allowed := range drivers {
 				if hasPrefixAny(imp, []string{drv}) && !hasPrefixAny(rel, allowed) && !strings.HasPrefix(rel, "internal/") {
@@ -98,7 +100,7 @@ func TestDependencyDirection(t *testing.T) {
 				}
 			}
 		}
-		r, ok := rules[top]
+		key, r, ok := ruleFor(rel)
 		if !ok {
 			continue
 		}
@@ -107,8 +109,8 @@ func TestDependencyDirection(t *testing.T) {
 			switch {
 			case isStd(imp):
 			case strings.HasPrefix(imp, mod):
-				dep, _, _ := strings.Cut(strings.TrimPrefix(imp, mod), "/")
-				if dep != top && !hasPrefixAny(dep, r.project) {
+				dep := strings.TrimPrefix(imp, mod)
+				if !hasPrefixAny(dep, []string{key}) && !slices.Contains(r.project, dep) {
 					t.Errorf("package %s imports %s, not allowed (%s)", rel, imp, r.why)
 				}
 			case !hasPrefixAny(imp, r.thirdParty):
@@ -119,6 +121,19 @@ func TestDependencyDirection(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no package matched a rule")
 	}
+}
+
+// ruleFor returns the rule of the package at rel: the longest rules key that is rel or
+// one of its parents.
+func ruleFor(rel string) (string, rule, bool) {
+	best := ""
+	for k := range rules {
+		if hasPrefixAny(rel, []string{k}) && len(k) > len(best) {
+			best = k
+		}
+	}
+	r, ok := rules[best]
+	return best, r, ok
 }
 
 func TestIsStd(t *testing.T) {

@@ -1,4 +1,4 @@
-package conversations
+package contextid
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestValidateContextID(t *testing.T) {
+func TestValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -28,12 +28,12 @@ func TestValidateContextID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := ValidateContextID(tt.id)
+			err := Validate(tt.id)
 			if (err == nil) != tt.ok {
-				t.Fatalf("ValidateContextID(%q) = %v, want ok=%v", tt.id, err, tt.ok)
+				t.Fatalf("Validate(%q) = %v, want ok=%v", tt.id, err, tt.ok)
 			}
-			if err != nil && !errors.Is(err, ErrInvalidContextID) {
-				t.Fatalf("ValidateContextID(%q) error %v does not wrap ErrInvalidContextID", tt.id, err)
+			if err != nil && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate(%q) error %v does not wrap ErrInvalid", tt.id, err)
 			}
 		})
 	}
@@ -69,8 +69,8 @@ func TestKeyCollisions(t *testing.T) {
 
 func TestNewContextID(t *testing.T) {
 	t.Parallel()
-	a, b := NewContextID(), NewContextID()
-	if a == b || !strings.HasPrefix(a, "ctx-") || ValidateContextID(a) != nil {
-		t.Fatalf("NewContextID() = %q, %q", a, b)
+	a, b := New(), New()
+	if a == b || !strings.HasPrefix(a, "ctx-") || Validate(a) != nil {
+		t.Fatalf("New() = %q, %q", a, b)
 	}
 }
