@@ -2,24 +2,174 @@ package turn
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
 )
 
-// protocolError is hop 1 of the error mapping (house style B4): it turns the typed
-// errors of the packages a turn calls into a2a errors that tell the peer what to fix.
-// The field and the reason travel as values; nothing here reads error text. An error it
-// does not know is returned as it is (the transport reports it as internal).
-func protocolError(err error) error {
+// Causes a turn names by itself.
+var (
+	// errShutdown: the gateway is stopping, so the request is refused.
+	errShutdown = errors.New("gateway shutting down")
+	// errCanceledByPeer is the cause of a turn canceled with CancelTask.
+	errCanceledByPeer = errors.New("canceled by the peer")
+)
+
+// paramError is a request parameter that turn refuses: Field names it as the peer does
+// ("message.parts", "pageToken") and Reason says why, as a plain phrase. When Reason is
+// empty the cause gives it (Err, a *contextid.Error). protocolError makes it -32602.
+type paramError struct {
+	Field  string
+	Reason string
+	Err    error
+}
+
+func (e *paramError) Error() string { return e.Field + ": " + e.reason() }
+
+// Unwrap returns the cause, if any.
+func (e *paramError) Unwrap() error { return e.Err }
+
+func (e *paramError) reason() string {
 	var ce *contextid.Error
-	var fe *ledger.FieldError
+	if e.Reason == "" && errors.As(e.Err, &ce) {
+		return ce.Reason
+	}
+	return e.Reason
+}
+
+// limitError is a message over one of Config's size limits; nothing of it was
+// stored. Limit names the limit as Observer.LimitExceeded does ("parts", "part_bytes",
+// "message_bytes"), Field the part of the message at fault, Got and Max the sizes.
+type limitError struct {
+	Limit    string
+	Field    string
+	Got, Max int
+}
+
+func (e *limitError) Error() string { return e.Field + ": " + e.Reason() }
+
+// Reason says which limit the message breaks, in the peer's terms.
+func (e *limitError) Reason() string {
+	switch e.Limit {
+	case "parts":
+		return fmt.Sprintf("the message has %d parts; the limit is %d", e.Got, e.Max)
+	case "part_bytes":
+		return fmt.Sprintf("the part holds %d bytes; the limit is %d per part", e.Got, e.Max)
+	}
+	return fmt.Sprintf("the message holds %d bytes; the limit is %d", e.Got, e.Max)
+}
+
+// rateLimitError is a request refused by the peer's limits: its request rate (Streams is
+// 0, RetryAfter the seconds until a request may run) or its open streams (Streams, the
+// limit).
+type rateLimitError struct {
+	Peer       string
+	RetryAfter int
+	Streams    int
+}
+
+func (e *rateLimitError) Error() string {
+	if e.Streams > 0 {
+		return fmt.Sprintf("peer %q has %d streams open, the limit; close one and retry", e.Peer, e.Streams)
+	}
+	return fmt.Sprintf("rate limit exceeded for peer %q; retry in %ds", e.Peer, e.RetryAfter)
+}
+
+// busyError is a request refused because task Holder ("" when the lease service could
+// not say) runs in ContextID. Err is the cause (a *locking.HeldError).
+type busyError struct {
+	ContextID string
+	Holder    string
+	Err       error
+}
+
+func (e *busyError) Error() string {
+	running := "another task is running"
+	if e.Holder != "" {
+		running = "task " + e.Holder + " is running"
+	}
+	return fmt.Sprintf("context %q is busy: %s; retry when it completes", e.ContextID, running)
+}
+
+// Unwrap returns the cause.
+func (e *busyError) Unwrap() error { return e.Err }
+
+// taskNotFoundError is a task that does not exist, or is another peer's (which a peer
+// must not be able to tell apart). It unwraps to ledger.ErrNotFound.
+type taskNotFoundError struct {
+	TaskID string
+}
+
+func (e *taskNotFoundError) Error() string { return fmt.Sprintf("task %q not found", e.TaskID) }
+
+// Unwrap returns ledger.ErrNotFound.
+func (e *taskNotFoundError) Unwrap() error { return ledger.ErrNotFound }
+
+// protocolError is hop 1 of the error mapping (house style B4), the one place where turn
+// chooses the a2a error a peer gets: every a2a.Handler method and stream of the Runner
+// returns its error through it. It turns the typed errors and sentinels of turn and of the
+// packages a turn calls into a2a errors that tell the peer what to fix. The field and the
+// reason travel as values; nothing here reads error text. An *a2a.Error is returned as it
+// is, and so is an error it does not know (the transport reports it as internal).
+func protocolError(err error) error {
+	var (
+		ae *a2a.Error
+		pe *paramError
+		le *limitError
+		ce *contextid.Error
+		fe *ledger.FieldError
+	)
 	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &pe):
+		return a2a.InvalidParams(pe.Field, "%s", pe.reason())
+	case errors.As(err, &le):
+		return a2a.InvalidParams(le.Field, "%s", le.Reason())
 	case errors.As(err, &ce):
 		return a2a.InvalidParams("message.contextId", "%s", ce.Reason)
 	case errors.As(err, &fe):
 		return a2a.InvalidParams(messageField(fe), "%s", fe.Reason)
+	}
+	return refusalError(err)
+}
+
+// refusalError maps the refusals that are not about a parameter; see protocolError.
+func refusalError(err error) error {
+	var (
+		be *busyError
+		nf *taskNotFoundError
+		rl *rateLimitError
+	)
+	switch {
+	case errors.As(err, &nf):
+		return a2a.Errorf(a2a.ErrTaskNotFound, "%s", nf.Error())
+	case errors.As(err, &be):
+		meta := map[string]string{"contextId": be.ContextID}
+		if be.Holder != "" {
+			meta["taskId"] = be.Holder
+		}
+		return &a2a.Error{Err: a2a.ErrContextBusy, Message: be.Error(), Metadata: meta}
+	case errors.As(err, &rl):
+		retry := "1"
+		if rl.Streams == 0 {
+			retry = fmt.Sprint(rl.RetryAfter)
+		}
+		return &a2a.Error{Err: a2a.ErrRateLimited, Message: rl.Error(),
+			Metadata: map[string]string{"peer": rl.Peer, "retryAfterSeconds": retry}}
+	case errors.Is(err, locking.ErrHeld):
+		return a2a.Errorf(a2a.ErrContextBusy, "another task is running in this context; retry when it completes")
+	case errors.Is(err, ledger.ErrFenced):
+		return a2a.Errorf(a2a.ErrContextBusy, "a newer turn took over this context; retry when it completes")
+	case errors.Is(err, errShutdown), errors.Is(err, locking.ErrClosed):
+		return a2a.Errorf(a2a.ErrUnavailable, "the gateway is shutting down; retry on another instance or later")
+	case errors.Is(err, locking.ErrUnavailable):
+		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
 	}
 	return err
 }

@@ -88,7 +88,7 @@ func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []
 			if e.Parts[j].ArtifactRef != "" && !inflated {
 				cp := append([]ledger.Entry(nil), stored...)
 				if err := r.inflate(ctx, cp); err != nil {
-					r.log.Warn("live stream: a large part could not be loaded; readers get its reference", "err", err)
+					r.log.WarnContext(ctx, "live stream: a large part could not be loaded; readers get its reference", "err", err)
 				} else {
 					stored, e = cp, &cp[i]
 				}
@@ -137,8 +137,14 @@ func (r *Runner) newEventStream(owner, contextID, taskID string, afterSeq uint64
 		head: head, covered: afterSeq, replaying: true, cur: r.feeds.join(key), release: release}
 }
 
-// Next implements a2a.Stream.
+// Next implements a2a.Stream. Its errors are protocol errors (see protocolError); io.EOF
+// after the task's final status.
 func (s *eventStream) Next(ctx context.Context) (a2a.Event, error) {
+	ev, err := s.next(ctx)
+	return ev, protocolError(err)
+}
+
+func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 	if len(s.head) > 0 {
 		ev := s.head[0]
 		s.head = s.head[1:]
@@ -233,12 +239,13 @@ func (s *eventStream) Close() {
 // itself. Errors: invalid params for a bad contextId, RATE_LIMITED over the peer's
 // limits. A context that does not exist yet is not an error: its events arrive when it
 // starts.
-func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (a2a.Stream, error) {
+func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (_ a2a.Stream, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
 	if err := contextid.Validate(contextID); err != nil {
-		return nil, a2a.InvalidParams("contextId", "%v", err)
+		return nil, &paramError{Field: "contextId", Err: err}
 	}
 	release, err := r.openStream(ctx)
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 )
 
-// admit applies the peer's rate limit to one request.
+// admit applies the peer's rate limit to one request; a refusal is a
+// *rateLimitError.
 func (r *Runner) admit(ctx context.Context) error {
 	if r.cfg.RateLimit == nil {
 		return nil
@@ -23,36 +24,34 @@ func (r *Runner) admit(ctx context.Context) error {
 		return nil
 	}
 	r.obs.RateLimited(peer)
-	secs := max(1, int(math.Ceil(retry.Seconds())))
-	return &a2a.Error{
-		Err:      a2a.ErrRateLimited,
-		Message:  fmt.Sprintf("rate limit exceeded for peer %q; retry in %ds", peer, secs),
-		Metadata: map[string]string{"peer": peer, "retryAfterSeconds": fmt.Sprint(secs)},
-	}
+	return &rateLimitError{Peer: peer, RetryAfter: max(1, int(math.Ceil(retry.Seconds())))}
 }
 
 // checkLimits refuses a message over the configured size limits before anything of it is
-// stored.
+// stored, with a *limitError.
 func (r *Runner) checkLimits(m *a2a.Message) error {
 	c := &r.cfg
 	if c.MaxParts > 0 && len(m.Parts) > c.MaxParts {
-		r.obs.LimitExceeded("parts")
-		return a2a.InvalidParams("message.parts", "the message has %d parts; the limit is %d", len(m.Parts), c.MaxParts)
+		return r.overLimit(&limitError{Limit: "parts", Field: "message.parts", Got: len(m.Parts), Max: c.MaxParts})
 	}
 	total := 0
 	for i := range m.Parts {
 		n := partBytes(&m.Parts[i])
 		if c.MaxPartBytes > 0 && n > c.MaxPartBytes {
-			r.obs.LimitExceeded("part_bytes")
-			return a2a.InvalidParams(fmt.Sprintf("message.parts[%d]", i), "the part holds %d bytes; the limit is %d per part", n, c.MaxPartBytes)
+			return r.overLimit(&limitError{Limit: "part_bytes", Field: fmt.Sprintf("message.parts[%d]", i), Got: n, Max: c.MaxPartBytes})
 		}
 		total += n
 	}
 	if c.MaxMessageBytes > 0 && total > c.MaxMessageBytes {
-		r.obs.LimitExceeded("message_bytes")
-		return a2a.InvalidParams("message.parts", "the message holds %d bytes; the limit is %d", total, c.MaxMessageBytes)
+		return r.overLimit(&limitError{Limit: "message_bytes", Field: "message.parts", Got: total, Max: c.MaxMessageBytes})
 	}
 	return nil
+}
+
+// overLimit counts a breach of a size limit and returns it.
+func (r *Runner) overLimit(e *limitError) error {
+	r.obs.LimitExceeded(e.Limit)
+	return e
 }
 
 func partBytes(p *a2a.Part) int {
@@ -67,11 +66,7 @@ func (r *Runner) openStream(ctx context.Context) (release func(), err error) {
 	defer r.streamsMu.Unlock()
 	if max := r.cfg.MaxStreamsPerPeer; max > 0 && r.streams[peer] >= max {
 		r.obs.LimitExceeded("streams")
-		return nil, &a2a.Error{
-			Err:      a2a.ErrRateLimited,
-			Message:  fmt.Sprintf("peer %q has %d streams open, the limit; close one and retry", peer, max),
-			Metadata: map[string]string{"peer": peer, "retryAfterSeconds": "1"},
-		}
+		return nil, &rateLimitError{Peer: peer, Streams: max}
 	}
 	r.streams[peer]++
 	var once sync.Once

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,12 +87,6 @@ const auditQueue = 1024
 
 var _ a2a.Handler = (*Runner)(nil)
 
-// errShutdown is the cause of a turn canceled because the gateway stopped.
-var errShutdown = errors.New("gateway shutting down")
-
-// errCanceledByPeer is the cause of a turn canceled with CancelTask.
-var errCanceledByPeer = errors.New("canceled by the peer")
-
 // New returns a Runner. Close it to stop its turns.
 func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logger) *Runner {
 	if cfg.FinalizeTimeout <= 0 {
@@ -116,7 +111,10 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 }
 
 // auditItem is a queued audit; ifExists skips it when its conversation does not exist.
+// ctx is the refused request's context without its cancellation: the writer logs with
+// it, so its lines carry the request's values (request id).
 type auditItem struct {
+	ctx      context.Context
 	req      ledger.AppendRequest
 	ifExists bool
 }
@@ -174,14 +172,15 @@ func (r *Runner) appendAudits(batch []auditItem) {
 			}
 		}
 		if _, err := r.led.Append(ctx, it.req); err != nil {
-			r.log.Warn("audit of rejected requests not recorded", "entries", len(it.req.Entries), "err", err)
+			r.log.WarnContext(it.ctx, "audit of rejected requests not recorded", "entries", len(it.req.Entries), "err", err)
 		}
 	}
 }
 
 // audit queues an audit-only record of a rejected request; it never blocks. When the queue
 // is full the audit is dropped and counted; the warning says so at most every 10 seconds.
-func (r *Runner) audit(req auditItem) {
+func (r *Runner) audit(ctx context.Context, req auditItem) {
+	req.ctx = context.WithoutCancel(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.audits == nil {
@@ -193,7 +192,7 @@ func (r *Runner) audit(req auditItem) {
 		n := r.auditsDropped.Add(1)
 		if now := time.Now(); now.Sub(r.lastDropWarn) >= 10*time.Second {
 			r.lastDropWarn = now
-			r.log.Warn("audit queue full: some rejected requests are not recorded", "dropped_total", n)
+			r.log.WarnContext(ctx, "audit queue full: some rejected requests are not recorded", "dropped_total", n)
 		}
 	}
 }
@@ -234,19 +233,23 @@ func (r *Runner) Running() int {
 	return len(r.live)
 }
 
-// SendMessage implements a2a.Handler.
-func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
+// SendMessage implements a2a.Handler. Its errors are protocol errors (see protocolError):
+// invalid params naming the field, TASK_NOT_FOUND, UNSUPPORTED_OPERATION for an ended
+// task, CONTEXT_BUSY, RATE_LIMITED, UNAVAILABLE during shutdown.
+func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.SendResult, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return a2a.SendResult{}, err
 	}
-	lt, first, _, err := r.start(ctx, p, false)
+	acc, err := r.start(ctx, p, false)
 	if err != nil {
 		return a2a.SendResult{}, err
 	}
 	if p.Config.ReturnImmediately {
-		applyHistoryLength(&first, p.Config.HistoryLength)
-		return a2a.SendResult{Task: &first}, nil
+		applyHistoryLength(&acc.first, p.Config.HistoryLength)
+		return a2a.SendResult{Task: &acc.first}, nil
 	}
+	lt := acc.lt
 	select {
 	case <-lt.finished:
 	case <-ctx.Done():
@@ -267,8 +270,9 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendRe
 	return a2a.SendResult{Task: t}, nil
 }
 
-// SendStreamingMessage implements a2a.Handler.
-func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a2a.Stream, error) {
+// SendStreamingMessage implements a2a.Handler. Its errors are those of SendMessage.
+func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Stream, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
@@ -276,150 +280,218 @@ func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a
 	if err != nil {
 		return nil, err
 	}
-	_, _, es, err := r.start(ctx, p, true)
+	acc, err := r.start(ctx, p, true)
 	if err != nil {
 		release()
 		return nil, err
 	}
-	es.release = release
-	return es, nil
+	acc.es.release = release
+	return acc.es, nil
+}
+
+// accepted is a send that start made durable, with its turn running.
+type accepted struct {
+	lt    *liveTask
+	first a2a.Task     // the task as it stands once the message is stored
+	es    *eventStream // the task's events, when start was asked to watch
+}
+
+// inbound is a send that passed validation: the message as it is stored (redacted, with
+// its contextId), the task it starts or continues, and the context's key.
+type inbound struct {
+	peer       string
+	m          a2a.Message
+	taskID     string
+	key        string
+	continuing bool      // m continues a task parked on input-required
+	started    time.Time // when the send arrived
 }
 
 // start validates a send, takes the context's lease, persists the inbound message and
-// starts the turn. On return without error the message is durable. With watch it also
-// returns the task's event stream, joined before the first append so it misses nothing.
-func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liveTask, a2a.Task, *eventStream, error) {
+// starts the turn. On return without error the message is durable and the turn owns the
+// lease and the feed hold. With watch it also returns the task's event stream, joined
+// before the first append so it misses nothing.
+//
+// Every resource start takes is pushed on undo as it is taken; one deferred call releases
+// them in reverse order when start fails, so no failure path can forget one.
+func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *accepted, err error) {
 	if r.closing.Load() {
-		return nil, a2a.Task{}, nil, ErrUnavailable()
+		return nil, errShutdown
 	}
-	started := time.Now()
-	peer := PeerFrom(ctx)
-	m := p.Message
-	continuing := false
-	if m.TaskID != "" {
-		conv, entries, err := r.led.TaskEntries(ctx, m.TaskID)
-		if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
-			return nil, a2a.Task{}, nil, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", m.TaskID)
-		}
-		if err != nil {
-			return nil, a2a.Task{}, nil, err
-		}
-		if m.ContextID == "" {
-			m.ContextID = conv.ContextID
-		} else if m.ContextID != conv.ContextID {
-			return nil, a2a.Task{}, nil, a2a.InvalidParams("message.contextId", "does not match the context of task %q", m.TaskID)
-		}
-		st := foldTask(conv, m.TaskID, entries).Status.State
-		switch {
-		case st.Terminal():
-			r.auditRejected(peer, &m, "TASK_TERMINAL", m.TaskID)
-			return nil, a2a.Task{}, nil, a2a.Errorf(a2a.ErrUnsupportedOperation,
-				"task %q is %s and accepts no more messages; send without taskId to start a new task in the same context", m.TaskID, st)
-		case st != a2a.StateInputRequired:
-			// still running: the lease below answers CONTEXT_BUSY
-		}
-		continuing = true
-	}
-	if m.ContextID == "" {
-		m.ContextID = contextid.New()
-	} else if err := contextid.Validate(m.ContextID); err != nil {
-		return nil, a2a.Task{}, nil, protocolError(err)
-	}
-	if err := r.checkLimits(&m); err != nil {
-		return nil, a2a.Task{}, nil, err
-	}
-	// a credential a peer pasted is never stored, shown to the agent or echoed back.
-	m.Parts, _ = redactParts(m.Parts)
-	m.Metadata, _ = redactMeta(m.Metadata)
-	if !hasContent(m.Parts) {
-		r.auditRejected(peer, &m, "EMPTY_MESSAGE", "")
-		return nil, a2a.Task{}, nil, a2a.InvalidParams("message.parts", "the message has no content (all text parts are empty)")
-	}
-	taskID := m.TaskID
-	if taskID == "" {
-		taskID = newTaskID()
-	}
-	key := contextid.Key(peer, m.ContextID)
-	lease, err := r.acquire(ctx, key, taskID)
+	in, err := r.newInbound(ctx, p.Message)
 	if err != nil {
-		return nil, a2a.Task{}, nil, r.refuse(ctx, peer, &m, err)
+		return nil, err
 	}
-	userEntry := ledger.Entry{
-		TaskID: taskID, Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted,
-		Visibility: ledger.VisibilityModel, Actor: peer, MessageID: m.MessageID,
-		Role: ledger.RoleUser, Parts: toLedgerParts(m.Parts), Metadata: marshalMeta(m.Metadata),
-	}
-	// H-1: the history is read before the message is appended, so the message is never in
-	// its own history; only the original text is stored.
-	var prep prepared
-	if usesContext(r.agent) {
-		hist, err := r.readHistory(ctx, peer, m.ContextID, 0)
-		if err == nil {
-			prep, err = r.prepare(hist, peer, userEntry)
-		}
-		if err == nil {
-			prev, stable := r.prefixes.observe(key, prep.prompt)
-			r.obs.Projection(len(prep.prompt), prev, stable)
-		}
+	var undo []func()
+	defer func() {
 		if err != nil {
-			r.releaseLease(lease)
-			return nil, a2a.Task{}, nil, err
+			for _, release := range slices.Backward(undo) {
+				release()
+			}
 		}
-	} else {
-		prep.prompt = m.Text()
+	}()
+	lease, err := r.acquire(ctx, in.key, in.taskID)
+	if err != nil {
+		return nil, r.refuse(ctx, in.peer, in.m.ContextID, err, func(holder string) ledger.Entry {
+			return auditEntry(in.peer, &in.m, "CONTEXT_BUSY", holder)
+		})
 	}
-	entries := []ledger.Entry{
-		userEntry,
-		{TaskID: taskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(a2a.StateWorking)},
+	undo = append(undo, func() { r.releaseLease(ctx, lease) })
+	user := userEntry(in)
+	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), started: in.started, key: in.key,
+		chunks: chunks{wake: make(chan struct{}, 1)}}
+	if tr.prep, err = r.prepareTurn(ctx, in, user); err != nil {
+		return nil, err
 	}
-	var es *eventStream
+	acc := &accepted{}
 	if watch {
-		es = r.newEventStream(peer, m.ContextID, taskID, 0, nil, nil)
-		es.replaying = false // everything of this turn comes after the join
+		acc.es = r.newEventStream(in.peer, in.m.ContextID, in.taskID, 0, nil, nil)
+		acc.es.replaying = false // everything of this turn comes after the join
+		undo = append(undo, acc.es.Close)
 	}
-	fd := r.feeds.hold(key)
-	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, BeginTurn: true, Entries: entries})
+	tr.feed = r.feeds.hold(in.key)
+	undo = append(undo, func() { r.feeds.unhold(in.key, tr.feed) })
+	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
+		Entries: []ledger.Entry{user, workingEntry(in.taskID)}})
 	if err != nil {
-		r.feeds.unhold(key, fd)
-		if es != nil {
-			es.Close()
-		}
-		r.releaseLease(lease)
-		if errors.Is(err, ledger.ErrInvalid) {
-			return nil, a2a.Task{}, nil, protocolError(err)
-		}
-		return nil, a2a.Task{}, nil, fmt.Errorf("append inbound message: %w", err)
+		return nil, fmt.Errorf("append inbound message: %w", err)
 	}
-	now := res.Entries[0].CreatedAt
-	lt := newLiveTask(taskID, m.ContextID, peer)
-	if es != nil {
-		es.ended = lt.finished
+	acc.lt, acc.first = r.launch(ctx, in, tr, res)
+	if acc.es != nil {
+		acc.es.ended = acc.lt.finished
 	}
-	first := a2a.Task{
-		ID: taskID, ContextID: m.ContextID,
-		Status:  a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: now},
-		History: []a2a.Message{{MessageID: m.MessageID, ContextID: m.ContextID, TaskID: taskID, Role: a2a.RoleUser, Parts: m.Parts, Metadata: m.Metadata}},
-	}
-	if continuing {
-		first.Status.State = a2a.StateWorking
-	}
-	r.publish(ctx, peer, m.ContextID, res.Entries)
-
-	tctx, cancel := context.WithCancelCause(r.base)
-	lt.cancel = cancel
-	r.mu.Lock()
-	r.live[taskID] = lt
-	r.mu.Unlock()
-	tr := &turnRun{r: r, lt: lt, lease: lease, epoch: res.Epoch, peer: peer, text: m.Text(), prep: prep, started: started,
-		key: key, feed: fd, chunks: chunks{wake: make(chan struct{}, 1)}}
-	if !continuing {
-		tr.stored = append(tr.stored, res.Entries...)
-	}
-	tr.keepStored = !continuing
-	r.wg.Go(func() { tr.run(tctx) }) // exits when the agent is done and the end is recorded
-	return lt, first, es, nil
+	return acc, nil
 }
 
+// newInbound validates a send of the caller's message m and makes it what is stored: its
+// task resolved (a follow-up to a task parked on input-required), its contextId checked
+// or made, its size limits checked and its credentials redacted. A refusal stores
+// nothing but, in a conversation that exists, an audit record.
+func (r *Runner) newInbound(ctx context.Context, m a2a.Message) (*inbound, error) {
+	in := &inbound{peer: PeerFrom(ctx), m: m, taskID: m.TaskID, started: time.Now()}
+	if m.TaskID != "" {
+		if err := r.continueTask(ctx, in); err != nil {
+			return nil, err
+		}
+	}
+	if in.m.ContextID == "" {
+		in.m.ContextID = contextid.New()
+	} else if err := contextid.Validate(in.m.ContextID); err != nil {
+		return nil, err
+	}
+	if err := r.checkLimits(&in.m); err != nil {
+		return nil, err
+	}
+	// a credential a peer pasted is never stored, shown to the agent or echoed back.
+	in.m.Parts, _ = redactParts(in.m.Parts)
+	in.m.Metadata, _ = redactMeta(in.m.Metadata)
+	if !hasContent(in.m.Parts) {
+		r.auditRejected(ctx, in.peer, &in.m, "EMPTY_MESSAGE", "")
+		return nil, &paramError{Field: "message.parts", Reason: "the message has no content (all text parts are empty)"}
+	}
+	if in.taskID == "" {
+		in.taskID = newTaskID()
+	}
+	in.key = contextid.Key(in.peer, in.m.ContextID)
+	return in, nil
+}
+
+// continueTask checks a follow-up to the task in.m names: the caller's own task, in the
+// same context (taken from the task when the message names none), and not ended. A task
+// still running is left to the lease, which answers CONTEXT_BUSY.
+func (r *Runner) continueTask(ctx context.Context, in *inbound) error {
+	m := &in.m
+	conv, entries, err := r.led.TaskEntries(ctx, m.TaskID)
+	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != in.peer) {
+		return &taskNotFoundError{TaskID: m.TaskID}
+	}
+	if err != nil {
+		return fmt.Errorf("load task: %w", err)
+	}
+	if m.ContextID == "" {
+		m.ContextID = conv.ContextID
+	} else if m.ContextID != conv.ContextID {
+		return &paramError{Field: "message.contextId", Reason: fmt.Sprintf("does not match the context of task %q", m.TaskID)}
+	}
+	if st := foldTask(conv, m.TaskID, entries).Status.State; st.Terminal() {
+		r.auditRejected(ctx, in.peer, m, "TASK_TERMINAL", m.TaskID)
+		return a2a.Errorf(a2a.ErrUnsupportedOperation,
+			"task %q is %s and accepts no more messages; send without taskId to start a new task in the same context", m.TaskID, st)
+	}
+	in.continuing = true
+	return nil
+}
+
+// userEntry is the entry that stores the inbound message.
+func userEntry(in *inbound) ledger.Entry {
+	return ledger.Entry{
+		TaskID: in.taskID, Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted,
+		Visibility: ledger.VisibilityModel, Actor: in.peer, MessageID: in.m.MessageID,
+		Role: ledger.RoleUser, Parts: toLedgerParts(in.m.Parts), Metadata: marshalMeta(in.m.Metadata),
+	}
+}
+
+// workingEntry is the status entry stored with the inbound message: the task is working.
+func workingEntry(taskID string) ledger.Entry {
+	return ledger.Entry{TaskID: taskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem,
+		Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(a2a.StateWorking)}
+}
+
+// prepareTurn builds what the agent is given for the send in. H-1: the history is read
+// before the message is appended, so the message is never in its own history; only the
+// original text is stored.
+func (r *Runner) prepareTurn(ctx context.Context, in *inbound, user ledger.Entry) (prepared, error) {
+	if !usesContext(r.agent) {
+		return prepared{prompt: in.m.Text()}, nil
+	}
+	hist, err := r.readHistory(ctx, in.peer, in.m.ContextID, 0)
+	if err != nil {
+		return prepared{}, err
+	}
+	prep, err := r.prepare(hist, in.peer, user)
+	if err != nil {
+		return prepared{}, err
+	}
+	prev, stable := r.prefixes.observe(in.key, prep.prompt)
+	r.obs.Projection(len(prep.prompt), prev, stable)
+	return prep, nil
+}
+
+// launch starts the turn tr of the send in, whose message res stored: it publishes the
+// stored entries, registers the live task and runs the turn in a goroutine of the Runner,
+// which from then on owns tr's lease and feed hold. It returns the live task and the task
+// as the send's first reply shows it.
+//
+// The turn runs under the request's values (its logger, its request id) but not its
+// cancellation: a turn outlives the request that started it. Close cancels it through
+// r.base, CancelTask and a lost lease through lt.cancel.
+func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledger.AppendResult) (*liveTask, a2a.Task) {
+	m := &in.m
+	lt := newLiveTask(in.taskID, m.ContextID, in.peer)
+	first := a2a.Task{
+		ID: in.taskID, ContextID: m.ContextID,
+		Status:  a2a.TaskStatus{State: a2a.StateSubmitted, Timestamp: res.Entries[0].CreatedAt},
+		History: []a2a.Message{{MessageID: m.MessageID, ContextID: m.ContextID, TaskID: in.taskID, Role: a2a.RoleUser, Parts: m.Parts, Metadata: m.Metadata}},
+	}
+	if in.continuing {
+		first.Status.State = a2a.StateWorking
+	}
+	r.publish(ctx, in.peer, m.ContextID, res.Entries)
+
+	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopBase := context.AfterFunc(r.base, func() { cancel(context.Canceled) })
+	lt.cancel = cancel
+	r.mu.Lock()
+	r.live[in.taskID] = lt
+	r.mu.Unlock()
+	tr.lt, tr.epoch, tr.keepStored = lt, res.Epoch, !in.continuing
+	tr.keep(res.Entries)
+	r.wg.Go(func() { // exits when the agent is done and the end is recorded
+		defer func() { stopBase(); cancel(nil) }()
+		tr.run(tctx)
+	})
+	return lt, first
+}
 // acquire takes the context's lease; with a BusyWait it waits for a busy context to free
 // up until the bound, then reports it held.
 func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
@@ -457,40 +529,28 @@ func hasContent(ps []a2a.Part) bool {
 	return false
 }
 
-// refuse turns a failed Acquire into the caller's error; a busy context records the
-// rejected request as an AUDIT_ONLY entry, which never enters the conversation.
-func (r *Runner) refuse(ctx context.Context, peer string, m *a2a.Message, err error) error {
+// refuse turns a failed Acquire of contextID's lease into the caller's error. A busy
+// context counts the refusal and records the refused request as the entry busyAudit makes
+// of the running task's id (an AUDIT_ONLY entry, which never enters the conversation): a
+// *busyError. A failing lock service fails closed: an error wrapping
+// locking.ErrUnavailable.
+func (r *Runner) refuse(ctx context.Context, peer, contextID string, err error, busyAudit func(holder string) ledger.Entry) error {
 	var held *locking.HeldError
-	if !errors.As(err, &held) {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, locking.ErrClosed) {
-			return ErrUnavailable()
-		}
-		r.log.WarnContext(ctx, "lease unavailable", "context_key", contextid.Key(peer, m.ContextID), "err", err)
-		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
+	switch {
+	case errors.As(err, &held):
+		r.audit(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: contextID, Entries: []ledger.Entry{busyAudit(held.Holder)}}})
+		r.obs.Busy()
+		return &busyError{ContextID: contextID, Holder: held.Holder, Err: err}
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, locking.ErrClosed):
+		return err
 	}
-	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, "CONTEXT_BUSY", held.Holder)}}})
-	return r.busy(m.ContextID, held.Holder)
-}
-
-// busy is the CONTEXT_BUSY error of a request refused because task holder (a task id;
-// "" when the lease service could not say, e.g. the lease expired just then) runs in
-// contextID. It counts the refusal.
-func (r *Runner) busy(contextID, holder string) error {
-	r.obs.Busy()
-	running := "another task is running"
-	meta := map[string]string{"contextId": contextID}
-	if holder != "" {
-		running = "task " + holder + " is running"
-		meta["taskId"] = holder
+	r.log.WarnContext(ctx, "lease unavailable", "context_key", contextid.Key(peer, contextID), "err", err)
+	if !errors.Is(err, locking.ErrUnavailable) {
+		err = fmt.Errorf("%w: %w", locking.ErrUnavailable, err)
 	}
-	return &a2a.Error{
-		Err:      a2a.ErrContextBusy,
-		Message:  fmt.Sprintf("context %q is busy: %s; retry when it completes", contextID, running),
-		Metadata: meta,
-	}
+	return err
 }
 
 // auditEntry is the audit-only record of a rejected request.
@@ -526,27 +586,25 @@ func cancelAuditEntry(peer, taskID, holder string) ledger.Entry {
 // auditRejected records a request refused for its content in the conversation it was
 // sent to, as an audit-only entry, when that conversation exists (a refused request never
 // creates one: bad input leaves no conversation behind).
-func (r *Runner) auditRejected(peer string, m *a2a.Message, reason, taskID string) {
+func (r *Runner) auditRejected(ctx context.Context, peer string, m *a2a.Message, reason, taskID string) {
 	if m.ContextID == "" || contextid.Validate(m.ContextID) != nil {
 		return
 	}
-	r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
+	r.audit(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
 }
 
-func (r *Runner) releaseLease(l *locking.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+// releaseLease releases l. It runs without ctx's cancellation (a lease is released even
+// after the caller has gone), bounded by FinalizeTimeout; a failure is logged, as the
+// lease expires by itself.
+func (r *Runner) releaseLease(ctx context.Context, l *locking.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
 	if err := l.Release(ctx); err != nil {
-		r.log.Warn("lease release failed; it expires by itself", "err", err)
+		r.log.WarnContext(ctx, "lease release failed; it expires by itself", "err", err)
 	}
 }
 
-// ErrUnavailable returns the error of a request refused during shutdown.
-func ErrUnavailable() error {
-	return a2a.Errorf(a2a.ErrUnavailable, "the gateway is shutting down; retry on another instance or later")
-}
-
-// turnRun is one running turn, owned by the goroutine started in start.
+// turnRun is one running turn, owned by the goroutine started in launch.
 type turnRun struct {
 	r     *Runner
 	lt    *liveTask
@@ -568,48 +626,22 @@ type turnRun struct {
 	artifactID string
 }
 
+// run asks the agent for the reply, streams it and records the end of the turn; then it
+// releases what the turn holds. ctx is the turn's context (see launch).
 func (tr *turnRun) run(ctx context.Context) {
 	r, lt := tr.r, tr.lt
-	defer func() {
-		r.releaseLease(tr.lease)
-		r.feeds.unhold(tr.key, tr.feed)
-		r.mu.Lock()
-		delete(r.live, lt.id)
-		r.mu.Unlock()
-		close(lt.finished)
-	}()
+	defer tr.release(ctx)
 	tr.artifactID = uuid.NewString()
-	stop := make(chan struct{})
-	var writer sync.WaitGroup
-	writer.Go(func() { tr.writeChunks(stop) }) // exits when stop is closed (or a chunk append failed)
-	stopWriter := func() {
-		if stop != nil {
-			close(stop)
-			writer.Wait()
-			stop = nil
-		}
-	}
+	stopWriter := tr.startWriter(ctx)
 	defer stopWriter()
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("agent panicked", "task_id", lt.id, "panic", p)
+			r.log.ErrorContext(ctx, "agent panicked", "task_id", lt.id, "panic", p)
 			stopWriter()
 			tr.finish(ctx, fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
 	}()
-	// A lost lease cancels the turn: another instance may now run this context.
-	if lost := tr.lease.Lost(); lost != nil {
-		watchDone := make(chan struct{})
-		var watch sync.WaitGroup
-		watch.Go(func() { // exits when the lease is lost or the turn ends
-			select {
-			case <-lost:
-				lt.cancel(locking.ErrLost)
-			case <-watchDone:
-			}
-		})
-		defer func() { close(watchDone); watch.Wait() }()
-	}
+	defer tr.watchLease()()
 	emit := func(c string) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
@@ -630,15 +662,58 @@ func (tr *turnRun) run(ctx context.Context) {
 	tr.finish(ctx, err, res)
 }
 
+// release gives back what the turn holds (its lease, its hold on the feed, its place among
+// the live tasks) and tells those waiting for the turn that it ended.
+func (tr *turnRun) release(ctx context.Context) {
+	r := tr.r
+	r.releaseLease(ctx, tr.lease)
+	r.feeds.unhold(tr.key, tr.feed)
+	r.mu.Lock()
+	delete(r.live, tr.lt.id)
+	r.mu.Unlock()
+	close(tr.lt.finished)
+}
+
+// startWriter starts the goroutine that stores the reply's chunks (writeChunks). The
+// returned stop ends it and waits for it; calls after the first do nothing.
+func (tr *turnRun) startWriter(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() { tr.writeChunks(ctx, done) }) // exits when done is closed (or a chunk append failed)
+	return sync.OnceFunc(func() {
+		close(done)
+		writer.Wait()
+	})
+}
+
+// watchLease cancels the turn when its lease is lost: another instance may now run this
+// context. The returned stop ends the watch and waits for it.
+func (tr *turnRun) watchLease() (stop func()) {
+	lost := tr.lease.Lost()
+	if lost == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() { // exits when the lease is lost or the turn ends
+		select {
+		case <-lost:
+			tr.lt.cancel(locking.ErrLost)
+		case <-done:
+		}
+	})
+	return func() { close(done); watch.Wait() }
+}
+
 // writeChunks stores the reply's pending text as REPLY_CHUNK entries while someone
 // watches the context, and publishes them. It exits when stop is closed, or after a
 // failed append (recorded in chunkErr; the turn is canceled).
-func (tr *turnRun) writeChunks(stop <-chan struct{}) {
+func (tr *turnRun) writeChunks(ctx context.Context, stop <-chan struct{}) {
 	for {
 		watched, joined := tr.feed.watched()
 		if watched {
 			if text := tr.chunks.take(false); text != "" {
-				if err := tr.appendChunk(text, false); err != nil {
+				if err := tr.appendChunk(ctx, text, false); err != nil {
 					tr.chunkErr = err
 					tr.lt.cancel(err)
 					return
@@ -670,10 +745,11 @@ func (tr *turnRun) chunkEntry(text string, last bool) ledger.Entry {
 	}
 }
 
-// appendChunk stores one chunk in the turn's epoch and publishes it.
-func (tr *turnRun) appendChunk(text string, last bool) error {
+// appendChunk stores one chunk in the turn's epoch and publishes it. It runs without the
+// turn's cancellation (ctx's values only), bounded by FinalizeTimeout.
+func (tr *turnRun) appendChunk(ctx context.Context, text string, last bool) error {
 	r := tr.r
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: tr.lt.contextID, Epoch: tr.epoch,
 		Entries: []ledger.Entry{tr.chunkEntry(text, last)}})
@@ -692,99 +768,139 @@ func (tr *turnRun) keep(stored []ledger.Entry) {
 	}
 }
 
-// finish records the end of the turn (reply, status) and publishes the final status.
+// Status texts of a turn that failed.
+const (
+	textFenced   = "a newer turn took over this context; this turn's reply was not stored"
+	textLeaseOff = "the gateway lost this context's lease during the turn; send the message again"
+	textShutdown = "the gateway shut down during this turn; send the message again"
+	textAgent    = "the agent failed to reply; the operator's log has the detail"
+	textNotSaved = "internal error: the reply could not be stored"
+)
+
+// finish records the end of the turn (reply, status) and publishes it. When the end
+// cannot be stored, the task is closed as failed (recordFailure).
 func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result) {
 	r, lt := tr.r, tr.lt
-	reply, rest := tr.chunks.reply()
-	state := a2a.StateCompleted
-	var statusText string
-	switch {
-	case agentErr != nil && errors.Is(context.Cause(ctx), errCanceledByPeer):
-		state = a2a.StateCanceled
-	case agentErr != nil && errors.Is(context.Cause(ctx), ledger.ErrFenced):
-		state, statusText = a2a.StateFailed, "a newer turn took over this context; this turn's reply was not stored"
-	case agentErr != nil && errors.Is(context.Cause(ctx), locking.ErrLost):
-		state, statusText = a2a.StateFailed, "the gateway lost this context's lease during the turn; send the message again"
-		r.log.Warn("lease lost during a turn; canceled it", "task_id", lt.id)
-	case agentErr != nil && ctx.Err() != nil:
-		state, statusText = a2a.StateFailed, "the gateway shut down during this turn; send the message again"
-	case agentErr != nil:
-		state, statusText = a2a.StateFailed, "the agent failed to reply; the operator's log has the detail"
-		r.log.Warn("agent failed", "task_id", lt.id, "err", agentErr)
-	case res.InputRequired:
-		state = a2a.StateInputRequired
-	}
-	var entries []ledger.Entry
-	if tr.chunksMade > 0 {
-		entries = append(entries, tr.chunkEntry(rest, true))
-	}
-	if reply != "" || agentErr == nil {
-		meta := map[string]any{metaArtifactID: tr.artifactID}
-		if tr.chunksMade > 0 {
-			meta[metaChunked] = true
-		}
-		if agentErr != nil {
-			meta[metaPartial] = true
-		}
-		if res.UpstreamContextID != "" {
-			meta[metaUpstream] = res.UpstreamContextID
-		}
-		if res.UpstreamTaskID != "" {
-			meta[metaUpstreamTask] = res.UpstreamTaskID
-		}
-		entries = append(entries, ledger.Entry{
-			TaskID: lt.id, Kind: ledger.KindAgentReply, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityModel,
-			Actor: "agent", MessageID: uuid.NewString(), Role: ledger.RoleAgent,
-			Parts: []ledger.Part{{Kind: ledger.PartText, Text: reply}}, Metadata: marshalMeta(meta),
-		})
-	}
-	status := ledger.Entry{TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString()}
-	switch {
-	case statusText != "":
-		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: statusText}}
-		if agentErr != nil {
-			entries = append(entries, ledger.Entry{TaskID: lt.id, Kind: ledger.KindError, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit, Actor: "gateway", Parts: []ledger.Part{{Kind: ledger.PartText, Text: statusText}}})
-		}
-	case state == a2a.StateInputRequired:
-		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: reply}}
-	}
-	entries = append(entries, status)
+	state, statusText := tr.endState(ctx, agentErr, res)
+	entries := tr.endEntries(agentErr, res, state, statusText)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
 	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
-		text := "internal error: the reply could not be stored"
-		if errors.Is(err, ledger.ErrFenced) {
-			text = "a newer turn took over this context; this turn's reply was not stored"
-			r.log.Warn("turn fenced off: a newer holder owns the context", "task_id", lt.id)
-		} else {
-			r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
-		}
-		// Close the task without touching the conversation: an audit-only status, so the
-		// task does not stay "working" and no reply enters a newer turn.
-		failed, aerr := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
-			TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit,
-			Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
-			Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},
-		}}})
-		if aerr != nil {
-			r.log.Error("recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", aerr)
-		} else {
-			tr.keep(failed.Entries)
-			r.publish(fctx, tr.peer, lt.contextID, failed.Entries)
-		}
-		if tr.keepStored {
-			lt.stored = tr.stored
-		}
+		tr.recordFailure(fctx, err)
+		tr.saveStored()
 		r.obs.TurnDone(string(a2a.StateFailed), time.Since(tr.started))
 		return
 	}
 	r.obs.TurnDone(string(state), time.Since(tr.started))
 	tr.keep(stored.Entries)
-	if tr.keepStored {
-		lt.stored = tr.stored
-	}
+	tr.saveStored()
 	r.publish(fctx, tr.peer, lt.contextID, stored.Entries)
+}
+
+// saveStored hands a new task's entries to those waiting for the turn (SendMessage).
+func (tr *turnRun) saveStored() {
+	if tr.keepStored {
+		tr.lt.stored = tr.stored
+	}
+}
+
+// endState is the state the turn ends in, given the agent's error and result and the
+// cause of the turn's cancellation, and for a failure the status text that explains it.
+func (tr *turnRun) endState(ctx context.Context, agentErr error, res agent.Result) (a2a.TaskState, string) {
+	log, id := tr.r.log, tr.lt.id
+	cause := context.Cause(ctx)
+	switch {
+	case agentErr == nil && res.InputRequired:
+		return a2a.StateInputRequired, ""
+	case agentErr == nil:
+		return a2a.StateCompleted, ""
+	case errors.Is(cause, errCanceledByPeer):
+		return a2a.StateCanceled, ""
+	case errors.Is(cause, ledger.ErrFenced):
+		return a2a.StateFailed, textFenced
+	case errors.Is(cause, locking.ErrLost):
+		log.WarnContext(ctx, "lease lost during a turn; canceled it", "task_id", id)
+		return a2a.StateFailed, textLeaseOff
+	case ctx.Err() != nil:
+		return a2a.StateFailed, textShutdown
+	}
+	log.WarnContext(ctx, "agent failed", "task_id", id, "err", agentErr)
+	return a2a.StateFailed, textAgent
+}
+
+// endEntries are the entries that record the end of the turn: the last chunk of a
+// streamed reply, the reply (unless the agent failed before any), an error record for a
+// failure, and the final status.
+func (tr *turnRun) endEntries(agentErr error, res agent.Result, state a2a.TaskState, statusText string) []ledger.Entry {
+	id := tr.lt.id
+	reply, rest := tr.chunks.reply()
+	var entries []ledger.Entry
+	if tr.chunksMade > 0 {
+		entries = append(entries, tr.chunkEntry(rest, true))
+	}
+	if reply != "" || agentErr == nil {
+		entries = append(entries, tr.replyEntry(agentErr, res, reply))
+	}
+	status := ledger.Entry{TaskID: id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString()}
+	switch {
+	case statusText != "":
+		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: statusText}}
+		if agentErr != nil {
+			entries = append(entries, ledger.Entry{TaskID: id, Kind: ledger.KindError, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit, Actor: "gateway", Parts: []ledger.Part{{Kind: ledger.PartText, Text: statusText}}})
+		}
+	case state == a2a.StateInputRequired:
+		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: reply}}
+	}
+	return append(entries, status)
+}
+
+// replyEntry is the AGENT_REPLY entry of reply; after an agent error it is marked partial.
+func (tr *turnRun) replyEntry(agentErr error, res agent.Result, reply string) ledger.Entry {
+	meta := map[string]any{metaArtifactID: tr.artifactID}
+	if tr.chunksMade > 0 {
+		meta[metaChunked] = true
+	}
+	if agentErr != nil {
+		meta[metaPartial] = true
+	}
+	if res.UpstreamContextID != "" {
+		meta[metaUpstream] = res.UpstreamContextID
+	}
+	if res.UpstreamTaskID != "" {
+		meta[metaUpstreamTask] = res.UpstreamTaskID
+	}
+	return ledger.Entry{
+		TaskID: tr.lt.id, Kind: ledger.KindAgentReply, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityModel,
+		Actor: "agent", MessageID: uuid.NewString(), Role: ledger.RoleAgent,
+		Parts: []ledger.Part{{Kind: ledger.PartText, Text: reply}}, Metadata: marshalMeta(meta),
+	}
+}
+
+// recordFailure closes the task whose end could not be stored (err) without touching the
+// conversation: an audit-only FAILED status, so the task does not stay "working" and no
+// reply enters a newer turn. If even that fails, the task's streams end without a final
+// status (eventStream.ended).
+func (tr *turnRun) recordFailure(ctx context.Context, err error) {
+	r, lt := tr.r, tr.lt
+	text := textNotSaved
+	if errors.Is(err, ledger.ErrFenced) {
+		text = textFenced
+		r.log.WarnContext(ctx, "turn fenced off: a newer holder owns the context", "task_id", lt.id)
+	} else {
+		r.log.ErrorContext(ctx, "recording the end of a turn failed", "task_id", lt.id, "err", err)
+	}
+	failed, err := r.led.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
+		TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit,
+		Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
+		Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},
+	}}})
+	if err != nil {
+		r.log.ErrorContext(ctx, "recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", err)
+		return
+	}
+	tr.keep(failed.Entries)
+	r.publish(ctx, tr.peer, lt.contextID, failed.Entries)
 }
 
 // newTaskID returns a time-ordered (version 7) UUID: new tasks land at the right edge of

@@ -16,17 +16,27 @@ import (
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
-	"github.com/a2a-gateway/gateway/locking"
 )
 
-// loadTask folds a task of peer from the ledger; another peer's task is "not found".
-func (r *Runner) loadTask(ctx context.Context, peer, taskID string, historyLength *int) (*a2a.Task, error) {
+// taskEntries reads a task of peer from the ledger: a *taskNotFoundError when it does not
+// exist or is another peer's.
+func (r *Runner) taskEntries(ctx context.Context, peer, taskID string) (ledger.Conversation, []ledger.Entry, error) {
 	conv, entries, err := r.led.TaskEntries(ctx, taskID)
 	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
-		return nil, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", taskID)
+		return ledger.Conversation{}, nil, &taskNotFoundError{TaskID: taskID}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load task: %w", err)
+		return ledger.Conversation{}, nil, fmt.Errorf("load task: %w", err)
+	}
+	return conv, entries, nil
+}
+
+// loadTask folds a task of peer from the ledger; another peer's task is "not found" (a
+// *taskNotFoundError).
+func (r *Runner) loadTask(ctx context.Context, peer, taskID string, historyLength *int) (*a2a.Task, error) {
+	conv, entries, err := r.taskEntries(ctx, peer, taskID)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.inflate(ctx, entries); err != nil {
 		return nil, err
@@ -50,8 +60,9 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 	return nil
 }
 
-// GetTask implements a2a.Handler.
-func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
+// GetTask implements a2a.Handler. Its errors are protocol errors (see protocolError).
+func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
@@ -59,36 +70,76 @@ func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, 
 }
 
 // ListTasks implements a2a.Handler: the caller's tasks, newest status first, optionally of
-// one context; the page token is an opaque offset.
-func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.ListTasksResult, error) {
+// one context; the page token is an opaque offset. Its errors are protocol errors (see
+// protocolError).
+func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (_ *a2a.ListTasksResult, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
 	peer := PeerFrom(ctx)
-	var convs []string
-	if p.ContextID != "" {
-		if err := contextid.Validate(p.ContextID); err != nil {
-			return nil, a2a.InvalidParams("contextId", "%v", err)
-		}
-		convs = []string{p.ContextID}
-	} else {
-		all, err := r.led.List(ctx, ledger.ListOptions{Owner: peer})
-		if err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		for _, c := range all {
-			convs = append(convs, c.ContextID)
-		}
+	convs, err := r.taskContexts(ctx, peer, p.ContextID)
+	if err != nil {
+		return nil, err
 	}
-	offset := 0
-	if p.PageToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(p.PageToken)
-		n, err2 := strconv.Atoi(string(b))
-		if err != nil || err2 != nil || n < 0 {
-			return nil, a2a.InvalidParams("pageToken", "is not a token this server issued")
-		}
-		offset = n
+	offset, err := pageOffset(p.PageToken)
+	if err != nil {
+		return nil, err
 	}
+	tasks, err := r.listTasks(ctx, peer, convs, p)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(tasks, func(a, b a2a.Task) int {
+		if c := b.Status.Timestamp.Compare(a.Status.Timestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	res := &a2a.ListTasksResult{TotalSize: len(tasks), PageSize: p.PageSize}
+	offset = min(offset, len(tasks))
+	end := min(offset+p.PageSize, len(tasks))
+	res.Tasks = tasks[offset:end]
+	if end < len(tasks) {
+		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	}
+	return res, nil
+}
+
+// taskContexts are the contexts ListTasks reads: contextID, or all of peer's.
+func (r *Runner) taskContexts(ctx context.Context, peer, contextID string) ([]string, error) {
+	if contextID != "" {
+		if err := contextid.Validate(contextID); err != nil {
+			return nil, &paramError{Field: "contextId", Err: err}
+		}
+		return []string{contextID}, nil
+	}
+	all, err := r.led.List(ctx, ledger.ListOptions{Owner: peer})
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	convs := make([]string, 0, len(all))
+	for _, c := range all {
+		convs = append(convs, c.ContextID)
+	}
+	return convs, nil
+}
+
+// pageOffset decodes a ListTasks page token ("" is the first page).
+func pageOffset(token string) (int, error) {
+	if token == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	n, err2 := strconv.Atoi(string(b))
+	if err != nil || err2 != nil || n < 0 {
+		return 0, &paramError{Field: "pageToken", Reason: "is not a token this server issued"}
+	}
+	return n, nil
+}
+
+// listTasks folds peer's tasks in the contexts convs that pass p's filters.
+func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *a2a.ListTasksParams) ([]a2a.Task, error) {
 	var tasks []a2a.Task
 	for _, cid := range convs {
 		ids, err := r.led.TaskIDs(ctx, peer, cid)
@@ -115,27 +166,14 @@ func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.Li
 			tasks = append(tasks, *t)
 		}
 	}
-	slices.SortStableFunc(tasks, func(a, b a2a.Task) int {
-		if c := b.Status.Timestamp.Compare(a.Status.Timestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	res := &a2a.ListTasksResult{TotalSize: len(tasks), PageSize: p.PageSize}
-	if offset > len(tasks) {
-		offset = len(tasks)
-	}
-	end := min(offset+p.PageSize, len(tasks))
-	res.Tasks = tasks[offset:end]
-	if end < len(tasks) {
-		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
-	}
-	return res, nil
+	return tasks, nil
 }
 
 // CancelTask implements a2a.Handler. Canceling a canceled task returns it again
-// (idempotent); any other terminal task is not cancelable.
-func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
+// (idempotent); any other terminal task is not cancelable. Its errors are protocol errors
+// (see protocolError).
+func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Task, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
@@ -166,15 +204,11 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task
 	// runs meanwhile, and record the cancellation in a new epoch.
 	lease, err := r.acquire(ctx, contextid.Key(peer, t.ContextID), p.ID)
 	if err != nil {
-		var held *locking.HeldError
-		if errors.As(err, &held) {
-			r.audit(auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: t.ContextID,
-				Entries: []ledger.Entry{cancelAuditEntry(peer, p.ID, held.Holder)}}})
-			return nil, r.busy(t.ContextID, held.Holder)
-		}
-		return nil, a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
+		return nil, r.refuse(ctx, peer, t.ContextID, err, func(holder string) ledger.Entry {
+			return cancelAuditEntry(peer, p.ID, holder)
+		})
 	}
-	defer r.releaseLease(lease)
+	defer r.releaseLease(ctx, lease)
 	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
 		TaskID: p.ID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
 		Actor: peer, State: string(a2a.StateCanceled), MessageID: uuid.NewString(),
@@ -219,18 +253,17 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 // Last-Event-ID), replayed from the ledger and then live, ending with the task's final
 // status. Without AfterSeq the stream starts with a Task snapshot. A terminal task is
 // refused as the spec says, unless AfterSeq shows a client resuming a stream it was
-// reading: then it gets what it missed, up to the end.
-func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a2a.Stream, error) {
+// reading: then it gets what it missed, up to the end. Its errors are protocol errors (see
+// protocolError).
+func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_ a2a.Stream, err error) {
+	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
 	peer := PeerFrom(ctx)
-	conv, entries, err := r.led.TaskEntries(ctx, p.ID)
-	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
-		return nil, a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", p.ID)
-	}
+	conv, entries, err := r.taskEntries(ctx, peer, p.ID)
 	if err != nil {
-		return nil, fmt.Errorf("load task: %w", err)
+		return nil, err
 	}
 	st := foldTask(conv, p.ID, entries).Status.State
 	r.mu.Lock()
@@ -261,29 +294,35 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a
 	if err != nil {
 		return nil, err
 	}
+	es := r.newEventStream(peer, conv.ContextID, p.ID, p.AfterSeq, nil, release)
+	es.ended = ended
 	if p.AfterSeq > 0 {
-		es := r.newEventStream(peer, conv.ContextID, p.ID, p.AfterSeq, nil, release)
-		es.ended = ended
 		return es, nil
 	}
-	// A snapshot first; the join comes before the read, so nothing after it is missed.
-	es := r.newEventStream(peer, conv.ContextID, p.ID, 0, nil, release)
-	es.ended = ended
-	conv, entries, err = r.led.TaskEntries(ctx, p.ID)
+	if err := r.snapshotHead(ctx, es); err != nil {
+		es.Close()
+		return nil, err
+	}
+	return es, nil
+}
+
+// snapshotHead puts the task's snapshot at the head of es, a stream from the start. The
+// stream joined the feed before this read, so nothing after the snapshot is missed.
+func (r *Runner) snapshotHead(ctx context.Context, es *eventStream) error {
+	conv, entries, err := r.led.TaskEntries(ctx, es.taskID)
 	if err == nil {
 		err = r.inflate(ctx, entries)
 	}
 	if err != nil {
-		es.Close()
-		return nil, fmt.Errorf("load task: %w", err)
+		return fmt.Errorf("load task: %w", err)
 	}
-	t := foldTask(conv, p.ID, entries)
+	t := foldTask(conv, es.taskID, entries)
 	es.head = []a2a.Event{{Seq: entries[len(entries)-1].Seq, Task: &t}}
 	es.covered = es.head[0].Seq
 	if t.Status.State.EndsStream() {
 		es.done = true // it ended between the two reads
 	}
-	return es, nil
+	return nil
 }
 
 // sliceStream streams a fixed list of events.
