@@ -492,6 +492,7 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 	})
 	return lt, first
 }
+
 // acquire takes the context's lease; with a BusyWait it waits for a busy context to free
 // up until the bound, then reports it held.
 func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
