@@ -245,8 +245,8 @@ type ctxRecorder struct {
 }
 
 func (h *ctxRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *ctxRecorder) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *ctxRecorder) WithGroup(string) slog.Handler           { return h }
+func (h *ctxRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *ctxRecorder) WithGroup(string) slog.Handler            { return h }
 func (h *ctxRecorder) Handle(ctx context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
