@@ -46,7 +46,7 @@ const minDropBlock = 4
 // never are, nor are empty messages.
 //
 // Content: every text (history and current) goes through history.Filter, then trust-tag
-// imitations are neutralised and credentials redacted ([Redact]); the content is a fixed
+// imitations are neutralised and credentials redacted ([redact.Text]); the content is a fixed
 // point of history.Filter. History messages are capped at Policy.MaxMessageBytes, the
 // current one at Budget.Current, with a marker naming the original size and artifact.
 // Consecutive tool calls become one assistant message; a tool call whose result is not in

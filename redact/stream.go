@@ -1,4 +1,4 @@
-package projection
+package redact
 
 import (
 	"fmt"
@@ -8,14 +8,14 @@ import (
 	"unicode/utf8"
 )
 
-// StreamMaxHeld bounds the text a [StreamRedactor] holds back: 16 KiB.
-const StreamMaxHeld = 16 << 10
+// MaxHeld bounds the text a [Stream] holds back: 16 KiB.
+const MaxHeld = 16 << 10
 
-// StreamRedactor redacts a text that arrives in chunks (an agent's reply streamed token by
-// token) exactly as [Redact] redacts the whole text (DESIGN X-3): for every text s and
+// Stream redacts a text that arrives in chunks (an agent's reply streamed token by
+// token) exactly as [Text] redacts the whole text (DESIGN X-3): for every text s and
 // every way of splitting s into chunks, the outputs of Write for the chunks followed by the
-// output of Flush concatenate to Redact(s), and Redactions then counts the credentials
-// Redact replaced in s. Chunk boundaries may fall anywhere, even inside a UTF-8 character;
+// output of Flush concatenate to Text(s), and Redactions then counts the credentials
+// Text replaced in s. Chunk boundaries may fall anywhere, even inside a UTF-8 character;
 // no returned string splits one (each is valid UTF-8 when the input is).
 //
 // Write returns at once the text no credential can still reach and holds back the rest:
@@ -28,8 +28,8 @@ const StreamMaxHeld = 16 << 10
 //
 // # Bound
 //
-// After a Write the held text never exceeds [StreamMaxHeld] bytes (counted over all of
-// Redact's passes, an incomplete UTF-8 character at the end included). Where it would, the
+// After a Write the held text never exceeds [MaxHeld] bytes (counted over all of
+// Text's passes, an incomplete UTF-8 character at the end included). Where it would, the
 // oldest held text is released early, by the first rule that applies:
 //
 //   - a long run that no match can span is cut where no candidate match crosses (a word
@@ -40,35 +40,35 @@ const StreamMaxHeld = 16 << 10
 //     thousands of characters after "sk-ant-" or "Bearer "), is replaced by its
 //     placeholder now and the rest of the match is dropped as it arrives: the key block up
 //     to its END line, the token up to its last character;
-//   - anything else is released as Redact would treat it if the text ended here.
+//   - anything else is released as Text would treat it if the text ended here.
 //
-// Until an early release, the output is exactly Redact's; after one, it may differ from
-// Redact's but still never contains a credential Redact would have removed, except a candidate
+// Until an early release, the output is exactly Text's; after one, it may differ from
+// Text's but still never contains a credential Text would have removed, except a candidate
 // whose recognisable start lies more than the bound before the point where it becomes
 // a match (e.g. a JWT with a 16 KiB header).
 //
 // # How
 //
-// Redact runs its patterns one after the other, each over the previous one's output; a
-// StreamRedactor chains one stage per pattern. A stage simulates the leftmost-first
+// Text runs its patterns one after the other, each over the previous one's output; a
+// Stream chains one stage per pattern. A stage simulates the leftmost-first
 // search of package regexp for its pattern (the same compiled program) over its pending
 // text, and releases the text up to the last safe cut: one that no match found crosses,
 // that no thread still alive started before, and where the assertions (\b, \z) judge
 // both sides as they judge the whole. Package regexp then replaces the matches in the
-// released text as in Redact. The simulation reads each rune once per search, as the
+// released text as in Text. The simulation reads each rune once per search, as the
 // regexp does: the work stays linear in the text.
 //
-// The zero value is ready to use. After Flush the StreamRedactor starts a new stream
+// The zero value is ready to use. After Flush the Stream starts a new stream
 // (Redactions keeps counting). It is not safe for concurrent use.
-type StreamRedactor struct {
+type Stream struct {
 	stages     []streamStage
 	redactions int
-	limit      int // held-text bound; 0: StreamMaxHeld (tests lower it)
+	limit      int // held-text bound; 0: MaxHeld (tests lower it)
 }
 
 // Write accepts the next chunk of the stream and returns the text that is now safe to
 // emit, redacted (possibly empty).
-func (r *StreamRedactor) Write(chunk string) string {
+func (r *Stream) Write(chunk string) string {
 	r.init()
 	if chunk == "" {
 		return ""
@@ -76,7 +76,7 @@ func (r *StreamRedactor) Write(chunk string) string {
 	out := r.feed(0, chunk)
 	limit := r.limit
 	if limit <= 0 {
-		limit = StreamMaxHeld
+		limit = MaxHeld
 	}
 	// Each round moves at least half of the largest stage's text on (or drops it); the
 	// cap only guards against a bug looping forever.
@@ -95,8 +95,8 @@ func (r *StreamRedactor) Write(chunk string) string {
 }
 
 // Flush ends the stream: it returns the held text, redacted, and resets the
-// StreamRedactor for a new stream.
-func (r *StreamRedactor) Flush() string {
+// Stream for a new stream.
+func (r *Stream) Flush() string {
 	r.init()
 	in := ""
 	for i := range r.stages {
@@ -110,10 +110,10 @@ func (r *StreamRedactor) Flush() string {
 }
 
 // Redactions returns how many credentials were replaced so far.
-func (r *StreamRedactor) Redactions() int { return r.redactions }
+func (r *Stream) Redactions() int { return r.redactions }
 
 // held returns how many bytes the stages hold back.
-func (r *StreamRedactor) held() int {
+func (r *Stream) held() int {
 	n := 0
 	for i := range r.stages {
 		n += len(r.stages[i].buf)
@@ -121,7 +121,7 @@ func (r *StreamRedactor) held() int {
 	return n
 }
 
-func (r *StreamRedactor) init() {
+func (r *Stream) init() {
 	if r.stages != nil {
 		return
 	}
@@ -134,7 +134,7 @@ func (r *StreamRedactor) init() {
 
 // feed passes in through the stages from index from on and returns what the last stage
 // releases.
-func (r *StreamRedactor) feed(from int, in string) string {
+func (r *Stream) feed(from int, in string) string {
 	for i := from; i < len(r.stages); i++ {
 		st := &r.stages[i]
 		if in == "" {
@@ -163,7 +163,7 @@ func (r *StreamRedactor) feed(from int, in string) string {
 // of the regexp on the text it releases, and panic on a difference (tests set it).
 var streamSelfCheck bool
 
-// streamProg is one of Redact's patterns compiled for simulation. It is immutable.
+// streamProg is one of Text's patterns compiled for simulation. It is immutable.
 type streamProg struct {
 	red        *redactor
 	prog       *syntax.Prog
@@ -204,7 +204,7 @@ func newStreamProg(r *redactor) *streamProg {
 	for _, e := range sp.freshList(&q, allAssertions, 0, false) {
 		in := &p.Inst[e.pc]
 		if in.Op == syntax.InstMatch {
-			panic("projection: redaction pattern matches the empty string: " + r.re.String())
+			panic("redact: redaction pattern matches the empty string: " + r.re.String())
 		}
 		for b := range utf8.RuneSelf {
 			if accepts(in, rune(b)) {
@@ -441,7 +441,7 @@ const (
 	fEnd                        // an assertion here, judged by a thread started before, depends on the rune here
 )
 
-// streamStage runs one of Redact's patterns over a stream: the text the previous stage
+// streamStage runs one of Text's patterns over a stream: the text the previous stage
 // released goes in, the same text with this pattern's matches replaced comes out.
 //
 // It holds buf, the text not released yet, and simulates package regexp's FindAll over
@@ -645,7 +645,7 @@ func (st *streamStage) finish() {
 func (st *streamStage) noteMatch(start, end int) {
 	if start < 0 {
 		if streamSelfCheck {
-			panic(fmt.Sprintf("projection: stream stage %q: match from before the cut", st.sp.red.re))
+			panic(fmt.Sprintf("redact: stream stage %q: match from before the cut", st.sp.red.re))
 		}
 		start = 0
 	}
@@ -797,7 +797,7 @@ func (st *streamStage) check(seg string, idx [][]int, c int, atPos bool) {
 	st.found = append(st.found[:0], st.found[k:]...)
 	for i := 0; i < len(st.found); i += 2 {
 		if st.found[i] < 0 {
-			panic(fmt.Sprintf("projection: stream stage %q: match %v crosses the cut %d", st.sp.red.re, st.found[i:i+2], c))
+			panic(fmt.Sprintf("redact: stream stage %q: match %v crosses the cut %d", st.sp.red.re, st.found[i:i+2], c))
 		}
 	}
 	alive, pending := st.frontier()
@@ -805,16 +805,16 @@ func (st *streamStage) check(seg string, idx [][]int, c int, atPos bool) {
 	case atPos && pending >= 0:
 		got = append(got, pending, c)
 	case !atPos && (alive < c || pending >= 0 && pending < c):
-		panic(fmt.Sprintf("projection: stream stage %q: thread from %d alive at the cut %d", st.sp.red.re, min(alive, pending), c))
+		panic(fmt.Sprintf("redact: stream stage %q: thread from %d alive at the cut %d", st.sp.red.re, min(alive, pending), c))
 	case !atPos && st.matched && st.mstart < c:
-		panic(fmt.Sprintf("projection: stream stage %q: match from %d pending at the cut %d", st.sp.red.re, st.mstart, c))
+		panic(fmt.Sprintf("redact: stream stage %q: match from %d pending at the cut %d", st.sp.red.re, st.mstart, c))
 	}
 	want := make([]int, 0, 2*len(idx))
 	for _, m := range idx {
 		want = append(want, m[0], m[1])
 	}
 	if !slices.Equal(got, want) {
-		panic(fmt.Sprintf("projection: stream stage %q: simulated matches %v, regexp %v in %q", st.sp.red.re, got, want, seg))
+		panic(fmt.Sprintf("redact: stream stage %q: simulated matches %v, regexp %v in %q", st.sp.red.re, got, want, seg))
 	}
 }
 
@@ -861,7 +861,7 @@ func (st *streamStage) drop(c int) {
 }
 
 // force releases held text early because the held text exceeds the bound (see
-// StreamRedactor).
+// Stream).
 func (st *streamStage) force() (string, int) {
 	if st.swallow {
 		st.endSwallow()
@@ -1030,7 +1030,7 @@ func (st *streamStage) endSwallow() {
 	st.drop(min(resume, len(st.buf)))
 }
 
-// run applies r to s as Redact's pass does and also returns the matches.
+// run applies r to s as Text's pass does and also returns the matches.
 func (r *redactor) run(s string) (string, int, [][]int) {
 	if !r.mayMatch(s) {
 		return s, 0, nil
