@@ -141,13 +141,10 @@ func (r *Stream) feed(from int, in string) string {
 			return ""
 		}
 		st.append(in)
-		if st.swallow {
-			st.advanceSwallow(false)
-			if st.swallow {
-				return ""
-			}
-		}
 		st.advance(false)
+		if st.swallow {
+			return "" // the stage is still dropping a released match
+		}
 		c := st.cutPoint()
 		if c == 0 {
 			return ""
@@ -464,7 +461,8 @@ type streamStage struct {
 	reachFloor   int   // the furthest end of a match starting at or below floor
 	found        []int // self-check: the matches found, start and end pairs
 
-	// Swallow mode: a match was released early (by force) and its rest is being dropped.
+	// Swallow mode: a match was released early (by force) and its rest is being dropped
+	// (advance runs only its threads and starts none).
 	swallow bool
 	emitted int // buf[:emitted] has been released
 	dropTo  int // buf[:dropTo] belongs to the released match
@@ -522,110 +520,161 @@ func runeBefore(b []byte, i int) rune {
 }
 
 // advance runs the search over the known text as far as it can without the runes to come
-// (with final, to the end of the text).
+// (with final, to the end of the text). It is the stage's one step loop, in two modes:
+//
+//   - searching: the search of package regexp, starting a thread at every position where
+//     no match is pending and recording the matches it finds;
+//   - swallowing (after force released a match early): only the released match's threads
+//     run, no thread starts, and the text they cover is dropped as it arrives. When they
+//     end, the stage resumes searching after the match, in the same call.
 func (st *streamStage) advance(final bool) {
-	sp := st.sp
+	st.setKnown(final)
+	for {
+		if !st.runq.hasLive() {
+			switch {
+			case st.swallow:
+				st.endSwallow()
+				st.setKnown(final)
+				continue
+			case st.matched:
+				st.finish()
+				continue
+			}
+			st.runq.clear()
+			st.skipToStart()
+		}
+		if st.pos >= st.known {
+			if !final || !st.endOfText() {
+				return
+			}
+			continue
+		}
+		if !st.step(final) {
+			return
+		}
+	}
+}
+
+// setKnown sets known: the whole of buf with final, else buf up to the incomplete UTF-8
+// character that may end it.
+func (st *streamStage) setKnown(final bool) {
 	st.known = len(st.buf)
 	if !final {
 		st.known -= incompleteTail(st.buf)
 	}
-	for {
-		if !st.runq.hasLive() {
-			if st.matched {
-				st.finish()
-				continue
-			}
-			st.runq.clear()
-			// No thread: skip to where a match can start.
-			for st.pos < st.known {
-				c := st.buf[st.pos]
-				if c < utf8.RuneSelf {
-					if sp.first[c] {
-						break
-					}
-					st.info[st.pos].flags |= fBoundary
-					st.pos++
-					st.fresh = false
-					continue
-				}
-				if sp.firstOther {
-					break
-				}
-				_, w := utf8.DecodeRune(st.buf[st.pos:])
-				st.info[st.pos].flags |= fBoundary
-				st.pos += w
-				st.fresh = false
-			}
-		}
-		if st.pos >= st.known {
-			if !final {
+}
+
+// skipToStart moves pos, while no thread runs, over the known text to where a match can
+// start.
+func (st *streamStage) skipToStart() {
+	sp := st.sp
+	for st.pos < st.known {
+		c := st.buf[st.pos]
+		w := 1
+		if c < utf8.RuneSelf {
+			if sp.first[c] {
 				return
 			}
-			// The end of the text.
-			st.info[st.pos].flags |= fBoundary
-			if !st.matched && !st.fresh {
-				sp.add(&st.runq, uint32(sp.prog.Start), st.pos, syntax.EmptyOpContext(runeBefore(st.buf, st.pos), -1), 0, nil)
-			}
-			for _, e := range st.runq.dense {
-				if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
-					st.matched, st.mstart, st.mend = true, e.start, st.pos
-					st.noteMatch(e.start, st.pos)
-					break
-				}
-			}
-			st.runq.clear()
-			st.fresh = false
-			if st.matched {
-				st.finish()
-				continue
-			}
-			return
-		}
-		pos := st.pos
-		st.info[pos].flags |= fBoundary
-		r, w := runeAt(st.buf, pos)
-		if !st.matched && !st.fresh {
-			sp.add(&st.runq, uint32(sp.prog.Start), pos, syntax.EmptyOpContext(runeBefore(st.buf, pos), r), 0, nil)
-			st.fresh = true
-		}
-		// Does a thread consume r (before a match cuts the rest off)? Then the assertions
-		// after it need the next rune.
-		need := sp.consumes(&st.runq, r)
-		r1 := rune(-1)
-		if need {
-			switch {
-			case pos+w < st.known:
-				r1, _ = runeAt(st.buf, pos+w)
-			case final:
-			default:
+		} else {
+			if sp.firstOther {
 				return
 			}
+			_, w = utf8.DecodeRune(st.buf[st.pos:])
 		}
-		ctx, alt := syntax.EmptyOpContext(r, r1), syntax.EmptyOpContext(r, -1)
-		diff := false
-		st.nextq.clear()
-		for _, e := range st.runq.dense {
-			if !e.live {
-				continue
-			}
-			in := &sp.prog.Inst[e.pc]
-			if in.Op == syntax.InstMatch {
-				// First-match mode: lower-priority threads are cut off.
-				st.matched, st.mstart, st.mend = true, e.start, pos
-				st.noteMatch(e.start, pos)
-				break
-			}
-			if accepts(in, r) {
-				sp.add(&st.nextq, in.Out, e.start, ctx, alt, &diff)
-			}
-		}
-		if diff {
-			st.info[pos+w].flags |= fEnd
-		}
-		st.runq, st.nextq = st.nextq, st.runq
-		st.nextq.clear()
-		st.pos = pos + w
+		st.info[st.pos].flags |= fBoundary
+		st.pos += w
 		st.fresh = false
+	}
+}
+
+// step moves the threads over the rune at pos, in priority order: each consumes it or
+// dies, until one waits at a match (first-match mode: the threads after it are cut off).
+// Searching, a new thread starts at pos first unless a match is pending; swallowing, the
+// text the released match covers is dropped after the step. step reports false, having
+// done nothing, when the assertions after the rune need the next rune and it is not known
+// yet.
+func (st *streamStage) step(final bool) bool {
+	sp, pos := st.sp, st.pos
+	st.info[pos].flags |= fBoundary
+	r, w := runeAt(st.buf, pos)
+	if !st.swallow && !st.matched && !st.fresh {
+		sp.add(&st.runq, uint32(sp.prog.Start), pos, syntax.EmptyOpContext(runeBefore(st.buf, pos), r), 0, nil)
+		st.fresh = true
+	}
+	// Does a thread consume r (before a match cuts the rest off)? Then the assertions
+	// after it need the next rune.
+	r1 := rune(-1)
+	if sp.consumes(&st.runq, r) {
+		switch {
+		case pos+w < st.known:
+			r1, _ = runeAt(st.buf, pos+w)
+		case !final:
+			return false
+		}
+	}
+	// eof is the context if the text ended after r: an assertion judged differently
+	// under it marks the next position fEnd; swallowing, the threads under it in
+	// scratch tell whether the match would end here.
+	ctx, eof := syntax.EmptyOpContext(r, r1), syntax.EmptyOpContext(r, -1)
+	diff := false
+	st.nextq.clear()
+	st.scratch.clear()
+	for _, e := range st.runq.dense {
+		if !e.live {
+			continue
+		}
+		in := &sp.prog.Inst[e.pc]
+		if in.Op == syntax.InstMatch {
+			st.recordMatch(e.start, pos)
+			break
+		}
+		if accepts(in, r) {
+			sp.add(&st.nextq, in.Out, e.start, ctx, eof, &diff)
+			if st.swallow {
+				sp.add(&st.scratch, in.Out, e.start, eof, 0, nil)
+			}
+		}
+	}
+	if diff {
+		st.info[pos+w].flags |= fEnd
+	}
+	st.runq, st.nextq = st.nextq, st.runq
+	st.nextq.clear()
+	st.pos = pos + w
+	st.fresh = false
+	if st.swallow {
+		st.dropCovered()
+	}
+	return true
+}
+
+// endOfText ends the search at the end of the text (final): a thread waiting at a match
+// instruction matches there. It reports whether the loop goes on: to finish the match
+// found, or to end the swallowed one.
+func (st *streamStage) endOfText() bool {
+	sp := st.sp
+	st.info[st.pos].flags |= fBoundary
+	if !st.swallow && !st.matched && !st.fresh {
+		sp.add(&st.runq, uint32(sp.prog.Start), st.pos, syntax.EmptyOpContext(runeBefore(st.buf, st.pos), -1), 0, nil)
+	}
+	for _, e := range st.runq.dense {
+		if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
+			st.recordMatch(e.start, st.pos)
+			break
+		}
+	}
+	st.runq.clear()
+	st.fresh = false
+	return st.swallow || st.matched
+}
+
+// recordMatch records that a thread started at start matches at end. Swallowing, only
+// the end counts: the match was released already, and start is no position of buf.
+func (st *streamStage) recordMatch(start, end int) {
+	st.matched, st.mend = true, end
+	if !st.swallow {
+		st.mstart = start
+		st.noteMatch(start, end)
 	}
 }
 
@@ -820,11 +869,8 @@ func (st *streamStage) check(seg string, idx [][]int, c int, atPos bool) {
 
 // flush releases all of buf (the stream ends) and resets the stage.
 func (st *streamStage) flush() (string, int) {
-	if st.swallow {
-		st.advanceSwallow(true)
-	}
-	if streamSelfCheck {
-		st.advance(true)
+	if st.swallow || streamSelfCheck {
+		st.advance(true) // ends a swallowed match; with the self-check, searches all
 	}
 	seg := string(st.buf)
 	out, n, idx := st.sp.red.run(seg)
@@ -861,37 +907,47 @@ func (st *streamStage) drop(c int) {
 }
 
 // force releases held text early because the held text exceeds the bound (see
-// Stream).
+// Stream): up to the largest safe cut when that releases at least half of buf, else what
+// the text up to here gives (releaseCandidate).
 func (st *streamStage) force() (string, int) {
 	if st.swallow {
 		st.endSwallow()
 	}
 	st.advance(false)
 	n := len(st.buf)
-	// The largest cut no match or candidate crosses (assertions at the cut aside).
-	c := 0
-	if st.pos >= st.known {
-		c = st.pos
-	} else {
-		alive, pending := st.frontier()
-		reach := 0
-		for x := 1; x <= min(st.pos, alive); x++ {
-			reach = max(reach, x-1+int(st.info[x-1].reach))
-			if pending >= 0 && pending < x {
-				reach = max(reach, st.pos)
-			}
-			if st.info[x].flags&fBoundary != 0 && reach <= x {
-				c = x
-			}
-		}
-	}
-	if c > 0 && n-c <= n/2 {
+	if c := st.crossFreeCut(); c > 0 && n-c <= n/2 {
 		out, k, _ := st.sp.red.run(string(st.buf[:c]))
 		st.drop(c)
 		return out, k
 	}
-	// A candidate holds most of buf: release what the text up to here gives, and if the
-	// oldest candidate is a match there, drop the rest of that match as it arrives.
+	return st.releaseCandidate()
+}
+
+// crossFreeCut returns the largest cut no match or candidate crosses (assertions at the
+// cut aside), 0 if none.
+func (st *streamStage) crossFreeCut() int {
+	if st.pos >= st.known {
+		return st.pos
+	}
+	c := 0
+	alive, pending := st.frontier()
+	reach := 0
+	for x := 1; x <= min(st.pos, alive); x++ {
+		reach = max(reach, x-1+int(st.info[x-1].reach))
+		if pending >= 0 && pending < x {
+			reach = max(reach, st.pos)
+		}
+		if st.info[x].flags&fBoundary != 0 && reach <= x {
+			c = x
+		}
+	}
+	return c
+}
+
+// releaseCandidate is force when a candidate holds most of buf: it releases what the
+// known text gives if the text ended here, and if the oldest candidate is a match there,
+// swallows the rest of that match as it arrives.
+func (st *streamStage) releaseCandidate() (string, int) {
 	a := -1
 	for _, e := range st.runq.dense {
 		if e.live && (a < 0 || e.start < a) {
@@ -913,7 +969,14 @@ func (st *streamStage) force() (string, int) {
 		st.drop(L)
 		return out, k
 	}
-	// Keep the threads of that match, at pos (pos < L: they wait for the rune at pos).
+	st.startSwallow(a, L)
+	return out, k
+}
+
+// startSwallow enters swallow mode after buf[:released] was released with the match
+// started at a (a candidate still alive at pos < released): it keeps only that match's
+// threads, which wait at pos for the rune there, and drops the text before pos.
+func (st *streamStage) startSwallow(a, released int) {
 	live := st.runq.dense[:0]
 	for _, e := range st.runq.dense {
 		if e.live && e.start == a {
@@ -932,92 +995,33 @@ func (st *streamStage) force() (string, int) {
 	st.known -= p
 	st.pos = 0
 	st.mend -= p
-	st.emitted = L - p
+	st.emitted = released - p
 	st.dropTo = 0
-	st.fresh = true // no new thread: the search continues that match only
 	st.swallow = true
 	st.found = st.found[:0]
-	return out, k
 }
 
-// advanceSwallow continues the released match over the new text, dropping what it
-// covers; when it ends, the stage resumes normal work after it.
-func (st *streamStage) advanceSwallow(final bool) {
-	sp := st.sp
-	st.known = len(st.buf)
-	if !final {
-		st.known -= incompleteTail(st.buf)
+// dropCovered drops, swallowing, the text the released match covers so far: up to pos
+// when the match would end there if the text did (a thread in scratch waits at a match),
+// and up to the end of a match found.
+func (st *streamStage) dropCovered() {
+	for _, e := range st.scratch.dense {
+		if e.live && st.sp.prog.Inst[e.pc].Op == syntax.InstMatch {
+			st.dropTo = st.pos
+			break
+		}
 	}
-	for st.swallow {
-		if !st.runq.hasLive() {
-			st.endSwallow()
-			return
-		}
-		if st.pos >= st.known {
-			if !final {
-				return
-			}
-			for _, e := range st.runq.dense {
-				if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
-					st.matched, st.mend = true, st.pos
-					break
-				}
-			}
-			st.runq.clear()
-			continue
-		}
-		pos := st.pos
-		r, w := runeAt(st.buf, pos)
-		need := sp.consumes(&st.runq, r)
-		r1 := rune(-1)
-		if need {
-			switch {
-			case pos+w < st.known:
-				r1, _ = runeAt(st.buf, pos+w)
-			case final:
-			default:
-				return
-			}
-		}
-		ctx, eof := syntax.EmptyOpContext(r, r1), syntax.EmptyOpContext(r, -1)
-		st.nextq.clear()
-		st.scratch.clear()
-		for _, e := range st.runq.dense {
-			if !e.live {
-				continue
-			}
-			in := &sp.prog.Inst[e.pc]
-			if in.Op == syntax.InstMatch {
-				st.matched, st.mend = true, pos
-				break
-			}
-			if accepts(in, r) {
-				sp.add(&st.nextq, in.Out, e.start, ctx, 0, nil)
-				sp.add(&st.scratch, in.Out, e.start, eof, 0, nil)
-			}
-		}
-		st.runq, st.nextq = st.nextq, st.runq
-		st.nextq.clear()
-		st.pos = pos + w
-		// Would the match end here if the text did? Then it covers the text so far.
-		for _, e := range st.scratch.dense {
-			if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
-				st.dropTo = st.pos
-				break
-			}
-		}
-		if st.matched && st.mend > st.dropTo {
-			st.dropTo = st.mend
-		}
-		if d := min(st.dropTo, st.pos); d > 0 {
-			st.buf = st.buf[d:]
-			st.info = st.info[d:]
-			st.known -= d
-			st.pos -= d
-			st.emitted -= d
-			st.dropTo -= d
-			st.mend -= d
-		}
+	if st.matched && st.mend > st.dropTo {
+		st.dropTo = st.mend
+	}
+	if d := min(st.dropTo, st.pos); d > 0 {
+		st.buf = st.buf[d:]
+		st.info = st.info[d:]
+		st.known -= d
+		st.pos -= d
+		st.emitted -= d
+		st.dropTo -= d
+		st.mend -= d
 	}
 }
 
