@@ -18,6 +18,7 @@ import (
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/streaming"
 )
 
 // Config configures a Runner. The zero value is usable.
@@ -63,7 +64,7 @@ type Runner struct {
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
 
-	feeds feeds // live events by context
+	feeds streaming.Feeds // live events by context
 
 	// Rejected requests are audited off the request path, so a busy reply never waits
 	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
@@ -377,10 +378,10 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 		es = r.newEventStream(peer, m.ContextID, taskID, 0, nil, nil)
 		es.replaying = false // everything of this turn comes after the join
 	}
-	fd := r.feeds.hold(key)
+	fd := r.feeds.Hold(key)
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, BeginTurn: true, Entries: entries})
 	if err != nil {
-		r.feeds.unhold(key, fd)
+		r.feeds.Unhold(key, fd)
 		if es != nil {
 			es.Close()
 		}
@@ -556,9 +557,9 @@ type turnRun struct {
 	text  string
 	prep  prepared // what the agent is given
 
-	started time.Time // when the send arrived
-	key     string    // the context's key
-	feed    *feed     // the context's live feed, held while the turn runs
+	started time.Time       // when the send arrived
+	key     string          // the context's key
+	feed    *streaming.Feed // the context's live feed, held while the turn runs
 
 	chunks     chunks
 	chunkErr   error // set by the chunk writer before it exits
@@ -572,7 +573,7 @@ func (tr *turnRun) run(ctx context.Context) {
 	r, lt := tr.r, tr.lt
 	defer func() {
 		r.releaseLease(tr.lease)
-		r.feeds.unhold(tr.key, tr.feed)
+		r.feeds.Unhold(tr.key, tr.feed)
 		r.mu.Lock()
 		delete(r.live, lt.id)
 		r.mu.Unlock()
@@ -635,7 +636,7 @@ func (tr *turnRun) run(ctx context.Context) {
 // failed append (recorded in chunkErr; the turn is canceled).
 func (tr *turnRun) writeChunks(stop <-chan struct{}) {
 	for {
-		watched, joined := tr.feed.watched()
+		watched, joined := tr.feed.Watched()
 		if watched {
 			if text := tr.chunks.take(false); text != "" {
 				if err := tr.appendChunk(text, false); err != nil {
