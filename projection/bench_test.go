@@ -49,4 +49,3 @@ func BenchmarkAnthropic(b *testing.B) {
 		}
 	}
 }
-
