@@ -46,7 +46,7 @@ const minDropBlock = 4
 // never are, nor are empty messages.
 //
 // Content: every text (history and current) goes through history.Filter, then trust-tag
-// imitations are neutralised and credentials redacted ([Redact]); the content is a fixed
+// imitations are neutralised and credentials redacted ([redact.Text]); the content is a fixed
 // point of history.Filter. History messages are capped at Policy.MaxMessageBytes, the
 // current one at Budget.Current, with a marker naming the original size and artifact.
 // Consecutive tool calls become one assistant message; a tool call whose result is not in
@@ -307,15 +307,28 @@ func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
 	if cfg.limit == 0 {
 		return nil, nil
 	}
-	budget := cfg.historyBytes
-	var ps []piece // newest first
+	ps, complete, err := collectPieces(hist, cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := chooseWindow(ps, complete, len(hist), cfg, st)
+	msgs := historyMessages(ps, w, cfg.historyBytes, st)
+	msgs, orphans := pairTools(msgs)
+	st.Dropped += orphans
+	return msgs, nil
+}
+
+// collectPieces walks hist from the newest item back and makes the pieces (newest first)
+// of the allowed items until the limit or the compacted budget is reached; complete
+// reports that it reached the oldest item instead. It fails when the seqs do not
+// increase.
+func collectPieces(hist []Item, cfg config) (ps []piece, complete bool, err error) {
 	var compactSum int
-	complete := true
 	var newer uint64
 	for i := len(hist) - 1; i >= 0; i-- {
 		it := &hist[i]
 		if i < len(hist)-1 && it.Seq >= newer {
-			return nil, invalid("history item %d: seq %d not below the next item's seq %d", i, it.Seq, newer)
+			return nil, false, invalid("history item %d: seq %d not below the next item's seq %d", i, it.Seq, newer)
 		}
 		newer = it.Seq
 		if !allowed(it) {
@@ -327,54 +340,69 @@ func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
 		}
 		pc.idx = i
 		if len(ps) == cfg.limit {
-			complete = false
-			break
+			return ps, false, nil
 		}
 		ps = append(ps, pc)
 		compactSum += pc.compact.cost
-		if compactSum > budget {
-			complete = false
-			break
+		if compactSum > cfg.historyBytes {
+			return ps, false, nil
 		}
 	}
+	return ps, true, nil
+}
 
-	keep := len(ps) // ps[:keep] are shown
-	compacting := true
-	var firstSeq uint64
+// window is which pieces a request shows: ps[:keep] (newest first), in their compact
+// forms when compacting, after a drop marker naming firstSeq when firstSeq > 0.
+type window struct {
+	keep       int
+	compacting bool
+	firstSeq   uint64
+}
+
+// chooseWindow decides the window over ps (see Build): everything, compacted only if the
+// full forms do not fit, when nothing was dropped (complete); else the aligned window that
+// fits beside the drop marker, always compacted. It counts the dropped items in st.
+func chooseWindow(ps []piece, complete bool, histLen int, cfg config, st *Stats) window {
+	budget := cfg.historyBytes
 	if complete {
 		// Nothing dropped: compaction is on only if the full forms do not fit.
 		fullSum := 0
 		for j := 0; j < len(ps) && fullSum <= budget; j++ {
 			fullSum += ps[j].fullForm().cost
 		}
-		compacting = fullSum > budget
-	} else {
-		keep = dropWindow(ps, cfg.limit-1, budget-markerCost, cfg.limit)
-		switch {
-		case keep > 0:
-			firstSeq = ps[keep-1].seq
-		case len(ps) > 0:
-			firstSeq = ps[0].seq + 1
-		default:
-			firstSeq = 1
-		}
-		// Everything before the first item shown: Build did not read the older part, so
-		// this counts items of every kind, as the marker counts ledger entries.
-		st.Dropped = len(hist)
-		if keep > 0 {
-			st.Dropped = ps[keep-1].idx
-		}
+		return window{keep: len(ps), compacting: fullSum > budget}
 	}
+	w := window{keep: dropWindow(ps, cfg.limit-1, budget-markerCost, cfg.limit), compacting: true}
+	switch {
+	case w.keep > 0:
+		w.firstSeq = ps[w.keep-1].seq
+	case len(ps) > 0:
+		w.firstSeq = ps[0].seq + 1
+	default:
+		w.firstSeq = 1
+	}
+	// Everything before the first item shown: Build did not read the older part, so
+	// this counts items of every kind, as the marker counts ledger entries.
+	st.Dropped = histLen
+	if w.keep > 0 {
+		st.Dropped = ps[w.keep-1].idx
+	}
+	return w
+}
 
-	msgs := make([]Message, 0, keep+1)
-	if firstSeq > 0 && budget >= markerCost {
-		msgs = append(msgs, Message{Role: RoleUser, Content: markerText(firstSeq), Trust: TrustSystem})
-		st.OmittedBefore = firstSeq
+// historyMessages renders the window's pieces oldest first, after the drop marker when
+// one is due and fits the budget, with consecutive tool calls merged into one assistant
+// message, and counts what compaction did in st.
+func historyMessages(ps []piece, w window, budget int, st *Stats) []Message {
+	msgs := make([]Message, 0, w.keep+1)
+	if w.firstSeq > 0 && budget >= markerCost {
+		msgs = append(msgs, Message{Role: RoleUser, Content: markerText(w.firstSeq), Trust: TrustSystem})
+		st.OmittedBefore = w.firstSeq
 	}
-	for j := keep - 1; j >= 0; j-- {
+	for j := w.keep - 1; j >= 0; j-- {
 		pc := &ps[j]
 		f := &pc.compact
-		if !compacting {
+		if !w.compacting {
 			f = pc.fullForm()
 		} else if pc.replaced {
 			st.Replaced++
@@ -385,7 +413,7 @@ func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
 		st.Redactions += f.redactions
 		m := f.m
 		// Consecutive tool calls are one assistant message.
-		if pc.kind == KindToolCall && j < keep-1 && ps[j+1].kind == KindToolCall {
+		if pc.kind == KindToolCall && j < w.keep-1 && ps[j+1].kind == KindToolCall {
 			last := &msgs[len(msgs)-1]
 			last.Content = joinNonEmpty(last.Content, m.Content)
 			last.ToolCalls = append(last.ToolCalls, m.ToolCalls...)
@@ -396,10 +424,8 @@ func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
 		}
 		msgs = append(msgs, m)
 	}
-	st.Compacting = compacting
-	msgs, orphans := pairTools(msgs)
-	st.Dropped += orphans
-	return msgs, nil
+	st.Compacting = w.compacting
+	return msgs
 }
 
 // dropWindow returns how many of ps (newest first) to keep after a drop: at most

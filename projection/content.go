@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2a-gateway/gateway/history"
+	"github.com/a2a-gateway/gateway/redact"
 )
 
 // Size accounting (see Stats): every message costs its content plus msgOverhead bytes
@@ -29,7 +30,7 @@ const (
 	compactArgsBytes = 256
 )
 
-// precutMargin is how far beyond its cap a text is read: enough for what Filter and Redact
+// precutMargin is how far beyond its cap a text is read: enough for what Filter and redact.Text
 // may remove (control characters, a private key block) without scanning megabytes.
 const precutMargin = 4096
 
@@ -56,7 +57,7 @@ func clean(raw string, limit int) (string, int) {
 		raw = precut(raw, margin)
 	}
 	s := neutralizeTrust(history.Filter(raw))
-	s, n := redact(s)
+	s, n := redact.TextCount(s)
 	if n > 0 {
 		s = neutralizeTrust(history.Filter(s))
 	}
@@ -266,7 +267,7 @@ func cleanArgs(raw string, limit int) (args string, redactions int, cut bool) {
 	if len(raw) > limit+precutMargin {
 		return argsPlaceholder(len(raw)), 0, true
 	}
-	s, n := redact(strings.ToValidUTF8(raw, "\uFFFD"))
+	s, n := redact.TextCount(strings.ToValidUTF8(raw, "\uFFFD"))
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "{}", n, false

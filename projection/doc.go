@@ -16,7 +16,7 @@
 //     note that earlier turns are reference only;
 //   - cleans every message text: history.Filter first (role lines, chat-template tokens,
 //     boundary imitations), then imitations of our trust tags are neutralised and
-//     credentials are redacted ([Redact]), so labels added afterwards are ours;
+//     credentials are redacted ([redact.Text]), so labels added afterwards are ours;
 //   - keeps every section within its token [Budget]: first by compacting in place
 //     (old tool results become a placeholder naming their size and artifact, long
 //     messages are cut), then by dropping the oldest turns behind one marker message,
@@ -43,7 +43,7 @@
 // The token estimate is approximate: [EstimateTokens] counts one token per four bytes,
 // which real tokenizers exceed for code, JSON and non-Latin scripts; leave headroom.
 //
-// Redaction is pattern-based: it catches the credential formats [Redact] lists, not a
+// Redaction is pattern-based: it catches the credential formats [redact.Text] lists, not a
 // secret in an unknown format, split across messages or encoded (JSON \u escapes,
 // base64). Tool-call arguments are redacted but not filtered (filtering would break
 // their JSON).

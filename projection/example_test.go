@@ -45,14 +45,6 @@ func ExampleBuild() {
 	// history messages: 2 redactions: 1
 }
 
-func ExampleRedact() {
-	fmt.Println(projection.Redact("curl -H 'Authorization: Bearer abc123' https://deploy:hunter2@example.com"))
-	fmt.Println(projection.Redact("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE"))
-	// Output:
-	// curl -H 'Authorization: Bearer [redacted:bearer-token]' https://deploy:[redacted:url-password]@example.com
-	// AWS_ACCESS_KEY_ID=[redacted:aws-access-key-id]
-}
-
 func ExampleRequest_Anthropic() {
 	req := projection.Request{Messages: []projection.Message{
 		{Role: projection.RoleUser, Content: "list files", Trust: projection.TrustPeerUntrusted},

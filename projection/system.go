@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/a2a-gateway/gateway/redact"
 )
 
 // DefaultPlatformPolicy is the platform policy when Policy.Platform is empty: the top of
@@ -36,7 +38,7 @@ const maxPeerBytes = 128
 func systemText(c config) (string, error) {
 	platform := DefaultPlatformPolicy // a constant of ours: nothing to redact
 	if strings.TrimSpace(c.p.Platform) != "" {
-		platform = Redact(strings.TrimSpace(c.p.Platform))
+		platform = redact.Text(strings.TrimSpace(c.p.Platform))
 	}
 	operator := strings.TrimSpace(c.p.Operator)
 	if operator == "" {
@@ -47,7 +49,7 @@ func systemText(c config) (string, error) {
 	b.WriteString("\n\n" + headerPlatform + "\n")
 	b.WriteString(platform)
 	b.WriteString("\n\n" + headerOperator + "\n")
-	b.WriteString(Redact(operator))
+	b.WriteString(redact.Text(operator))
 	b.WriteString("\n\n" + headerPeer + "\n")
 	b.WriteString(peerFraming(c.p.Peer))
 	b.WriteString("\n\n" + headerHistory + "\n")

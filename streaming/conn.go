@@ -119,9 +119,9 @@ func (c *conn) close(code int, reason string, slow *stream) {
 }
 
 // writeLoop is the connection's only writer: it writes queued frames (each under
-// WriteTimeout), pings every PingInterval and answers the peer's pings; once the
-// connection is closing it sends the close frame, waits (briefly) for the reader to see
-// the peer's answer, and closes the socket. It exits then.
+// WriteTimeout), pings every PingInterval and answers the peer's pings (writeFrames);
+// once the connection is closing it sends the close frame, waits (briefly) for the reader
+// to see the peer's answer (closeHandshake), and closes the socket. It exits then.
 func (c *conn) writeLoop(ctx context.Context) {
 	defer c.ws.Close() // also unblocks the reader
 	defer func() {
@@ -130,40 +130,23 @@ func (c *conn) writeLoop(ctx context.Context) {
 			c.close(0, "", nil)
 		}
 	}()
+	broken := c.writeFrames(ctx)
+	c.close(websocket.CloseGoingAway, "going away", nil) // no-op unless ctx ended from above
+	c.closeHandshake(ctx, broken)
+}
+
+// writeFrames writes until the connection closes or ctx ends: queued frames, pings, and
+// the pongs due. It reports whether a write failed (the socket is unusable).
+func (c *conn) writeFrames(ctx context.Context) bool {
 	wt := c.h.cfg.WriteTimeout
 	ping := time.NewTicker(c.h.cfg.PingInterval)
 	defer ping.Stop()
 	var send chan *frame // nil (never ready) until the queue exists
-	broken := false      // a write failed: the socket is unusable
-loop:
 	for {
 		select {
 		case f := <-send:
-			if c.closing.Load() {
-				c.mu.Lock()
-				evicted := c.evicted
-				c.mu.Unlock()
-				if evicted {
-					break loop // a slow consumer gets nothing more
-				}
-				// Closing for another reason: this frame was taken before the flush
-				// below; write it first (e.g. the error frame before a 1009 close).
-				_ = c.ws.SetWriteDeadline(time.Now().Add(wt))
-				if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
-					broken = true
-				} else if f.st != nil {
-					f.st.written.Store(f.seq)
-				}
-				break loop
-			}
-			_ = c.ws.SetWriteDeadline(time.Now().Add(wt))
-			if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
-				c.h.log.DebugContext(ctx, "websocket write failed", "err", err)
-				broken = true
-				break loop
-			}
-			if f.st != nil {
-				f.st.written.Store(f.seq)
+			if stop, broken := c.writeFrame(ctx, f); stop {
+				return broken
 			}
 		case <-c.wake:
 			c.mu.Lock()
@@ -172,24 +155,60 @@ loop:
 			c.pong, c.pongDue = nil, false
 			c.mu.Unlock()
 			if c.closing.Load() {
-				break loop
+				return false
 			}
 			if pongDue {
 				if err := c.ws.WriteControl(websocket.PongMessage, pong, time.Now().Add(wt)); err != nil {
-					broken = true
-					break loop
+					return true
 				}
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(wt)); err != nil {
-				broken = true
-				break loop
+				return true
 			}
 		case <-ctx.Done():
-			break loop // closing, or the request's context ended (close below says which)
+			return false // closing, or the request's context ended (close says which)
 		}
 	}
-	c.close(websocket.CloseGoingAway, "going away", nil) // no-op unless ctx ended from above
+}
+
+// writeFrame writes one queued frame and records the stream's seq it carries. It reports
+// whether the writer stops (the connection is closing, or the write failed) and whether
+// the socket is broken.
+func (c *conn) writeFrame(ctx context.Context, f *frame) (stop, broken bool) {
+	if c.closing.Load() {
+		c.mu.Lock()
+		evicted := c.evicted
+		c.mu.Unlock()
+		if evicted {
+			return true, false // a slow consumer gets nothing more
+		}
+		// Closing for another reason: this frame was taken before the flush in
+		// closeHandshake; write it first (e.g. the error frame before a 1009 close).
+		_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+		if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
+			return true, true
+		}
+		if f.st != nil {
+			f.st.written.Store(f.seq)
+		}
+		return true, false
+	}
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout))
+	if err := c.ws.WriteMessage(websocket.TextMessage, f.b); err != nil {
+		c.h.log.DebugContext(ctx, "websocket write failed", "err", err)
+		return true, true
+	}
+	if f.st != nil {
+		f.st.written.Store(f.seq)
+	}
+	return false, false
+}
+
+// closeHandshake ends a closing connection: unless the socket is broken or no close
+// frame is due, it flushes the queue (not for a slow consumer), sends the close frame and
+// waits up to closeGrace for the reader to end.
+func (c *conn) closeHandshake(ctx context.Context, broken bool) {
 	c.mu.Lock()
 	code, reason, evicted, slow := c.closeCode, c.closeReason, c.evicted, c.slow
 	c.mu.Unlock()
@@ -207,6 +226,7 @@ loop:
 	if !evicted && !c.flush() {
 		return
 	}
+	wt := c.h.cfg.WriteTimeout
 	if err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(wt)); err != nil {
 		return
 	}

@@ -59,6 +59,15 @@
 // not heard from (pong or frame) for twice that; every frame is written under
 // Config.WriteTimeout.
 //
+// # The live feed
+//
+// [Feeds] is the per-context live feed behind every stream, whichever transport carries
+// it (this WebSocket or the SSE of the A2A handler): the turn publishes each event after
+// the commit that stored it, with the entry's seq; a stream joins the feed, replays from
+// the ledger what it has not seen, then follows the feed ([Cursor]), dropping by seq what
+// it already has. A cursor that falls more than [Feeds].Backlog events behind gets
+// [ErrLagged] and catches up from the ledger again.
+//
 // # Origins and authentication
 //
 // The Origin is checked before upgrading (403 for a disallowed one; see

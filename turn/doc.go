@@ -12,8 +12,8 @@
 //
 // # Locks
 //
-// Runner.mu, Runner.streamsMu, feeds.mu → feed.mu (in that order when nested; the others
-// are never held together), chunks.mu. None is held across I/O.
+// Runner.mu, Runner.streamsMu, then the live feed's (streaming.Feeds; in that order when
+// nested; the others are never held together), chunks.mu. None is held across I/O.
 //
 // # Imports
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/streaming"
 )
 
 // Entry metadata of the reply's stream.
@@ -75,7 +76,7 @@ func entryEvent(e *ledger.Entry) (a2a.Event, bool) {
 // publish sends stored entries to the context's live readers.
 func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []ledger.Entry) {
 	key := contextid.Key(owner, contextID)
-	if !r.feeds.watching(key) {
+	if !r.feeds.Watching(key) {
 		// Nobody reads it live; a reader that joins later replays these from the ledger
 		// (it joins before it reads, so it cannot miss them).
 		return
@@ -99,7 +100,7 @@ func (r *Runner) publish(ctx context.Context, owner, contextID string, stored []
 			evs = append(evs, ev)
 		}
 	}
-	r.feeds.publish(key, evs...)
+	r.feeds.Publish(key, evs...)
 }
 
 // replayPage is how many entries a stream reads from the ledger at a time.
@@ -119,7 +120,7 @@ type eventStream struct {
 	pending   []a2a.Event
 	covered   uint64 // every event with seq ≤ covered was delivered or skipped
 	replaying bool
-	cur       *cursor
+	cur       *streaming.Cursor
 	done      bool
 	release   func()
 	// ended is closed when the turn of taskID has ended (nil: follow on; a context
@@ -134,7 +135,7 @@ type eventStream struct {
 func (r *Runner) newEventStream(owner, contextID, taskID string, afterSeq uint64, head []a2a.Event, release func()) *eventStream {
 	key := contextid.Key(owner, contextID)
 	return &eventStream{r: r, owner: owner, contextID: contextID, key: key, taskID: taskID,
-		head: head, covered: afterSeq, replaying: true, cur: r.feeds.join(key), release: release}
+		head: head, covered: afterSeq, replaying: true, cur: r.feeds.Join(key), release: release}
 }
 
 // Next implements a2a.Stream. Its errors are protocol errors (see protocolError); io.EOF
@@ -163,16 +164,16 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			continue
 		default:
 			var err error
-			ev, err = s.cur.next(ctx, s.ended)
-			if errors.Is(err, errTurnEnded) {
+			ev, err = s.cur.Next(ctx, s.ended)
+			if errors.Is(err, streaming.ErrEnded) {
 				s.done = true
 				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
 					"task %q ended without a recorded final status (the ledger failed); read it with GetTask", s.taskID)
 			}
-			if errors.Is(err, errLagged) {
+			if errors.Is(err, streaming.ErrLagged) {
 				// Too far behind the feed: rejoin at its end and catch up from the ledger.
-				s.cur.close()
-				s.cur = s.r.feeds.join(s.key)
+				s.cur.Close()
+				s.cur = s.r.feeds.Join(s.key)
 				s.replaying = true
 				continue
 			}
@@ -227,7 +228,7 @@ func (s *eventStream) readPage(ctx context.Context) error {
 
 // Close implements a2a.Stream; safe to call more than once.
 func (s *eventStream) Close() {
-	s.cur.close()
+	s.cur.Close()
 	if s.release != nil {
 		s.release()
 		s.release = nil

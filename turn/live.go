@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/a2a-gateway/gateway/ledger"
-	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/redact"
 )
 
 // liveTask is what the Runner knows of a running task beyond the ledger: how to cancel
@@ -30,17 +30,17 @@ func newLiveTask(id, contextID, owner string) *liveTask {
 // during a commit waits for the next one), so a token stream costs a few appends per
 // second, not one per token; when nobody watches, nothing is written until the end.
 //
-// every byte stored or sent is redacted. Text goes through the StreamRedactor only
+// every byte stored or sent is redacted. Text goes through the redact.Stream only
 // when a chunk is taken (in the pieces that accumulated meanwhile, which keeps it cheap);
-// a reply nobody streamed is redacted whole at the end with projection.Redact, which
-// gives the same text (the StreamRedactor's invariant).
+// a reply nobody streamed is redacted whole at the end with redact.Text, which
+// gives the same text (redact.Stream's invariant).
 type chunks struct {
 	mu   sync.Mutex
-	raw  strings.Builder           // agent text not yet given to the redactor (all of it until used)
-	red  projection.StreamRedactor // used by take only
-	out  strings.Builder           // the redacted text taken so far; written by take only
-	used bool                      // the redactor has started: out + its rest is the reply
-	wake chan struct{}             // capacity 1: "there is new text"
+	raw  strings.Builder // agent text not yet given to the redactor (all of it until used)
+	red  redact.Stream   // used by take only
+	out  strings.Builder // the redacted text taken so far; written by take only
+	used bool            // the redactor has started: out + its rest is the reply
+	wake chan struct{}   // capacity 1: "there is new text"
 }
 
 func (c *chunks) add(s string) {
@@ -87,5 +87,5 @@ func (c *chunks) reply() (reply, rest string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return projection.Redact(c.raw.String()), ""
+	return redact.Text(c.raw.String()), ""
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/redact"
 )
 
 // redactParts returns ps with the credentials in their text, in the strings of their
@@ -16,10 +16,10 @@ func redactParts(ps []a2a.Part) ([]a2a.Part, int) {
 	for i := range ps {
 		p := ps[i]
 		orig := p
-		p.Text = projection.Redact(p.Text)
+		p.Text = redact.Text(p.Text)
 		var metaChanged bool
 		p.Metadata, metaChanged = redactMeta(p.Metadata)
-		p.URL = projection.Redact(p.URL)
+		p.URL = redact.Text(p.URL)
 		if len(p.Data) > 0 {
 			p.Data = redactJSON(p.Data)
 		}
@@ -42,7 +42,7 @@ func redactParts(ps []a2a.Part) ([]a2a.Part, int) {
 func redactJSON(b json.RawMessage) json.RawMessage {
 	var v any
 	if json.Unmarshal(b, &v) != nil {
-		return json.RawMessage(projection.Redact(string(b)))
+		return json.RawMessage(redact.Text(string(b)))
 	}
 	v, changed := redactValue(v)
 	if !changed {
@@ -50,7 +50,7 @@ func redactJSON(b json.RawMessage) json.RawMessage {
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
-		return json.RawMessage(projection.Redact(string(b)))
+		return json.RawMessage(redact.Text(string(b)))
 	}
 	return out
 }
@@ -58,7 +58,7 @@ func redactJSON(b json.RawMessage) json.RawMessage {
 func redactValue(v any) (any, bool) {
 	switch x := v.(type) {
 	case string:
-		r := projection.Redact(x)
+		r := redact.Text(x)
 		return r, r != x
 	case []any:
 		changed := false
@@ -73,7 +73,7 @@ func redactValue(v any) (any, bool) {
 		out := make(map[string]any, len(x))
 		for k, val := range x {
 			nv, c := redactValue(val)
-			nk := projection.Redact(k)
+			nk := redact.Text(k)
 			out[nk] = nv
 			changed = changed || c || nk != k
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/streaming"
 )
 
 // Config configures a Runner. The zero value is usable.
@@ -64,7 +65,7 @@ type Runner struct {
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
 
-	feeds feeds // live events by context
+	feeds streaming.Feeds // live events by context
 
 	// Rejected requests are audited off the request path, so a busy reply never waits
 	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
@@ -349,8 +350,8 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 		acc.es.replaying = false // everything of this turn comes after the join
 		undo = append(undo, acc.es.Close)
 	}
-	tr.feed = r.feeds.hold(in.key)
-	undo = append(undo, func() { r.feeds.unhold(in.key, tr.feed) })
+	tr.feed = r.feeds.Hold(in.key)
+	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
 		Entries: []ledger.Entry{user, workingEntry(in.taskID)}})
 	if err != nil {
@@ -615,9 +616,9 @@ type turnRun struct {
 	text  string
 	prep  prepared // what the agent is given
 
-	started time.Time // when the send arrived
-	key     string    // the context's key
-	feed    *feed     // the context's live feed, held while the turn runs
+	started time.Time       // when the send arrived
+	key     string          // the context's key
+	feed    *streaming.Feed // the context's live feed, held while the turn runs
 
 	chunks     chunks
 	chunkErr   error // set by the chunk writer before it exits
@@ -668,7 +669,7 @@ func (tr *turnRun) run(ctx context.Context) {
 func (tr *turnRun) release(ctx context.Context) {
 	r := tr.r
 	r.releaseLease(ctx, tr.lease)
-	r.feeds.unhold(tr.key, tr.feed)
+	r.feeds.Unhold(tr.key, tr.feed)
 	r.mu.Lock()
 	delete(r.live, tr.lt.id)
 	r.mu.Unlock()
@@ -711,7 +712,7 @@ func (tr *turnRun) watchLease() (stop func()) {
 // failed append (recorded in chunkErr; the turn is canceled).
 func (tr *turnRun) writeChunks(ctx context.Context, stop <-chan struct{}) {
 	for {
-		watched, joined := tr.feed.watched()
+		watched, joined := tr.feed.Watched()
 		if watched {
 			if text := tr.chunks.take(false); text != "" {
 				if err := tr.appendChunk(ctx, text, false); err != nil {

@@ -323,7 +323,7 @@ func TestLaggingReaderCatchesUpFromTheLedger(t *testing.T) {
 	}
 	g := &gatedAgent{pieces: words, gate: make(chan struct{})}
 	r, _ := newRunner(t, g)
-	r.feeds.max = 4 // a tiny live backlog: the lagging reader must fall back to the ledger
+	r.feeds.Backlog = 4 // a tiny live backlog: the lagging reader must fall back to the ledger
 	fast, err := r.SubscribeContext(t.Context(), "lag", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -15,12 +15,12 @@ import (
 	"github.com/a2a-gateway/gateway/agent"
 )
 
-// secretCase is one line of projection/testdata/secrets/secrets.txt.
+// secretCase is one line of redact/testdata/secrets/secrets.txt.
 type secretCase struct{ kind, text, secret string }
 
 func loadSecretCorpus(t *testing.T) []secretCase {
 	t.Helper()
-	f, err := os.Open("../../projection/testdata/secrets/secrets.txt")
+	f, err := os.Open("../../redact/testdata/secrets/secrets.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

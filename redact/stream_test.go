@@ -1,4 +1,4 @@
-package projection
+package redact
 
 import (
 	"bufio"
@@ -14,10 +14,10 @@ import (
 
 func init() { streamSelfCheck = true }
 
-// streamChunks streams chunks through a new StreamRedactor and returns the outputs of
+// streamChunks streams chunks through a new Stream and returns the outputs of
 // the Writes and of Flush, and the count of redactions.
 func streamChunks(chunks []string, limit int) ([]string, int) {
-	r := StreamRedactor{limit: limit}
+	r := Stream{limit: limit}
 	var outs []string
 	for _, c := range chunks {
 		outs = append(outs, r.Write(c))
@@ -38,10 +38,10 @@ func splitAt(s string, cuts []int) []string {
 }
 
 // checkStream checks the invariant for s split at cuts: the outputs concatenate to
-// Redact(s), the count is redact's and every output is valid UTF-8 when s is.
+// Text(s), the count is redact's and every output is valid UTF-8 when s is.
 func checkStream(t testing.TB, s string, cuts []int) {
 	t.Helper()
-	want, wantN := redact(s)
+	want, wantN := TextCount(s)
 	defer func() {
 		if e := recover(); e != nil {
 			t.Fatalf("panic for %q split at %v: %v", s, cuts, e)
@@ -136,7 +136,7 @@ func TestStreamRedactor_RandomFragments(t *testing.T) {
 			continue
 		}
 		// With a tiny bound the text is released early (the output may differ from
-		// Redact's): the stages must stay consistent and the outputs whole characters.
+		// Text's): the stages must stay consistent and the outputs whole characters.
 		limit := 8 + rng.IntN(120)
 		outs, _ := streamChunks(splitAt(s, randomCuts(rng, len(s), 1+rng.IntN(6))), limit)
 		for _, o := range outs {
@@ -261,15 +261,15 @@ func TestSecretCorpus(t *testing.T) {
 					t.Errorf("%s has no %s:\n%s", how, ph, out)
 				}
 			}
-			want := Redact(c.text)
-			check("Redact", want)
+			want := Text(c.text)
+			check("Text", want)
 			stream := func(how string, cuts []int) {
 				t.Helper()
 				outs, _ := streamChunks(splitAt(c.text, cuts), 0)
 				got := strings.Join(outs, "")
 				check(how, got)
 				if got != want {
-					t.Errorf("%s = %q, want Redact's %q", how, got, want)
+					t.Errorf("%s = %q, want Text's %q", how, got, want)
 				}
 			}
 			stream("stream in one chunk", nil)
@@ -314,7 +314,7 @@ func BenchmarkStreamRedactor(b *testing.B) {
 		b.Run(fmt.Sprintf("chunk%d", size), func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			for b.Loop() {
-				var r StreamRedactor
+				var r Stream
 				for i := 0; i < len(text); i += size {
 					r.Write(text[i:min(i+size, len(text))])
 				}
@@ -322,10 +322,10 @@ func BenchmarkStreamRedactor(b *testing.B) {
 			}
 		})
 	}
-	b.Run("Redact", func(b *testing.B) {
+	b.Run("Text", func(b *testing.B) {
 		b.SetBytes(int64(len(text)))
 		for b.Loop() {
-			Redact(text)
+			Text(text)
 		}
 	})
 }
@@ -406,7 +406,7 @@ func TestStreamRedactor_Latency(t *testing.T) {
 				chunks = append(chunks, " "+strings.TrimSuffix(w, " "))
 			}
 		}
-		var r StreamRedactor
+		var r Stream
 		in, out := "", ""
 		for _, c := range chunks {
 			in += c
@@ -423,7 +423,7 @@ func TestStreamRedactor_Latency(t *testing.T) {
 		}
 	}
 	// After a credential, streaming resumes at once.
-	var r StreamRedactor
+	var r Stream
 	got := ""
 	for _, c := range []string{"use", " sk-ant-", "api03-", "abcdefghijkl", "mnop", " to", " call", " it"} {
 		got += r.Write(c)
@@ -449,10 +449,10 @@ func TestStreamRedactor_UTF8(t *testing.T) {
 	checkStream(t, s, every)
 }
 
-// TestStreamRedactor_Reuse: after Flush a StreamRedactor streams a new text.
+// TestStreamRedactor_Reuse: after Flush a Stream streams a new text.
 func TestStreamRedactor_Reuse(t *testing.T) {
 	t.Parallel()
-	var r StreamRedactor
+	var r Stream
 	a := r.Write("token: ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8") + r.Flush()
 	b := r.Write("plain text") + r.Flush()
 	if a != "token: [redacted:github-token]" || b != "plain text" || r.Redactions() != 1 {
@@ -463,7 +463,7 @@ func TestStreamRedactor_Reuse(t *testing.T) {
 	}
 }
 
-// TestStreamRedactor_Bound: the held text stays within StreamMaxHeld; a key block longer
+// TestStreamRedactor_Bound: the held text stays within MaxHeld; a key block longer
 // than that is still redacted as a key, a long token too, and long plain text passes.
 func TestStreamRedactor_Bound(t *testing.T) {
 	t.Parallel()
@@ -475,7 +475,7 @@ func TestStreamRedactor_Bound(t *testing.T) {
 	token := strings.Repeat("FAKEtok3nTESTONLY-", 2000)
 	tests := []struct {
 		name, text, secret string
-		exact              bool // the output is Redact's
+		exact              bool // the output is Text's
 	}{
 		{"long key block", "key:\n" + key + "\nthe end", body.String(), true},
 		{"unterminated long key block", "key:\n" + key[:40000], body.String()[:39000], true},
@@ -489,11 +489,11 @@ func TestStreamRedactor_Bound(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			for _, size := range []int{1, 7, 4096, 100000} {
-				var r StreamRedactor
+				var r Stream
 				var out strings.Builder
 				for i := 0; i < len(tt.text); i += size {
 					out.WriteString(r.Write(tt.text[i:min(i+size, len(tt.text))]))
-					if h := r.held(); h > StreamMaxHeld+3 {
+					if h := r.held(); h > MaxHeld+3 {
 						t.Fatalf("chunks of %d: %d bytes held", size, h)
 					}
 				}
@@ -504,8 +504,8 @@ func TestStreamRedactor_Bound(t *testing.T) {
 						t.Errorf("chunks of %d: output leaks %q", size, l)
 					}
 				}
-				if want := Redact(tt.text); tt.exact && got != want {
-					t.Errorf("chunks of %d: output (%d bytes) differs from Redact's (%d bytes):\n%.300q\n%.300q", size, len(got), len(want), got, want)
+				if want := Text(tt.text); tt.exact && got != want {
+					t.Errorf("chunks of %d: output (%d bytes) differs from Text's (%d bytes):\n%.300q\n%.300q", size, len(got), len(want), got, want)
 				}
 			}
 		})
@@ -537,8 +537,8 @@ func TestStreamRedactor_SmallBound(t *testing.T) {
 func FuzzStreamRedactor(f *testing.F) {
 	f.Add("hello world", []byte{3, 0, 5})
 	for _, c := range credentialCorpus {
-		f.Add(c.text, []byte{1})
-		f.Add(c.text, []byte{7, 3})
+		f.Add(c.Text, []byte{1})
+		f.Add(c.Text, []byte{7, 3})
 	}
 	for _, c := range readSecretCorpus(f) {
 		if len(c.text) < 400 {
@@ -573,7 +573,7 @@ func BenchmarkStreamRedactorSmall(b *testing.B) {
 	streamSelfCheck = false
 	b.ReportAllocs()
 	for b.Loop() {
-		var r StreamRedactor
+		var r Stream
 		r.Write("hello ")
 		r.Write("world")
 		r.Flush()

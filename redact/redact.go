@@ -1,4 +1,4 @@
-package projection
+package redact
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// RedactedPrefix starts every placeholder [Redact] writes: "[redacted:<kind>]", for
+// Prefix starts every placeholder [Text] writes: "[redacted:<kind>]", for
 // example "[redacted:openai-key]".
-const RedactedPrefix = "[redacted:"
+const Prefix = "[redacted:"
 
-// Redact returns s with the credentials it recognises replaced by a constant placeholder
+// Text returns s with the credentials it recognises replaced by a constant placeholder
 // naming their kind ("[redacted:<kind>]"); what surrounds a credential (a header name, a
 // URL's user and host, the key name before an AWS secret) is kept. It recognises:
 //
@@ -31,22 +31,23 @@ const RedactedPrefix = "[redacted:"
 //	basic-credentials   the credentials of "Authorization: Basic …"
 //	jwt                 eyJ….eyJ….…
 //
-// Redact is deterministic and idempotent (Redact(Redact(s)) == Redact(s)) and runs each
+// Text never fails; it is deterministic and idempotent (Text(Text(s)) == Text(s)) and runs each
 // pattern only when a cheap substring test says it may match. It is pattern-based: a
 // credential in an unknown format, split across messages, or encoded (JSON \u escapes,
 // base64) passes unchanged.
-func Redact(s string) string {
-	s, _ = redact(s)
+func Text(s string) string {
+	s, _ = TextCount(s)
 	return s
 }
 
-// redact is Redact that also counts the credentials it replaced. One pass over s
-// (candidates) says which patterns may match; only those run. The candidates come from
-// the original text: a replacement only removes text or inserts a placeholder, and no
-// placeholder holds text a later pattern matches (one may hold its literal:
-// "[redacted:bearer-token]" holds "bearer", never followed by the blank that pattern
-// needs). FuzzCandidates checks that redact equals running every pattern.
-func redact(s string) (string, int) {
+// TextCount is [Text] that also returns how many credentials it replaced. It never fails.
+//
+// One pass over s (candidates) says which patterns may match; only those run. The
+// candidates come from the original text: a replacement only removes text or inserts a
+// placeholder, and no placeholder holds text a later pattern matches (one may hold its
+// literal: "[redacted:bearer-token]" holds "bearer", never followed by the blank that
+// pattern needs). FuzzCandidates checks that TextCount equals running every pattern.
+func TextCount(s string) (string, int) {
 	total := 0
 	for i, may := 0, candidates(s); may != 0; i, may = i+1, may>>1 {
 		if may&1 == 0 {
@@ -117,7 +118,7 @@ func (r *redactor) expand(s string, idx [][]int) (string, int) {
 }
 
 // placeholder returns the constant text that replaces a credential of the given kind.
-func placeholder(kind string) string { return RedactedPrefix + kind + "]" }
+func placeholder(kind string) string { return Prefix + kind + "]" }
 
 // redactors run in this order: the private key block first (it can contain anything),
 // the Anthropic key before the generic "sk-" key.
@@ -240,7 +241,7 @@ var (
 
 func init() {
 	if len(redactors) > 32 {
-		panic("projection: candidates tracks at most 32 redactors")
+		panic("redact: candidates tracks at most 32 redactors")
 	}
 	bits := map[string]uint32{}
 	bitOf := func(w string, fold bool) uint32 {
@@ -252,14 +253,14 @@ func init() {
 			return b
 		}
 		if len(bits) == 32 {
-			panic("projection: candidates tracks at most 32 literals")
+			panic("redact: candidates tracks at most 32 literals")
 		}
 		b := uint32(1) << len(bits)
 		bits[key] = b
 		l := literal{text: w, fold: fold, bit: b}
 		if len(w) == 1 {
 			if fold && w[0] >= 'a' && w[0] <= 'z' {
-				panic("projection: a one-byte literal cannot be folded")
+				panic("redact: a one-byte literal cannot be folded")
 			}
 			single = append(single, l)
 			return b
@@ -276,7 +277,7 @@ func init() {
 	needAny, needAll = make([]uint32, len(redactors)), make([]uint32, len(redactors))
 	for i, r := range redactors {
 		if len(r.anyOf) == 0 {
-			panic(fmt.Sprintf("projection: redactor %d (%s) has no anyOf literal: it would never run", i, r.repl))
+			panic(fmt.Sprintf("redact: redactor %d (%s) has no anyOf literal: it would never run", i, r.repl))
 		}
 		for _, w := range r.anyOf {
 			needAny[i] |= bitOf(w, r.fold)
