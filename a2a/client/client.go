@@ -1,4 +1,4 @@
-package a2a
+package a2aclient
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 )
 
 // DialectAuto makes a [Client] choose its dialect from the server's agent card.
-const DialectAuto Dialect = -1
+const DialectAuto a2a.Dialect = -1
 
 // DefaultClientTimeout bounds a non-streaming call when ClientOptions.Timeout is 0.
 const DefaultClientTimeout = 60 * time.Second
@@ -92,7 +92,7 @@ func sentinelFor(code int, reason string) error {
 		}
 	}
 	for _, r := range errorTable {
-		if r.code == code && r.domain == ErrorDomain {
+		if r.code == code && r.domain == a2a.ErrorDomain {
 			return r.err
 		}
 	}
@@ -172,7 +172,7 @@ type ClientOptions struct {
 	// supportedInterfaces lists a JSONRPC interface of protocol version 1.x (its url is the
 	// endpoint), else V03 at the card's url (or a JSONRPC additionalInterfaces url). With V1
 	// or V03, or a card that names no URL, the endpoint is the base URL itself.
-	Dialect Dialect
+	Dialect a2a.Dialect
 	// Timeout bounds each non-streaming call and each agent card fetch, response body
 	// included, and a streaming call until its response headers arrive; the stream itself
 	// lasts until the ctx given to SendStreamingMessage is done or it is closed.
@@ -188,13 +188,13 @@ type Client struct {
 	hc       *http.Client
 	ownHC    bool
 	token    string
-	dialect  Dialect
+	dialect  a2a.Dialect
 	timeout  time.Duration
 	nextID   atomic.Int64
 
 	mu       sync.Mutex // guards the resolution below; never held across I/O
 	resolved bool
-	rDialect Dialect
+	rDialect a2a.Dialect
 	rURL     string
 }
 
@@ -212,7 +212,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("a2a client: base URL %q: want an absolute http or https URL", u.Redacted())
 	}
 	switch opts.Dialect {
-	case V03, V1, DialectAuto:
+	case a2a.V03, a2a.V1, DialectAuto:
 	default:
 		return nil, fmt.Errorf("a2a client: unknown dialect %d", int(opts.Dialect))
 	}
@@ -229,7 +229,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	if c.hc == nil {
 		c.hc, c.ownHC = newDefaultHTTPClient(), true
 	}
-	if p, ok := strings.CutSuffix(u.Path, CardPath); ok {
+	if p, ok := strings.CutSuffix(u.Path, a2a.CardPath); ok {
 		c.cardURL = u.String()
 		e := *u
 		e.Path, e.RawPath = p+"/", ""
@@ -237,7 +237,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	} else {
 		c.endpoint = u.String()
 		card := *u
-		card.Path, card.RawPath = strings.TrimSuffix(u.Path, "/")+CardPath, ""
+		card.Path, card.RawPath = strings.TrimSuffix(u.Path, "/")+a2a.CardPath, ""
 		c.cardURL = card.String()
 	}
 	return c, nil
@@ -245,14 +245,14 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 
 // ParseDialect reads a dialect name: "1.0" (or "1") is V1, "0.3" is V03, "auto" or ""
 // is DialectAuto. Anything else is an error.
-func ParseDialect(s string) (Dialect, error) {
+func ParseDialect(s string) (a2a.Dialect, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":
 		return DialectAuto, nil
 	case "1.0", "1", "v1", "v1.0":
-		return V1, nil
+		return a2a.V1, nil
 	case "0.3", "0.3.0", "v0.3":
-		return V03, nil
+		return a2a.V03, nil
 	}
 	return 0, fmt.Errorf("unknown A2A dialect %q: use auto, 1.0 or 0.3", s)
 }
@@ -301,7 +301,7 @@ func isLocalHost(host string) bool {
 // Card fetches the agent card from CardPath under the base URL, sending A2A-Version: 1.0
 // (servers that vary the card by version then show their v1.0 interfaces). Errors wrap
 // [ErrTransport]: the fetch failed, the status was not 200, or the body is not a card.
-func (c *Client) Card(parent context.Context) (*Card, error) {
+func (c *Client) Card(parent context.Context) (*a2a.Card, error) {
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cardURL, nil)
@@ -323,7 +323,7 @@ func (c *Client) Card(parent context.Context) (*Card, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: agent card %s: HTTP %d %s%s", ErrTransport, req.URL.Redacted(), resp.StatusCode, http.StatusText(resp.StatusCode), statusHint(resp.StatusCode))
 	}
-	var card Card
+	var card a2a.Card
 	if err := json.Unmarshal(body, &card); err != nil {
 		return nil, fmt.Errorf("%w: agent card %s: not a card: %s", ErrTransport, req.URL.Redacted(), describeJSONError(err))
 	}
@@ -332,7 +332,7 @@ func (c *Client) Card(parent context.Context) (*Card, error) {
 
 // resolve returns the dialect and endpoint of the next call, fetching the card once
 // (until a fetch succeeds) with DialectAuto.
-func (c *Client) resolve(ctx context.Context) (Dialect, string, error) {
+func (c *Client) resolve(ctx context.Context) (a2a.Dialect, string, error) {
 	if c.dialect != DialectAuto {
 		return c.dialect, c.endpoint, nil
 	}
@@ -357,7 +357,7 @@ func (c *Client) resolve(ctx context.Context) (Dialect, string, error) {
 // chooseInterface picks the dialect and endpoint a card offers: the first JSONRPC
 // interface of version 1.x, else the v0.3 JSONRPC url. URLs resolve against the card's
 // URL; a missing or unusable one falls back to fallback.
-func chooseInterface(card *Card, cardURL, fallback string) (Dialect, string) {
+func chooseInterface(card *a2a.Card, cardURL, fallback string) (a2a.Dialect, string) {
 	ref := func(s string) string {
 		base, err := url.Parse(cardURL)
 		if err != nil || strings.TrimSpace(s) == "" {
@@ -373,23 +373,23 @@ func chooseInterface(card *Card, cardURL, fallback string) (Dialect, string) {
 	for _, in := range card.SupportedInterfaces {
 		v := strings.TrimSpace(in.ProtocolVersion)
 		if jsonrpc(in.ProtocolBinding) && (v == "1" || strings.HasPrefix(v, "1.")) {
-			return V1, ref(in.URL)
+			return a2a.V1, ref(in.URL)
 		}
 	}
 	if card.URL != "" && (card.PreferredTransport == "" || jsonrpc(card.PreferredTransport)) {
-		return V03, ref(card.URL)
+		return a2a.V03, ref(card.URL)
 	}
 	for _, in := range card.AdditionalInterfaces {
 		if jsonrpc(in.Transport) && in.URL != "" {
-			return V03, ref(in.URL)
+			return a2a.V03, ref(in.URL)
 		}
 	}
 	for _, in := range card.SupportedInterfaces {
 		if jsonrpc(in.ProtocolBinding) && strings.HasPrefix(strings.TrimSpace(in.ProtocolVersion), "0.") && in.URL != "" {
-			return V03, ref(in.URL)
+			return a2a.V03, ref(in.URL)
 		}
 	}
-	return V03, fallback
+	return a2a.V03, fallback
 }
 
 // clientMethods names the methods the Client calls, indexed by kind, then dialect (V03,
@@ -401,41 +401,41 @@ var clientMethods = map[methodKind][2]string{
 	mCancel:  {"tasks/cancel", "CancelTask"},
 }
 
-func methodName(d Dialect, k methodKind) string { return clientMethods[k][d] }
+func methodName(d a2a.Dialect, k methodKind) string { return clientMethods[k][d] }
 
 // SendMessage sends a message (SendMessage / message/send) and returns the server's Task
 // or Message. A JSON-RPC error answer is a [*RemoteError]; other failures wrap
 // [ErrTransport]; an error of ctx is returned wrapped as it is.
-func (c *Client) SendMessage(ctx context.Context, p *SendParams) (SendResult, error) {
+func (c *Client) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
-		return SendResult{}, err
+		return a2a.SendResult{}, err
 	}
 	method := methodName(d, mSend)
-	params, err := EncodeSendParams(p, d)
+	params, err := a2a.EncodeSendParams(p, d)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("%s: %w", method, err)
+		return a2a.SendResult{}, fmt.Errorf("%s: %w", method, err)
 	}
 	raw, err := c.call(ctx, d, endpoint, method, params)
 	if err != nil {
-		return SendResult{}, err
+		return a2a.SendResult{}, err
 	}
-	res, err := DecodeSendResult(raw)
+	res, err := a2a.DecodeSendResult(raw)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
+		return a2a.SendResult{}, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
 	}
 	return res, nil
 }
 
 // GetTask fetches a task (GetTask / tasks/get). Errors are those of SendMessage; an
 // unknown task is a [*RemoteError] matching [ErrTaskNotFound].
-func (c *Client) GetTask(ctx context.Context, p *GetTaskParams) (*Task, error) {
+func (c *Client) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	method := methodName(d, mGetTask)
-	params, err := EncodeGetTaskParams(p)
+	params, err := a2a.EncodeGetTaskParams(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
@@ -444,25 +444,25 @@ func (c *Client) GetTask(ctx context.Context, p *GetTaskParams) (*Task, error) {
 
 // CancelTask cancels a task (CancelTask / tasks/cancel) and returns it. Errors are those
 // of SendMessage; a finished task is a [*RemoteError] matching [ErrTaskNotCancelable].
-func (c *Client) CancelTask(ctx context.Context, p *TaskIDParams) (*Task, error) {
+func (c *Client) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	method := methodName(d, mCancel)
-	params, err := EncodeTaskIDParams(p)
+	params, err := a2a.EncodeTaskIDParams(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	return c.taskCall(ctx, d, endpoint, method, params)
 }
 
-func (c *Client) taskCall(ctx context.Context, d Dialect, endpoint, method string, params []byte) (*Task, error) {
+func (c *Client) taskCall(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte) (*a2a.Task, error) {
 	raw, err := c.call(ctx, d, endpoint, method, params)
 	if err != nil {
 		return nil, err
 	}
-	t, err := DecodeTask(raw)
+	t, err := a2a.DecodeTask(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
 	}
@@ -470,8 +470,8 @@ func (c *Client) taskCall(ctx context.Context, d Dialect, endpoint, method strin
 }
 
 // newRequest builds a JSON-RPC POST of method with params.
-func (c *Client) newRequest(ctx context.Context, d Dialect, endpoint, method string, params []byte, accept string) (*http.Request, error) {
-	body, err := EncodeRequest(&Request{ID: json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10)), Method: method, Params: params})
+func (c *Client) newRequest(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte, accept string) (*http.Request, error) {
+	body, err := a2a.EncodeRequest(&a2a.Request{ID: json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10)), Method: method, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", method, err)
 	}
@@ -481,7 +481,7 @@ func (c *Client) newRequest(ctx context.Context, d Dialect, endpoint, method str
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
-	if d == V1 {
+	if d == a2a.V1 {
 		req.Header.Set("A2A-Version", "1.0")
 	}
 	c.authorize(req)
@@ -495,7 +495,7 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // call POSTs a non-streaming request and returns its result.
-func (c *Client) call(parent context.Context, d Dialect, endpoint, method string, params []byte) (json.RawMessage, error) {
+func (c *Client) call(parent context.Context, d a2a.Dialect, endpoint, method string, params []byte) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	req, err := c.newRequest(ctx, d, endpoint, method, params, "application/json")
@@ -621,13 +621,13 @@ var errHeaderTimeout = errors.New("no response headers in time")
 // Message, or a status update that is final or in a state that ends a stream), so that
 // a server keeping the connection open after it does not hold the caller. A connection
 // that breaks mid-stream is an error wrapping [ErrTransport].
-func (c *Client) SendStreamingMessage(ctx context.Context, p *SendParams) (Stream, error) {
+func (c *Client) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a2a.Stream, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	method := methodName(d, mStream)
-	params, err := EncodeSendParams(p, d)
+	params, err := a2a.EncodeSendParams(p, d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
@@ -667,7 +667,7 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *SendParams) (Strea
 		if err != nil {
 			return nil, err
 		}
-		ev, err := DecodeEvent(raw)
+		ev, err := a2a.DecodeEvent(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
 		}
@@ -687,16 +687,16 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *SendParams) (Strea
 
 // oneEventStream is a stream of one event, for a server that answered with JSON.
 type oneEventStream struct {
-	ev   Event
+	ev   a2a.Event
 	done bool
 }
 
-func (s *oneEventStream) Next(ctx context.Context) (Event, error) {
+func (s *oneEventStream) Next(ctx context.Context) (a2a.Event, error) {
 	if err := ctx.Err(); err != nil {
-		return Event{}, err
+		return a2a.Event{}, err
 	}
 	if s.done {
-		return Event{}, io.EOF
+		return a2a.Event{}, io.EOF
 	}
 	s.done = true
 	return s.ev, nil
@@ -705,7 +705,7 @@ func (s *oneEventStream) Next(ctx context.Context) (Event, error) {
 func (s *oneEventStream) Close() {}
 
 type streamItem struct {
-	ev  Event
+	ev  a2a.Event
 	err error
 }
 
@@ -725,22 +725,22 @@ type sseStream struct {
 
 // Next implements [Stream]. After the final io.EOF or error, it returns the same again;
 // after Close, an error wrapping [ErrTransport].
-func (s *sseStream) Next(ctx context.Context) (Event, error) {
+func (s *sseStream) Next(ctx context.Context) (a2a.Event, error) {
 	if s.err != nil {
-		return Event{}, s.err
+		return a2a.Event{}, s.err
 	}
 	select {
 	case it := <-s.items:
 		if it.err != nil {
 			s.err = it.err
-			return Event{}, it.err
+			return a2a.Event{}, it.err
 		}
 		return it.ev, nil
 	case <-s.done:
 		s.err = errStreamClosed
-		return Event{}, s.err
+		return a2a.Event{}, s.err
 	case <-ctx.Done():
-		return Event{}, ctx.Err()
+		return a2a.Event{}, ctx.Err()
 	}
 }
 
@@ -801,14 +801,14 @@ func (s *sseStream) readError(err error) error {
 }
 
 // decode reads one frame's JSON-RPC response into an event.
-func (s *sseStream) decode(f sseEvent) (Event, error) {
+func (s *sseStream) decode(f sseEvent) (a2a.Event, error) {
 	raw, err := parseResponse(s.method, f.data)
 	if err != nil {
-		return Event{}, err
+		return a2a.Event{}, err
 	}
-	ev, err := DecodeEvent(raw)
+	ev, err := a2a.DecodeEvent(raw)
 	if err != nil {
-		return Event{}, fmt.Errorf("%w: %s: %w", ErrTransport, s.method, err)
+		return a2a.Event{}, fmt.Errorf("%w: %s: %w", ErrTransport, s.method, err)
 	}
 	if f.hasID {
 		ev.Seq, _ = strconv.ParseUint(strings.TrimSpace(f.id), 10, 64) // not a number: 0
