@@ -238,4 +238,3 @@ func TestDecodeEventInvalid(t *testing.T) {
 		t.Errorf("DecodeTask(message) error = %v, want %v", err, ErrInvalidAgentResponse)
 	}
 }
-

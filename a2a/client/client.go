@@ -17,13 +17,16 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/a2a"
 )
 
 // DialectAuto makes a [Client] choose its dialect from the server's agent card.
 const DialectAuto a2a.Dialect = -1
 
-// DefaultClientTimeout bounds a non-streaming call when ClientOptions.Timeout is 0.
-const DefaultClientTimeout = 60 * time.Second
+// DefaultTimeout bounds a non-streaming call when Options.Timeout is 0.
+const DefaultTimeout = 60 * time.Second
 
 const (
 	maxResponseBytes = 32 << 20 // the largest JSON response (or SSE event) a Client reads
@@ -33,7 +36,7 @@ const (
 
 // ErrTransport is wrapped by every [Client] error that is not an answer from the server:
 // the connection failed or broke, the HTTP status was not 200, the body was not a JSON-RPC
-// response, or the result could not be decoded (then [ErrInvalidAgentResponse] is
+// response, or the result could not be decoded (then [a2a.ErrInvalidAgentResponse] is
 // wrapped too). An answer the server gave as a JSON-RPC error is a [*RemoteError] instead.
 var ErrTransport = errors.New("a2a transport failure")
 
@@ -42,8 +45,8 @@ var errStreamClosed = fmt.Errorf("%w: stream closed", ErrTransport)
 
 // RemoteError is a JSON-RPC error object a server answered with. errors.Is matches it
 // against this package's sentinels through the error table, by code and ErrorInfo reason:
-// -32001 is [ErrTaskNotFound]; -32004 with reason CONTEXT_BUSY is [ErrContextBusy] (and so
-// [ErrUnsupportedOperation]); a code the table does not know matches no sentinel.
+// -32001 is [a2a.ErrTaskNotFound]; -32004 with reason CONTEXT_BUSY is [a2a.ErrContextBusy] (and so
+// [a2a.ErrUnsupportedOperation]); a code the table does not know matches no sentinel.
 type RemoteError struct {
 	Code    int
 	Message string
@@ -77,26 +80,8 @@ func newRemoteError(code int, message string, data json.RawMessage) *RemoteError
 		e.Data = data
 		e.Reason, e.Domain, e.Metadata = parseErrorInfo(data)
 	}
-	e.sentinel = sentinelFor(code, e.Reason)
+	e.sentinel = a2a.SentinelFor(code, e.Reason)
 	return e
-}
-
-// sentinelFor maps a code and reason back through the error table: a row with both the
-// code and the reason first, else the spec's row for the code.
-func sentinelFor(code int, reason string) error {
-	if reason != "" {
-		for _, r := range errorTable {
-			if r.code == code && r.reason == reason {
-				return r.err
-			}
-		}
-	}
-	for _, r := range errorTable {
-		if r.code == code && r.domain == a2a.ErrorDomain {
-			return r.err
-		}
-	}
-	return nil
 }
 
 // parseErrorInfo reads the ErrorInfo of an error's data: an array of typed details
@@ -156,9 +141,9 @@ func printable(s string) string {
 	}, s)
 }
 
-// ClientOptions configure [NewClient]. The zero value is usable: the V03 dialect, no
+// Options configure [New]. The zero value is usable: the V03 dialect, no
 // token, a private HTTP client and a 60s timeout.
-type ClientOptions struct {
+type Options struct {
 	// HTTPClient sends the requests. nil: a client of the Client's own (released by
 	// Close) that, unlike http.DefaultClient, never routes loopback, private or
 	// link-local hosts through a proxy from the environment (HTTP_PROXY ...). A given
@@ -176,7 +161,7 @@ type ClientOptions struct {
 	// Timeout bounds each non-streaming call and each agent card fetch, response body
 	// included, and a streaming call until its response headers arrive; the stream itself
 	// lasts until the ctx given to SendStreamingMessage is done or it is closed.
-	// 0: DefaultClientTimeout.
+	// 0: DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -203,7 +188,7 @@ type Client struct {
 // the card's own URL). It returns an error for a baseURL that is not an absolute http(s)
 // URL, a negative Timeout, an unknown Dialect, or a Token that cannot go in a header. It
 // does no I/O.
-func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
+func New(baseURL string, opts Options) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, errors.New("a2a client: the base URL does not parse; want an absolute http or https URL")
@@ -224,7 +209,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	}
 	c := &Client{hc: opts.HTTPClient, token: opts.Token, dialect: opts.Dialect, timeout: opts.Timeout}
 	if c.timeout == 0 {
-		c.timeout = DefaultClientTimeout
+		c.timeout = DefaultTimeout
 	}
 	if c.hc == nil {
 		c.hc, c.ownHC = newDefaultHTTPClient(), true
@@ -258,7 +243,7 @@ func ParseDialect(s string) (a2a.Dialect, error) {
 }
 
 // Close releases the idle connections of the HTTP client the Client made for itself
-// (nothing when ClientOptions.HTTPClient was given). The Client stays usable. It
+// (nothing when Options.HTTPClient was given). The Client stays usable. It
 // returns nil.
 func (c *Client) Close() error {
 	if c.ownHC {
@@ -267,7 +252,7 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// newDefaultHTTPClient is the client of ClientOptions.HTTPClient == nil (DESIGN S-2).
+// newDefaultHTTPClient is the client of Options.HTTPClient == nil (DESIGN S-2).
 func newDefaultHTTPClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = proxyUnlessLocal
@@ -401,7 +386,37 @@ var clientMethods = map[methodKind][2]string{
 	mCancel:  {"tasks/cancel", "CancelTask"},
 }
 
+// methodKind names a call of the Client, whatever its dialect.
+type methodKind int
+
+const (
+	mSend methodKind = iota
+	mStream
+	mGetTask
+	mCancel
+)
+
 func methodName(d a2a.Dialect, k methodKind) string { return clientMethods[k][d] }
+
+// truncate shortens s to at most n bytes without splitting a UTF-8 character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// describeJSONError names the field a JSON value failed to decode into, if it can.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("field %s must be %s, got %s", te.Field, te.Type.String(), te.Value)
+	}
+	return err.Error()
+}
 
 // SendMessage sends a message (SendMessage / message/send) and returns the server's Task
 // or Message. A JSON-RPC error answer is a [*RemoteError]; other failures wrap
@@ -428,7 +443,7 @@ func (c *Client) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendRe
 }
 
 // GetTask fetches a task (GetTask / tasks/get). Errors are those of SendMessage; an
-// unknown task is a [*RemoteError] matching [ErrTaskNotFound].
+// unknown task is a [*RemoteError] matching [a2a.ErrTaskNotFound].
 func (c *Client) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
@@ -443,7 +458,7 @@ func (c *Client) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, 
 }
 
 // CancelTask cancels a task (CancelTask / tasks/cancel) and returns it. Errors are those
-// of SendMessage; a finished task is a [*RemoteError] matching [ErrTaskNotCancelable].
+// of SendMessage; a finished task is a [*RemoteError] matching [a2a.ErrTaskNotCancelable].
 func (c *Client) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
@@ -723,7 +738,7 @@ type sseStream struct {
 	err    error // sticky end of the stream; used by Next only
 }
 
-// Next implements [Stream]. After the final io.EOF or error, it returns the same again;
+// Next implements [a2a.Stream]. After the final io.EOF or error, it returns the same again;
 // after Close, an error wrapping [ErrTransport].
 func (s *sseStream) Next(ctx context.Context) (a2a.Event, error) {
 	if s.err != nil {
@@ -744,7 +759,7 @@ func (s *sseStream) Next(ctx context.Context) (a2a.Event, error) {
 	}
 }
 
-// Close implements [Stream]: it cancels the request, waits for the reader goroutine and
+// Close implements [a2a.Stream]: it cancels the request, waits for the reader goroutine and
 // releases the connection.
 func (s *sseStream) Close() {
 	s.once.Do(func() {

@@ -16,6 +16,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -86,11 +87,11 @@ func startRPC(t *testing.T, h a2a.Handler, cfg a2a.TransportConfig) *rpcServer {
 }
 
 // newTestClient returns a client closed at the end of the test.
-func newTestClient(t *testing.T, baseURL string, opts ClientOptions) *Client {
+func newTestClient(t *testing.T, baseURL string, opts Options) *Client {
 	t.Helper()
-	c, err := NewClient(baseURL, opts)
+	c, err := New(baseURL, opts)
 	if err != nil {
-		t.Fatalf("NewClient(%q) error = %v, want nil", baseURL, err)
+		t.Fatalf("New(%q) error = %v, want nil", baseURL, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -154,7 +155,6 @@ func richTask() *a2a.Task {
 	}
 }
 
-
 func TestClientSendMessage(t *testing.T) {
 	t.Parallel()
 	for _, d := range dialects {
@@ -165,7 +165,7 @@ func TestClientSendMessage(t *testing.T) {
 				return a2a.SendResult{Task: richTask()}, nil
 			}}
 			srv := startRPC(t, fake, a2a.TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d, Token: "tok-1"})
+			c := newTestClient(t, srv.URL, Options{Dialect: d, Token: "tok-1"})
 			sent := fullSendParams(d)
 			res, err := c.SendMessage(t.Context(), sent)
 			if err != nil {
@@ -198,9 +198,11 @@ func TestClientSendMessageReturnsMessage(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			t.Parallel()
 			msg := &a2a.Message{MessageID: "r-1", ContextID: "c-1", Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart("direct answer")}}
-			fake := &fakeHandler{send: func(context.Context, *a2a.SendParams) (a2a.SendResult, error) { return a2a.SendResult{Message: msg}, nil }}
+			fake := &fakeHandler{send: func(context.Context, *a2a.SendParams) (a2a.SendResult, error) {
+				return a2a.SendResult{Message: msg}, nil
+			}}
 			srv := startRPC(t, fake, a2a.TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
 			res, err := c.SendMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("q")}}})
 			if err != nil {
 				t.Fatalf("SendMessage() error = %v, want nil", err)
@@ -243,7 +245,7 @@ func TestClientStream(t *testing.T) {
 				return fs, nil
 			}}
 			srv := startRPC(t, fake, a2a.TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d, Token: "tok"})
+			c := newTestClient(t, srv.URL, Options{Dialect: d, Token: "tok"})
 			sent := fullSendParams(d)
 			st := openStream(t, c, sent)
 			got, err := drain(t, st)
@@ -289,7 +291,7 @@ func TestClientStreamEndsAtFinalEvent(t *testing.T) {
 				hang := &blockingAfter{fakeStream: fs, opened: make(chan struct{})} // never ends after the events
 				fake := &fakeHandler{stream: func(context.Context, *a2a.SendParams) (a2a.Stream, error) { return hang, nil }}
 				srv := startRPC(t, fake, a2a.TransportConfig{KeepAlive: time.Hour})
-				c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+				c := newTestClient(t, srv.URL, Options{Dialect: d})
 				st := openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				defer cancel()
@@ -324,7 +326,7 @@ func TestClientGetAndCancelTask(t *testing.T) {
 				cancel:  func(context.Context, *a2a.TaskIDParams) (*a2a.Task, error) { return canceled, nil },
 			}
 			srv := startRPC(t, fake, a2a.TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
 			gp := &a2a.GetTaskParams{ID: "task-r", HistoryLength: ptr(2), Tenant: "tn"}
 			task, err := c.GetTask(t.Context(), gp)
 			if err != nil {
@@ -422,7 +424,7 @@ func TestClientRemoteErrors(t *testing.T) {
 					cancel:  func(context.Context, *a2a.TaskIDParams) (*a2a.Task, error) { return nil, tc.handlerErr },
 				}
 				srv := startRPC(t, fake, a2a.TransportConfig{})
-				c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+				c := newTestClient(t, srv.URL, Options{Dialect: d})
 				err := tc.call(t, c)
 				var re *RemoteError
 				if !errors.As(err, &re) {
@@ -472,7 +474,7 @@ func TestClientStreamErrorAfterEvents(t *testing.T) {
 				return fs, nil
 			}}
 			srv := startRPC(t, fake, a2a.TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
 			got, err := drain(t, openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}))
 			if diff := cmp.Diff([]a2a.Event{first}, got, fuzzCmpOpts); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -595,7 +597,7 @@ func TestClientTransportErrors(t *testing.T) {
 			if tc.handler != nil {
 				url = rawServer(t, tc.handler).URL
 			}
-			c := newTestClient(t, url, ClientOptions{Dialect: a2a.V1, Timeout: tc.timeout, Token: "secret-token"})
+			c := newTestClient(t, url, Options{Dialect: a2a.V1, Timeout: tc.timeout, Token: "secret-token"})
 			_, err := c.GetTask(t.Context(), &a2a.GetTaskParams{ID: "t"})
 			if !errors.Is(err, ErrTransport) {
 				t.Fatalf("GetTask() error = %v, want %v", err, ErrTransport)
@@ -637,7 +639,7 @@ func TestClientCallerCanceled(t *testing.T) {
 		arrived <- struct{}{}
 		waitForClientGone(r)
 	})
-	c := newTestClient(t, srv.URL, ClientOptions{Dialect: a2a.V1})
+	c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
 	for _, streaming := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
@@ -699,7 +701,7 @@ func TestClientStreamServerCloses(t *testing.T) {
 			t.Parallel()
 			body := "id: 1\ndata: " + frameJSON(t, first, a2a.V1) + "\n\n\x00id: 2\ndata: " + frameJSON(t, chunk, a2a.V1) + "\n\n"
 			srv := rawServer(t, sseHandler(body, tc.then))
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: a2a.V1})
+			c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
 			got, err := drain(t, openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}))
 			if diff := cmp.Diff([]a2a.Event{first, chunk}, got, fuzzCmpOpts); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -760,7 +762,7 @@ func TestClientSSEParsing(t *testing.T) {
 				body = strings.Replace(body, "keep-alive"+eol+eol+"retry", "keep-alive"+eol+"\x00"+eol+"retry", 1)
 				body = body[:len(body)/2] + "\x00" + body[len(body)/2:]
 				srv := rawServer(t, sseHandler(body, nil))
-				c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+				c := newTestClient(t, srv.URL, Options{Dialect: d})
 				got, err := drain(t, openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}))
 				if !errors.Is(err, io.EOF) {
 					t.Errorf("final error = %v, want io.EOF", err)
@@ -868,7 +870,7 @@ func TestClientStreamNextCtxAndClose(t *testing.T) {
 	fs.block = true
 	fake := &fakeHandler{stream: func(context.Context, *a2a.SendParams) (a2a.Stream, error) { return fs, nil }}
 	srv := startRPC(t, fake, a2a.TransportConfig{KeepAlive: 10 * time.Millisecond})
-	c := newTestClient(t, srv.URL, ClientOptions{Dialect: a2a.V1})
+	c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
 	st, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 	if err != nil {
 		t.Fatalf("SendStreamingMessage() error = %v", err)
@@ -897,7 +899,7 @@ func TestClientStreamNextCtxAndClose(t *testing.T) {
 func TestClientStreamHeaderTimeout(t *testing.T) {
 	t.Parallel()
 	srv := rawServer(t, func(w http.ResponseWriter, r *http.Request) { waitForClientGone(r) })
-	c := newTestClient(t, srv.URL, ClientOptions{Dialect: a2a.V03, Timeout: 50 * time.Millisecond})
+	c := newTestClient(t, srv.URL, Options{Dialect: a2a.V03, Timeout: 50 * time.Millisecond})
 	start := time.Now()
 	_, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 	if !errors.Is(err, ErrTransport) || !errors.Is(err, context.DeadlineExceeded) {
@@ -927,7 +929,7 @@ func TestClientStreamJSONAnswer(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json; charset=utf-8")
 				_, _ = io.WriteString(w, tc.body)
 			})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: a2a.V1})
+			c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
 			st, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 			if tc.wantCode != 0 {
 				var re *RemoteError
@@ -963,7 +965,7 @@ func TestClientDialectAuto(t *testing.T) {
 	t.Run("union card picks 1.0", func(t *testing.T) {
 		t.Parallel()
 		srv := startRPC(t, okFake(), a2a.TransportConfig{})
-		c := newTestClient(t, srv.URL, ClientOptions{Dialect: DialectAuto, Token: "tok"})
+		c := newTestClient(t, srv.URL, Options{Dialect: DialectAuto, Token: "tok"})
 		for range 2 {
 			if _, err := c.SendMessage(t.Context(), p); err != nil {
 				t.Fatalf("SendMessage() error = %v", err)
@@ -997,7 +999,7 @@ func TestClientDialectAuto(t *testing.T) {
 		s.Server = httptest.NewServer(mux)
 		t.Cleanup(s.Close)
 		base.Store(s.URL)
-		c := newTestClient(t, s.URL+"/agents/old", ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, s.URL+"/agents/old", Options{Dialect: DialectAuto})
 		if _, err := c.SendMessage(t.Context(), p); err != nil {
 			t.Fatalf("SendMessage() error = %v", err)
 		}
@@ -1010,7 +1012,7 @@ func TestClientDialectAuto(t *testing.T) {
 	t.Run("card URL as base", func(t *testing.T) {
 		t.Parallel()
 		srv := startRPC(t, okFake(), a2a.TransportConfig{})
-		c := newTestClient(t, srv.URL+a2a.CardPath, ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, srv.URL+a2a.CardPath, Options{Dialect: DialectAuto})
 		if _, err := c.SendMessage(t.Context(), p); err != nil {
 			t.Fatalf("SendMessage() error = %v", err)
 		}
@@ -1026,7 +1028,7 @@ func TestClientDialectAuto(t *testing.T) {
 			calls.Add(1)
 			http.NotFound(w, r)
 		})
-		c := newTestClient(t, srv.URL, ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, srv.URL, Options{Dialect: DialectAuto})
 		for range 2 {
 			_, err := c.SendMessage(t.Context(), p)
 			if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "agent card") || !strings.Contains(err.Error(), "404") {
@@ -1041,7 +1043,7 @@ func TestClientDialectAuto(t *testing.T) {
 	t.Run("not a card", func(t *testing.T) {
 		t.Parallel()
 		srv := rawServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"name":7}`) })
-		c := newTestClient(t, srv.URL, ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, srv.URL, Options{Dialect: DialectAuto})
 		if _, err := c.Card(t.Context()); !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "not a card") {
 			t.Errorf("Card() error = %v, want %v: not a card", err, ErrTransport)
 		}
@@ -1094,7 +1096,7 @@ func TestNewClient(t *testing.T) {
 	tests := []struct {
 		name     string
 		base     string
-		opts     ClientOptions
+		opts     Options
 		wantErr  bool
 		endpoint string
 		cardURL  string
@@ -1105,23 +1107,23 @@ func TestNewClient(t *testing.T) {
 		{name: "relative", base: "/a2a", wantErr: true},
 		{name: "ftp", base: "ftp://a.example/", wantErr: true},
 		{name: "garbage", base: "http://[::1", wantErr: true},
-		{name: "negative timeout", base: "http://a.example", opts: ClientOptions{Timeout: -time.Second}, wantErr: true},
-		{name: "bad dialect", base: "http://a.example", opts: ClientOptions{Dialect: a2a.Dialect(7)}, wantErr: true},
-		{name: "token with newline", base: "http://a.example", opts: ClientOptions{Token: "a\nb"}, wantErr: true},
+		{name: "negative timeout", base: "http://a.example", opts: Options{Timeout: -time.Second}, wantErr: true},
+		{name: "bad dialect", base: "http://a.example", opts: Options{Dialect: a2a.Dialect(7)}, wantErr: true},
+		{name: "token with newline", base: "http://a.example", opts: Options{Token: "a\nb"}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := NewClient(tc.base, tc.opts)
+			c, err := New(tc.base, tc.opts)
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("NewClient(%q) error = %v, want error %v", tc.base, err, tc.wantErr)
+				t.Fatalf("New(%q) error = %v, want error %v", tc.base, err, tc.wantErr)
 			}
 			if err != nil {
 				return
 			}
 			defer c.Close()
-			if c.endpoint != tc.endpoint || c.cardURL != tc.cardURL || c.timeout != DefaultClientTimeout {
-				t.Errorf("NewClient(%q): endpoint %q, card %q, timeout %s; want %q, %q, %s", tc.base, c.endpoint, c.cardURL, c.timeout, tc.endpoint, tc.cardURL, DefaultClientTimeout)
+			if c.endpoint != tc.endpoint || c.cardURL != tc.cardURL || c.timeout != DefaultTimeout {
+				t.Errorf("New(%q): endpoint %q, card %q, timeout %s; want %q, %q, %s", tc.base, c.endpoint, c.cardURL, c.timeout, tc.endpoint, tc.cardURL, DefaultTimeout)
 			}
 		})
 	}
