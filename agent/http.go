@@ -12,10 +12,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/netx"
 )
 
 // DefaultTimeout bounds one reply of a backend whose Config leaves Timeout zero.
@@ -36,32 +37,12 @@ func backendError(backend, format string, args ...any) error {
 
 // newHTTPClient is the client a chat backend uses when its Config gives none: it does not
 // follow redirects (a redirect would carry the API key to another host, and x-api-key is
-// not a header net/http strips), and it never sends requests for loopback or private
-// addresses through a proxy from the environment.
+// not a header net/http strips), and it never sends requests for loopback, private,
+// link-local or CGNAT addresses through a proxy from the environment ([netx.NewTransport]).
 func newHTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = directForLocal(http.ProxyFromEnvironment)
 	return &http.Client{
-		Transport:     tr,
+		Transport:     netx.NewTransport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// directForLocal returns a proxy function that reaches localhost and loopback, private
-// and link-local addresses directly and asks proxy about every other host.
-func directForLocal(proxy func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
-	return func(req *http.Request) (*url.URL, error) {
-		host := req.URL.Hostname()
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-			return nil, nil
-		}
-		if ip, err := netip.ParseAddr(host); err == nil {
-			ip = ip.Unmap()
-			if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
-				return nil, nil
-			}
-		}
-		return proxy(req)
 	}
 }
 

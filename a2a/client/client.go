@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/netx"
 )
 
 // DialectAuto makes a [Client] choose its dialect from the server's agent card.
@@ -252,35 +252,10 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// newDefaultHTTPClient is the client of Options.HTTPClient == nil (DESIGN S-2).
+// newDefaultHTTPClient is the client of Options.HTTPClient == nil (DESIGN S-2): the
+// environment's proxy except for local and CGNAT hosts ([netx.NewTransport]).
 func newDefaultHTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = proxyUnlessLocal
-	return &http.Client{Transport: tr}
-}
-
-// proxyUnlessLocal is http.ProxyFromEnvironment, except that local hosts are always
-// reached directly.
-func proxyUnlessLocal(req *http.Request) (*url.URL, error) {
-	if isLocalHost(req.URL.Hostname()) {
-		return nil, nil
-	}
-	return http.ProxyFromEnvironment(req)
-}
-
-// isLocalHost reports whether host is localhost or a loopback, private, link-local or
-// unspecified address.
-func isLocalHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil {
-		return false
-	}
-	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
+	return &http.Client{Transport: netx.NewTransport()}
 }
 
 // Card fetches the agent card from CardPath under the base URL, sending A2A-Version: 1.0

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/netx/netxtest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -1143,16 +1145,15 @@ func TestParseDialect(t *testing.T) {
 	}
 }
 
-func TestIsLocalHost(t *testing.T) {
+// TestDefaultClientDialsLocalDirect: a Client without an HTTPClient reaches a Tailscale
+// (CGNAT) peer directly although HTTP_PROXY is set (the rule of internal/netx).
+func TestDefaultClientDialsLocalDirect(t *testing.T) {
 	t.Parallel()
-	for host, want := range map[string]bool{
-		"localhost": true, "LOCALHOST.": true, "app.localhost": true, "127.0.0.1": true, "127.9.9.9": true, "::1": true,
-		"10.1.2.3": true, "172.16.0.1": true, "192.168.1.1": true, "fd00::1": true, "169.254.1.1": true, "fe80::1%eth0": true,
-		"0.0.0.0": true, "::ffff:10.0.0.1": true,
-		"8.8.8.8": false, "172.32.0.1": false, "agent.example": false, "2001:db8::1": false, "localhost.example": false,
-	} {
-		if got := isLocalHost(host); got != want {
-			t.Errorf("isLocalHost(%q) = %v, want %v", host, got, want)
+	netxtest.CheckDirect(t, func() func(*http.Request) (*url.URL, error) {
+		c, err := New("http://100.64.0.1:9900/", Options{})
+		if err != nil {
+			t.Fatalf("New() error = %v", err)
 		}
-	}
+		return c.hc.Transport.(*http.Transport).Proxy
+	})
 }
