@@ -20,6 +20,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/internal/netx"
+	"github.com/a2a-gateway/gateway/internal/sse"
 )
 
 // DialectAuto makes a [Client] choose its dialect from the server's agent card.
@@ -748,9 +749,9 @@ func (s *sseStream) Close() {
 func (s *sseStream) run() {
 	defer s.cancel(nil)
 	defer s.body.Close()
-	r := newSSEReader(s.body, maxResponseBytes)
+	r := sse.NewReader(s.body, maxResponseBytes)
 	for {
-		f, err := r.next()
+		f, err := r.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				s.send(streamItem{err: io.EOF})
@@ -758,6 +759,9 @@ func (s *sseStream) run() {
 				s.send(streamItem{err: s.readError(err)})
 			}
 			return
+		}
+		if len(bytes.TrimSpace(f.Data)) == 0 {
+			continue // an event with empty data carries no response
 		}
 		ev, err := s.decode(f)
 		if err != nil {
@@ -791,8 +795,8 @@ func (s *sseStream) readError(err error) error {
 }
 
 // decode reads one frame's JSON-RPC response into an event.
-func (s *sseStream) decode(f sseEvent) (a2a.Event, error) {
-	raw, err := parseResponse(s.method, f.data)
+func (s *sseStream) decode(f sse.Event) (a2a.Event, error) {
+	raw, err := parseResponse(s.method, f.Data)
 	if err != nil {
 		return a2a.Event{}, err
 	}
@@ -800,142 +804,8 @@ func (s *sseStream) decode(f sseEvent) (a2a.Event, error) {
 	if err != nil {
 		return a2a.Event{}, fmt.Errorf("%w: %s: %w", ErrTransport, s.method, err)
 	}
-	if f.hasID {
-		ev.Seq, _ = strconv.ParseUint(strings.TrimSpace(f.id), 10, 64) // not a number: 0
+	if f.HasID {
+		ev.Seq, _ = strconv.ParseUint(strings.TrimSpace(f.ID), 10, 64) // not a number: 0
 	}
 	return ev, nil
-}
-
-// sseEvent is one dispatched SSE event.
-type sseEvent struct {
-	data  []byte // the data lines joined by \n
-	id    string
-	hasID bool
-}
-
-// sseReader splits an SSE body into frames (the WHATWG event-stream rules): lines end
-// with \n, \r\n or \r; a blank line dispatches the frame; lines starting with ':' are
-// comments; `data:` lines accumulate; a frame without data is dropped; `event:` and
-// `retry:` are ignored. A frame unterminated at the end of the body is still returned.
-type sseReader struct {
-	r     io.Reader
-	buf   []byte // unread bytes are buf[start:end]
-	start int
-	end   int
-	eof   error // the read error that ended the body (io.EOF when clean)
-	max   int
-	first bool
-}
-
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{r: r, buf: make([]byte, 16<<10), max: max, first: true}
-}
-
-// next returns the next frame, io.EOF at the clean end of the body, or the read error.
-func (r *sseReader) next() (sseEvent, error) {
-	var f sseEvent
-	var data []byte
-	hasData := false
-	for {
-		line, err := r.line()
-		if err != nil {
-			if errors.Is(err, io.EOF) && hasData && len(bytes.TrimSpace(data)) > 0 {
-				f.data = data
-				return f, nil // an unterminated last frame
-			}
-			return sseEvent{}, err
-		}
-		if r.first {
-			line = bytes.TrimPrefix(line, []byte("\uFEFF"))
-			r.first = false
-		}
-		if len(line) == 0 {
-			if hasData && len(bytes.TrimSpace(data)) > 0 {
-				f.data = data
-				return f, nil
-			}
-			f, data, hasData = sseEvent{}, data[:0], false
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		name, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(name) {
-		case "data":
-			if len(data)+len(value)+1 > r.max {
-				return sseEvent{}, fmt.Errorf("an SSE event exceeds %d bytes", r.max)
-			}
-			if hasData {
-				data = append(data, '\n')
-			}
-			data, hasData = append(data, value...), true
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				f.id, f.hasID = string(value), true
-			}
-		}
-	}
-}
-
-// line returns the next line without its terminator. The slice is valid until the next
-// call.
-func (r *sseReader) line() ([]byte, error) {
-	for scanned := 0; ; {
-		chunk := r.buf[r.start:r.end]
-		if i := bytes.IndexAny(chunk[scanned:], "\r\n"); i >= 0 {
-			i += scanned
-			switch {
-			case chunk[i] == '\n':
-				r.start += i + 1
-				return chunk[:i], nil
-			case i+1 < len(chunk): // \r followed by something
-				r.start += i + 1
-				if chunk[i+1] == '\n' {
-					r.start++
-				}
-				return chunk[:i], nil
-			case r.eof != nil: // \r at the very end
-				r.start += i + 1
-				return chunk[:i], nil
-			}
-			scanned = i // a \r at the end of the buffer: read on to see if \n follows
-		} else {
-			scanned = len(chunk)
-		}
-		if r.eof != nil {
-			if len(chunk) == 0 {
-				return nil, r.eof
-			}
-			r.start = r.end
-			return chunk, nil // the last line, unterminated
-		}
-		if err := r.fill(); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// fill reads more bytes, compacting or growing the buffer; it records the end of the
-// body in r.eof rather than returning it.
-func (r *sseReader) fill() error {
-	if r.start > 0 {
-		n := copy(r.buf, r.buf[r.start:r.end])
-		r.start, r.end = 0, n
-	}
-	if r.end == len(r.buf) {
-		if len(r.buf) >= r.max {
-			return fmt.Errorf("an SSE line exceeds %d bytes", r.max)
-		}
-		nb := make([]byte, min(2*len(r.buf), r.max))
-		copy(nb, r.buf[:r.end])
-		r.buf = nb
-	}
-	n, err := r.r.Read(r.buf[r.end:])
-	r.end += n
-	if err != nil {
-		r.eof = err
-	}
-	return nil
 }

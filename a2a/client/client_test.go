@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
@@ -747,6 +746,8 @@ func TestClientSSEParsing(t *testing.T) {
 					"data: " + f(0),
 					"",
 					"id: 999", "", // an id without data dispatches nothing
+					"data:", "", // empty or blank data: skipped, not a broken frame
+					"data:  ", "data:", "",
 					"id:8",
 					"data:" + f(1)[:split], // multi-line data, no space after the colon
 					"data: " + f(1)[split:],
@@ -775,93 +776,6 @@ func TestClientSSEParsing(t *testing.T) {
 			})
 		}
 	}
-}
-
-func TestSSEReader(t *testing.T) {
-	t.Parallel()
-	type frame struct {
-		Data string
-		ID   string
-	}
-	tests := []struct {
-		name string
-		in   string
-		want []frame
-	}{
-		{"LF", "id: 1\ndata: a\n\ndata: b\ndata: c\n\n", []frame{{"a", "1"}, {"b\nc", ""}}},
-		{"CRLF", "id: 1\r\ndata: a\r\n\r\ndata: b\r\n\r\n", []frame{{"a", "1"}, {"b", ""}}},
-		{"CR", "id: 1\rdata: a\r\rdata: b\r\r", []frame{{"a", "1"}, {"b", ""}}},
-		{"CR at the very end", "data: a\r", []frame{{"a", ""}}},
-		{"unterminated", "data: a\n\ndata: b", []frame{{"a", ""}, {"b", ""}}},
-		{"comments only", ": x\n\n: y\n\n", nil},
-		{"empty data dropped", "data:\n\ndata: \n\n", nil},
-		{"field without colon", "data\ndata: x\n\n", []frame{{"\nx", ""}}},
-		{"two spaces keep one", "data:  x\n\n", []frame{{" x", ""}}},
-		{"id with NUL ignored", "id: a\x00b\ndata: x\n\n", []frame{{"x", ""}}},
-		{"BOM", "\uFEFFdata: x\n\n", []frame{{"x", ""}}},
-		{"empty", "", nil},
-	}
-	readers := map[string]func(io.Reader) io.Reader{
-		"whole":    func(r io.Reader) io.Reader { return r },
-		"one byte": iotest.OneByteReader,
-		"half":     iotest.HalfReader,
-		"data err": iotest.DataErrReader,
-	}
-	for _, tc := range tests {
-		for rname, wrap := range readers {
-			t.Run(tc.name+"/"+rname, func(t *testing.T) {
-				t.Parallel()
-				r := newSSEReader(wrap(strings.NewReader(tc.in)), 1<<10)
-				var got []frame
-				for {
-					f, err := r.next()
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						t.Fatalf("next() error = %v", err)
-					}
-					got = append(got, frame{string(f.data), f.id})
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("frames of %q (-want +got):\n%s", tc.in, diff)
-				}
-			})
-		}
-	}
-	t.Run("too long", func(t *testing.T) {
-		t.Parallel()
-		r := newSSEReader(strings.NewReader("data: "+strings.Repeat("x", 100)+"\n\n"), 32)
-		if _, err := r.next(); err == nil || errors.Is(err, io.EOF) {
-			t.Errorf("next() on a line over the limit error = %v, want an error", err)
-		}
-		r = newSSEReader(strings.NewReader(strings.Repeat("data: 0123456789\n", 10)+"\n"), 64)
-		if _, err := r.next(); err == nil || errors.Is(err, io.EOF) {
-			t.Errorf("next() on an event over the limit error = %v, want an error", err)
-		}
-	})
-	t.Run("lines longer than the buffer", func(t *testing.T) {
-		t.Parallel()
-		long := strings.Repeat("x", 100<<10)
-		for rname, wrap := range readers {
-			r := newSSEReader(wrap(strings.NewReader("data: "+long+"\r\ndata: "+long+"\r\n\r\n")), 1<<20)
-			f, err := r.next()
-			if err != nil || string(f.data) != long+"\n"+long {
-				t.Errorf("%s: next() = %d bytes, %v; want two 100 KiB lines", rname, len(f.data), err)
-			}
-		}
-	})
-	t.Run("read error", func(t *testing.T) {
-		t.Parallel()
-		boom := errors.New("boom")
-		r := newSSEReader(io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(boom)), 1<<10)
-		if f, err := r.next(); err != nil || string(f.data) != "a" {
-			t.Fatalf("next() = %q, %v; want \"a\", nil", f.data, err)
-		}
-		if _, err := r.next(); !errors.Is(err, boom) {
-			t.Errorf("next() error = %v, want %v (a broken body drops the unterminated frame)", err, boom)
-		}
-	})
 }
 
 // TestClientStreamNextCtxAndClose: a Next whose ctx ends leaves the stream usable; Close
