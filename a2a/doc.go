@@ -30,7 +30,8 @@
 //
 // # Imports
 //
-// No project package; third-party: none beyond the standard library.
+// No project package but internal/jsonenc (the JSON byte helpers its hand-written wire
+// encoders share with the ledger); third-party: none beyond the standard library.
 //
 // # Caveats
 //
