@@ -646,23 +646,8 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a
 		return nil, statusError(method, resp.StatusCode, body)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		// Some servers answer a streaming method that fails at once with a plain JSON-RPC
-		// response; a result there is a stream of one event.
 		defer cancel(nil)
-		defer resp.Body.Close()
-		body, err := readLimited(resp.Body, maxResponseBytes)
-		if err != nil {
-			return nil, c.readError(ctx, sctx, method, err)
-		}
-		raw, err := parseResponse(method, body)
-		if err != nil {
-			return nil, err
-		}
-		ev, err := a2a.DecodeEvent(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
-		}
-		return &oneEventStream{ev: ev}, nil
+		return c.jsonAnswer(ctx, sctx, method, resp)
 	}
 	s := &sseStream{
 		method: method,
@@ -674,6 +659,25 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a
 	}
 	s.wg.Go(s.run) // exits at the end of the stream, on an error, or when Close cancels sctx
 	return s, nil
+}
+
+// jsonAnswer reads the plain JSON-RPC response some servers give a streaming method that
+// fails at once: its error, or its result as a stream of one event. It closes the body.
+func (c *Client) jsonAnswer(parent, ctx context.Context, method string, resp *http.Response) (a2a.Stream, error) {
+	defer resp.Body.Close()
+	body, err := readLimited(resp.Body, maxResponseBytes)
+	if err != nil {
+		return nil, c.readError(parent, ctx, method, err)
+	}
+	raw, err := parseResponse(method, body)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := a2a.DecodeEvent(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
+	}
+	return &oneEventStream{ev: ev}, nil
 }
 
 // oneEventStream is a stream of one event, for a server that answered with JSON.
