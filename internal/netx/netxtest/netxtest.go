@@ -1,5 +1,4 @@
-// Package netxtest checks that an outbound HTTP client follows the direct-dial rule of
-// package netx, so that a caller that stops using netx fails its own test.
+package netx, so that a caller that stops using netx fails its own test.
 //
 // # Imports
 //

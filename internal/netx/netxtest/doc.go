@@ -1,0 +1,2 @@
+// Package netxtest checks that an outbound HTTP client follows the direct-dial rule of
+// package netx, so that a caller that stops using netx fails its own test.
