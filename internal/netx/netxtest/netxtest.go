@@ -1,8 +1,3 @@
-package netx, so that a caller that stops using netx fails its own test.
-//
-// # Imports
-//
-// Standard library only (testing).
 package netxtest
 
 import (
