@@ -48,7 +48,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzStreamRedactor$$' -fuzztime $(FUZZTIME) ./redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzInputMarker$$' -fuzztime $(FUZZTIME) ./agent/
 	$(GO) test -run '^$$' -fuzz '^FuzzUTF8Chunker$$' -fuzztime $(FUZZTIME) ./agent/
-	$(GO) test -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME) ./agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/sse/
 	$(GO) test -run '^$$' -fuzz '^FuzzClientFrame$$' -fuzztime $(FUZZTIME) ./streaming/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./peers/
 

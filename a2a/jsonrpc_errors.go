@@ -139,3 +139,23 @@ func (e RPCError) wire(d Dialect) json.RawMessage {
 	b, _ := json.Marshal(v) // maps of strings and ints always marshal
 	return b
 }
+
+// SentinelFor is the inverse of [ToRPCError] for an error object read from the wire: the
+// sentinel of the table row with both code and reason, else of the specification's row
+// for code (so -32004 with reason CONTEXT_BUSY is [ErrContextBusy], -32001 is
+// [ErrTaskNotFound]). It returns nil for a code the table does not know.
+func SentinelFor(code int, reason string) error {
+	if reason != "" {
+		for _, r := range errorTable {
+			if r.code == code && r.reason == reason {
+				return r.err
+			}
+		}
+	}
+	for _, r := range errorTable {
+		if r.code == code && r.domain == ErrorDomain {
+			return r.err
+		}
+	}
+	return nil
+}

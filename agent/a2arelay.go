@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 )
 
 // a2aRelayDefaultTimeout bounds a relayed turn when A2ARelayConfig.Timeout is 0.
@@ -43,7 +44,7 @@ type A2ARelayConfig struct {
 	// current message), for upstreams that keep no context.
 	Input string
 	// HTTPClient sends the requests. Nil means a client of the relay's own that reaches
-	// loopback and private addresses without a proxy (see [a2a.ClientOptions]).
+	// loopback and private addresses without a proxy (see [a2aclient.Options]).
 	HTTPClient *http.Client
 }
 
@@ -80,7 +81,7 @@ func (c A2ARelayConfig) LogValue() slog.Value {
 //
 // It is safe for concurrent use.
 type A2ARelay struct {
-	client  *a2a.Client
+	client  *a2aclient.Client
 	token   string
 	url     string // redacted, for the log
 	timeout time.Duration
@@ -95,7 +96,7 @@ func NewA2ARelay(cfg A2ARelayConfig, logger *slog.Logger) (*A2ARelay, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("a2a: an upstream URL is required")
 	}
-	dialect, err := a2a.ParseDialect(cfg.Dialect)
+	dialect, err := a2aclient.ParseDialect(cfg.Dialect)
 	if err != nil {
 		return nil, fmt.Errorf("a2a: %w", err)
 	}
@@ -114,7 +115,7 @@ func NewA2ARelay(cfg A2ARelayConfig, logger *slog.Logger) (*A2ARelay, error) {
 	if r.timeout == 0 {
 		r.timeout = a2aRelayDefaultTimeout
 	}
-	r.client, err = a2a.NewClient(cfg.URL, a2a.ClientOptions{HTTPClient: cfg.HTTPClient, Token: cfg.Token, Dialect: dialect})
+	r.client, err = a2aclient.New(cfg.URL, a2aclient.Options{HTTPClient: cfg.HTTPClient, Token: cfg.Token, Dialect: dialect})
 	if err != nil {
 		return nil, fmt.Errorf("a2a: %s", r.redact(err.Error()))
 	}
@@ -234,16 +235,16 @@ func (r *A2ARelay) failed(ctx, tctx context.Context, t Turn, err error) error {
 		r.log.WarnContext(ctx, "upstream reply timed out", append(attrs, "timeout", r.timeout)...)
 		return relayError("no complete reply within %s", r.timeout)
 	}
-	var re *a2a.RemoteError
+	var re *a2aclient.RemoteError
 	switch {
-	case errors.As(err, &re) && !errors.Is(err, a2a.ErrTransport):
+	case errors.As(err, &re) && !errors.Is(err, a2aclient.ErrTransport):
 		r.log.WarnContext(ctx, "upstream answered with an error", append(attrs, "code", re.Code, "reason", re.Reason,
 			"error_message", r.redact(truncateRunes(re.Message, 512)))...)
 		return relayError("the upstream agent answered JSON-RPC error %d", re.Code)
 	case errors.Is(err, a2a.ErrInvalidAgentResponse):
 		r.log.WarnContext(ctx, "upstream sent an invalid answer", append(attrs, "err", r.redact(err.Error()))...)
 		return relayError("the upstream agent sent an invalid answer")
-	case errors.Is(err, a2a.ErrTransport):
+	case errors.Is(err, a2aclient.ErrTransport):
 		r.log.WarnContext(ctx, "upstream call failed", append(attrs, "err", r.redact(err.Error()))...)
 		return relayError("the upstream agent could not be reached or refused the request")
 	}

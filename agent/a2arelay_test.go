@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -453,7 +454,7 @@ func TestA2ARelayOutcomes(t *testing.T) {
 					if !errors.Is(err, ErrBackend) {
 						t.Fatalf("Reply() error = %v, want %v", err, ErrBackend)
 					}
-					if errors.Is(err, a2a.ErrContextBusy) || errors.Is(err, a2a.ErrTaskNotFound) || errors.Is(err, a2a.ErrTransport) {
+					if errors.Is(err, a2a.ErrContextBusy) || errors.Is(err, a2a.ErrTaskNotFound) || errors.Is(err, a2aclient.ErrTransport) {
 						t.Errorf("Reply() error = %v: the upstream's protocol errors must not leak into the chain", err)
 					}
 					if !strings.Contains(logs.String(), "level=WARN") {

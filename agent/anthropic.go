@@ -138,7 +138,7 @@ func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, 
 	sse := newSSEReader(body)
 	stop := ""
 	for {
-		ev, err := sse.next()
+		ev, err := sse.Next()
 		if err == io.EOF {
 			a.h.log.WarnContext(parent, "upstream stream ended before message_stop", "context_id", t.ContextID, "task_id", t.TaskID)
 			return backendError("anthropic", "the upstream stream ended early")
@@ -150,10 +150,10 @@ func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, 
 			return a.h.broken(parent, ctx, t, "reading the upstream stream failed", err)
 		}
 		var e anthropicEvent
-		if err := json.Unmarshal(ev.data, &e); err != nil {
-			return a.h.malformed(parent, t, "undecodable event", ev.data)
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
+			return a.h.malformed(parent, t, "undecodable event", ev.Data)
 		}
-		kind := ev.name
+		kind := ev.Type
 		if kind == "" {
 			kind = e.Type
 		}

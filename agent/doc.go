@@ -26,8 +26,10 @@
 //
 // # Imports
 //
-// a2a (the outbound client of the A2A relay), projection (the provider-neutral request,
-// pure) and the standard library; no adapter.
+// a2a (the protocol model) and a2a/client (the outbound client of the A2A relay),
+// projection (the provider-neutral request, pure), internal/sse (the one SSE reader, for
+// the chat backends' streams), internal/netx (the one direct-dial rule of their default
+// HTTP client) and the standard library; no adapter.
 //
 // # Caveats
 //

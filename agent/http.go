@@ -4,18 +4,19 @@ package agent
 // request, the server-sent-events reader, and turning failures into safe errors.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/netx"
+	// Named so: the package's tests have a helper called sse.
+	sseread "github.com/a2a-gateway/gateway/internal/sse"
 )
 
 // DefaultTimeout bounds one reply of a backend whose Config leaves Timeout zero.
@@ -36,32 +37,12 @@ func backendError(backend, format string, args ...any) error {
 
 // newHTTPClient is the client a chat backend uses when its Config gives none: it does not
 // follow redirects (a redirect would carry the API key to another host, and x-api-key is
-// not a header net/http strips), and it never sends requests for loopback or private
-// addresses through a proxy from the environment.
+// not a header net/http strips), and it never sends requests for loopback, private,
+// link-local or CGNAT addresses through a proxy from the environment ([netx.NewTransport]).
 func newHTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = directForLocal(http.ProxyFromEnvironment)
 	return &http.Client{
-		Transport:     tr,
+		Transport:     netx.NewTransport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// directForLocal returns a proxy function that reaches localhost and loopback, private
-// and link-local addresses directly and asks proxy about every other host.
-func directForLocal(proxy func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
-	return func(req *http.Request) (*url.URL, error) {
-		host := req.URL.Hostname()
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-			return nil, nil
-		}
-		if ip, err := netip.ParseAddr(host); err == nil {
-			ip = ip.Unmap()
-			if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
-				return nil, nil
-			}
-		}
-		return proxy(req)
 	}
 }
 
@@ -204,94 +185,13 @@ func isJSON(resp *http.Response) bool {
 	return strings.HasPrefix(ct, "application/json")
 }
 
-// sseEvent is one server-sent event.
-type sseEvent struct {
-	name string // the "event:" field; "" when absent
-	data []byte // the "data:" lines, joined by "\n"
-}
+// newSSEReader reads an upstream event stream (internal/sse, the gateway's one SSE
+// reader) with events of at most maxSSEEvent bytes; an event over it is an error wrapping
+// errSSETooLong.
+func newSSEReader(r io.Reader) *sseread.Reader { return sseread.NewReader(r, maxSSEEvent) }
 
-// errSSETooLong reports an event larger than maxSSEEvent.
-var errSSETooLong = errors.New("stream event too large")
-
-// sseReader reads server-sent events (the text/event-stream format: field lines, events
-// ended by a blank line, ":" comments). id and retry fields are ignored.
-type sseReader struct {
-	r   *bufio.Reader
-	eof bool
-}
-
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReaderSize(r, 16<<10)} }
-
-// next returns the next event, or io.EOF when the stream ended. An event the stream ends
-// in without its blank line is still returned (its content decides whether it is whole).
-// Other errors are the underlying reader's, or errSSETooLong.
-func (s *sseReader) next() (sseEvent, error) {
-	var ev sseEvent
-	var data []byte
-	hasData := false
-	size := 0
-	for {
-		if s.eof {
-			if hasData {
-				ev.data = data
-				return ev, nil
-			}
-			return sseEvent{}, io.EOF
-		}
-		line, err := s.line(&size)
-		if err == io.EOF {
-			s.eof = true
-			if len(line) == 0 {
-				continue
-			}
-		} else if err != nil {
-			return sseEvent{}, err
-		}
-		if len(line) == 0 {
-			if hasData {
-				ev.data = data
-				return ev, nil
-			}
-			ev, size = sseEvent{}, 0
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			ev.name = string(value)
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-			hasData = true
-		}
-	}
-}
-
-// line reads one line without its line ending; *size counts the event's bytes so far.
-// At the end of the stream it returns the unterminated rest (possibly empty) and io.EOF.
-func (s *sseReader) line(size *int) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := s.r.ReadSlice('\n')
-		*size += len(frag)
-		if *size > maxSSEEvent {
-			return nil, errSSETooLong
-		}
-		line = append(line, frag...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		return line, err
-	}
-}
+// errSSETooLong is wrapped by the error of an event larger than maxSSEEvent.
+var errSSETooLong = sseread.ErrTooLong
 
 // readBody reads an upstream answer (a stream or one JSON object) and emits its text.
 // parent is the caller's context, ctx the same bounded by the backend's timeout.

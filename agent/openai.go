@@ -141,7 +141,7 @@ func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emi
 	sse := newSSEReader(body)
 	finish := ""
 	for {
-		ev, err := sse.next()
+		ev, err := sse.Next()
 		if err == io.EOF {
 			if finish != "" {
 				o.h.log.DebugContext(parent, "stream ended without [DONE] after a finish_reason", "task_id", t.TaskID)
@@ -156,13 +156,13 @@ func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emi
 		if err != nil {
 			return o.h.broken(parent, ctx, t, "reading the upstream stream failed", err)
 		}
-		if string(ev.data) == "[DONE]" {
+		if string(ev.Data) == "[DONE]" {
 			o.truncated(parent, t, finish)
 			return nil
 		}
 		var c openAIChunk
-		if err := json.Unmarshal(ev.data, &c); err != nil {
-			return o.h.malformed(parent, t, "undecodable chunk", ev.data)
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			return o.h.malformed(parent, t, "undecodable chunk", ev.Data)
 		}
 		if c.failed() {
 			return o.reportError(parent, t, c.Error)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -406,43 +405,6 @@ func TestNewOpenAIConfig(t *testing.T) {
 					t.Errorf("NewOpenAI(%+v) url %q timeout %v, want the defaults", tt.cfg, o.h.url, o.h.timeout)
 				}
 				o.Close()
-			}
-		})
-	}
-}
-
-func TestDirectForLocal(t *testing.T) {
-	t.Parallel()
-	proxyURL, _ := url.Parse("http://proxy.example:3128")
-	proxy := directForLocal(func(*http.Request) (*url.URL, error) { return proxyURL, nil })
-	tests := []struct {
-		url       string
-		wantProxy bool
-	}{
-		{"http://localhost:8000/v1", false},
-		{"http://api.localhost/v1", false},
-		{"http://127.0.0.1:8000/v1", false},
-		{"http://[::1]:8000/v1", false},
-		{"http://10.1.2.3/v1", false},
-		{"http://172.16.0.9/v1", false},
-		{"http://192.168.1.20:11434/v1", false},
-		{"http://169.254.1.1/v1", false},
-		{"http://[fd00::1]/v1", false},
-		{"http://[::ffff:127.0.0.1]/v1", false},
-		{"https://api.openai.com/v1", true},
-		{"https://8.8.8.8/v1", true},
-		{"https://172.32.0.1/v1", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.url, func(t *testing.T) {
-			t.Parallel()
-			req, err := http.NewRequest(http.MethodPost, tt.url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := proxy(req)
-			if err != nil || (got != nil) != tt.wantProxy {
-				t.Errorf("proxy(%s) = %v, %v, want proxied %v", tt.url, got, err, tt.wantProxy)
 			}
 		})
 	}

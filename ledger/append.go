@@ -345,22 +345,11 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if tasks == nil || artifacts == nil {
 		return outcome{}, nil, errors.New("ledger: index buckets missing")
 	}
-	key := []byte(p.key)
 
 	// Checks: nothing is written until all of them pass.
-	conv := tx.Bucket(key)
-	var m metaRecord
-	if conv != nil {
-		var err error
-		if m, err = readMeta(conv); err != nil {
-			return outcome{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: err.Error()}, nil
-		}
-		if m.ContextID != p.contextID || m.Owner != p.owner {
-			return outcome{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
-				Reason: fmt.Sprintf("metadata names contextId %q owner %q", m.ContextID, m.Owner)}, nil
-		}
-	} else {
-		m = metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}
+	conv, m, err := loadHead(tx, p)
+	if err != nil {
+		return outcome{}, err, nil
 	}
 	switch {
 	case p.beginTurn:
@@ -368,17 +357,78 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	case p.epoch != 0 && p.epoch != m.Epoch:
 		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
 	}
-	var newTasks []string
+	newTasks, err := newTaskIDs(tasks, p)
+	if err != nil {
+		return outcome{}, err, nil
+	}
+	encoded, entries := s.chain(p, &m)
+
+	// Writes.
+	if conv == nil {
+		if conv, reqErr, txErr = createConv(tx, p); conv == nil {
+			return outcome{}, reqErr, txErr
+		}
+	}
+	if err := putArtifacts(artifacts, p.artifacts); err != nil {
+		return outcome{}, nil, err
+	}
+	if err := putTaskHeads(tasks, p.key, newTasks, &m); err != nil {
+		return outcome{}, nil, err
+	}
+	if err := putEntries(conv, tasks, p.entries, encoded, &m); err != nil {
+		return outcome{}, nil, err
+	}
+	m.LastHash = entries[len(entries)-1].Hash
+	if p.now.After(m.LastActivity) {
+		m.LastActivity = p.now
+	}
+	if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
+		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
+	}
+	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
+}
+
+// loadHead reads the conversation's bucket (nil for a new conversation) and metadata (new
+// metadata for a new conversation). A [*ChainError] refuses the request: the metadata does
+// not decode or names another conversation.
+func loadHead(tx *bolt.Tx, p *prepared) (*bolt.Bucket, metaRecord, error) {
+	conv := tx.Bucket([]byte(p.key))
+	if conv == nil {
+		return nil, metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}, nil
+	}
+	m, err := readMeta(conv)
+	if err != nil {
+		return nil, metaRecord{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: err.Error()}
+	}
+	if m.ContextID != p.contextID || m.Owner != p.owner {
+		return nil, metaRecord{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
+			Reason: fmt.Sprintf("metadata names contextId %q owner %q", m.ContextID, m.Owner)}
+	}
+	return conv, m, nil
+}
+
+// newTaskIDs returns the request's task ids the task index does not know yet; a task id
+// that belongs to another conversation refuses the request ([ErrInvalid]).
+func newTaskIDs(tasks *bolt.Bucket, p *prepared) ([]string, error) {
+	var fresh []string
 	for _, id := range p.taskIDs {
 		head := tasks.Get([]byte(id))
 		if head == nil {
-			newTasks = append(newTasks, id)
+			fresh = append(fresh, id)
 		} else if owner, _ := splitTaskHead(head); owner != p.key {
-			return outcome{}, invalidEntry(0, "taskId", "%q belongs to another conversation", id), nil
+			return nil, invalidEntry(0, "taskId", "%q belongs to another conversation", id)
 		}
 	}
-	encoded := make([][]byte, len(p.entries))
-	entries := make([]Entry, len(p.entries))
+	return fresh, nil
+}
+
+// chain numbers the request's entries after the head m (seq, epoch, prevHash) and returns
+// their stored encodings and the entries as stored. It uses the encodings computed ahead of
+// the commit (p.guess) when the head has not moved since, and fills the templates here
+// otherwise. m is not modified.
+func (s *Store) chain(p *prepared, m *metaRecord) (encoded [][]byte, entries []Entry) {
+	encoded = make([][]byte, len(p.entries))
+	entries = make([]Entry, len(p.entries))
 	g := p.guess
 	if g != nil {
 		if g.baseSeq != m.LastSeq || g.baseHash != m.LastHash || g.epoch != m.Epoch {
@@ -399,48 +449,68 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		}
 		entries[i], prev = e, e.Hash
 	}
+	return encoded, entries
+}
 
-	// Writes. The conversation bucket's creation can only fail if a non-bucket value sits at
-	// its name, before anything was written.
-	if conv == nil {
-		var err error
-		if conv, err = tx.CreateBucket(key); err != nil {
-			if errors.Is(err, bolterrors.ErrIncompatibleValue) {
-				return outcome{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: "a non-bucket value holds the conversation's key"}, nil
-			}
-			return outcome{}, nil, fmt.Errorf("create conversation bucket: %w", err)
-		}
+// createConv creates the conversation's bucket. That can only fail if a non-bucket value
+// sits at its name, before anything was written: a [*ChainError] refusing the request
+// (reqErr); any other failure is the transaction's (txErr).
+func createConv(tx *bolt.Tx, p *prepared) (conv *bolt.Bucket, reqErr, txErr error) {
+	conv, err := tx.CreateBucket([]byte(p.key))
+	switch {
+	case errors.Is(err, bolterrors.ErrIncompatibleValue):
+		return nil, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: "a non-bucket value holds the conversation's key"}, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("create conversation bucket: %w", err)
 	}
-	// Entries go in at the right edge of the conversation, and a leaf left behind by a
-	// split there is never written again: fill it.
-	conv.FillPercent = 1
-	for _, a := range p.artifacts {
+	return conv, nil, nil
+}
+
+// putArtifacts stores the artifacts the store does not hold yet (content-addressed:
+// each is written once).
+func putArtifacts(artifacts *bolt.Bucket, as []artifact) error {
+	for _, a := range as {
 		if artifacts.Get([]byte(a.digest)) != nil {
-			continue // content-addressed: written once
+			continue
 		}
 		if err := artifacts.Put([]byte(a.digest), a.data); err != nil {
-			return outcome{}, nil, fmt.Errorf("put artifact: %w", err)
+			return fmt.Errorf("put artifact: %w", err)
 		}
 	}
+	return nil
+}
+
+// putTaskHeads adds the conversation's new tasks to the task index, each linked to the
+// task the conversation started before it, and counts them in m.
+func putTaskHeads(tasks *bolt.Bucket, key string, newTasks []string, m *metaRecord) error {
 	// The task index, like the entries, grows at its right edge when task ids are
-	// time-ordered. Each new task links to the one the conversation started before it.
+	// time-ordered.
 	tasks.FillPercent = 0.9
 	for _, id := range newTasks {
-		if err := tasks.Put([]byte(id), taskHead(p.key, m.LastTaskID)); err != nil {
-			return outcome{}, nil, fmt.Errorf("put task index: %w", err)
+		if err := tasks.Put([]byte(id), taskHead(key, m.LastTaskID)); err != nil {
+			return fmt.Errorf("put task index: %w", err)
 		}
 		m.LastTaskID = id
 		m.Counters.Tasks++
 	}
-	for i := range p.entries {
-		e := &p.entries[i]
+	return nil
+}
+
+// putEntries stores the encoded entries after m's last seq, indexes those of a task, and
+// advances m's last seq and counters.
+func putEntries(conv, tasks *bolt.Bucket, entries []Entry, encoded [][]byte, m *metaRecord) error {
+	// Entries go in at the right edge of the conversation, and a leaf left behind by a
+	// split there is never written again: fill it.
+	conv.FillPercent = 1
+	for i := range entries {
+		e := &entries[i]
 		seq := m.LastSeq + uint64(i) + 1
 		if err := conv.Put(entryKey(seq), encoded[i]); err != nil {
-			return outcome{}, nil, fmt.Errorf("put entry: %w", err)
+			return fmt.Errorf("put entry: %w", err)
 		}
 		if e.TaskID != "" {
 			if err := tasks.Put(taskKey(e.TaskID, seq), nil); err != nil {
-				return outcome{}, nil, fmt.Errorf("put task index: %w", err)
+				return fmt.Errorf("put task index: %w", err)
 			}
 		}
 		m.Counters.Entries++
@@ -448,15 +518,8 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			m.Counters.Turns++
 		}
 	}
-	m.LastSeq += uint64(len(p.entries))
-	m.LastHash = prev
-	if p.now.After(m.LastActivity) {
-		m.LastActivity = p.now
-	}
-	if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
-		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
-	}
-	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
+	m.LastSeq += uint64(len(entries))
+	return nil
 }
 
 // template is an entry's canonical JSON cut where the fields that only the write

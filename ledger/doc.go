@@ -28,10 +28,10 @@
 //
 // # Imports
 //
-// conversations (the pure contextId and key rules), go.etcd.io/bbolt, google/uuid, and
-// from a2a only its JSON encoding helpers (AppendJSONString, AppendJSONValue: the
-// hand-written encoder of entries shares them with the wire encoders); nothing else of
-// the project (not turn or another adapter).
+// conversations (the pure contextId and key rules), internal/jsonenc (the JSON byte
+// helpers the hand-written encoder of entries shares with a2a's wire encoders),
+// go.etcd.io/bbolt, google/uuid; nothing else of the project (not a2a, turn or another
+// adapter).
 //
 // # Concurrency
 //

@@ -2,10 +2,9 @@ package ledger
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 
-	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/jsonenc"
 )
 
 // appendEntryJSON appends json.Marshal(e) to dst, byte for byte, without reflection:
@@ -19,32 +18,32 @@ import (
 // unnoticed.
 func appendEntryJSON(dst []byte, e *Entry) ([]byte, error) {
 	dst = append(dst, `{"id":`...)
-	dst = a2a.AppendJSONString(dst, e.ID)
+	dst = jsonenc.AppendString(dst, e.ID)
 	dst = append(dst, `,"contextId":`...)
-	dst = a2a.AppendJSONString(dst, e.ContextID)
+	dst = jsonenc.AppendString(dst, e.ContextID)
 	dst = append(dst, `,"owner":`...)
-	dst = a2a.AppendJSONString(dst, e.Owner)
-	dst = appendOptString(dst, `,"taskId":`, e.TaskID)
+	dst = jsonenc.AppendString(dst, e.Owner)
+	dst = jsonenc.AppendOptString(dst, `,"taskId":`, e.TaskID)
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, `,"epoch":`...)
 	dst = strconv.AppendUint(dst, e.Epoch, 10)
 	dst = append(dst, `,"kind":`...)
-	dst = a2a.AppendJSONString(dst, string(e.Kind))
+	dst = jsonenc.AppendString(dst, string(e.Kind))
 	dst = append(dst, `,"trust":`...)
-	dst = a2a.AppendJSONString(dst, string(e.Trust))
+	dst = jsonenc.AppendString(dst, string(e.Trust))
 	dst = append(dst, `,"visibility":`...)
-	dst = a2a.AppendJSONString(dst, string(e.Visibility))
-	dst = appendOptString(dst, `,"actor":`, e.Actor)
+	dst = jsonenc.AppendString(dst, string(e.Visibility))
+	dst = jsonenc.AppendOptString(dst, `,"actor":`, e.Actor)
 	t, err := e.CreatedAt.MarshalJSON()
 	if err != nil {
 		return dst, err
 	}
 	dst = append(dst, `,"createdAt":`...)
 	dst = append(dst, t...)
-	dst = appendOptString(dst, `,"messageId":`, e.MessageID)
-	dst = appendOptString(dst, `,"role":`, e.Role)
-	dst = appendOptString(dst, `,"state":`, e.State)
+	dst = jsonenc.AppendOptString(dst, `,"messageId":`, e.MessageID)
+	dst = jsonenc.AppendOptString(dst, `,"role":`, e.Role)
+	dst = jsonenc.AppendOptString(dst, `,"state":`, e.State)
 	if len(e.Parts) > 0 {
 		dst = append(dst, `,"parts":[`...)
 		for i := range e.Parts {
@@ -57,22 +56,22 @@ func appendEntryJSON(dst []byte, e *Entry) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	if dst, err = appendOptValue(dst, `,"metadata":`, e.Metadata); err != nil {
+	if dst, err = jsonenc.AppendOptValue(dst, `,"metadata":`, e.Metadata); err != nil {
 		return dst, err
 	}
-	dst = appendOptString(dst, `,"correlationId":`, e.CorrelationID)
-	dst = appendOptString(dst, `,"causationId":`, e.CausationID)
-	dst = appendOptString(dst, `,"prevHash":`, e.PrevHash)
-	dst = appendOptString(dst, `,"hash":`, e.Hash)
+	dst = jsonenc.AppendOptString(dst, `,"correlationId":`, e.CorrelationID)
+	dst = jsonenc.AppendOptString(dst, `,"causationId":`, e.CausationID)
+	dst = jsonenc.AppendOptString(dst, `,"prevHash":`, e.PrevHash)
+	dst = jsonenc.AppendOptString(dst, `,"hash":`, e.Hash)
 	return append(dst, '}'), nil
 }
 
 func appendPartJSON(dst []byte, p *Part) ([]byte, error) {
 	dst = append(dst, `{"kind":`...)
-	dst = a2a.AppendJSONString(dst, p.Kind)
-	dst = appendOptString(dst, `,"text":`, p.Text)
+	dst = jsonenc.AppendString(dst, p.Kind)
+	dst = jsonenc.AppendOptString(dst, `,"text":`, p.Text)
 	var err error
-	if dst, err = appendOptValue(dst, `,"data":`, p.Data); err != nil {
+	if dst, err = jsonenc.AppendOptValue(dst, `,"data":`, p.Data); err != nil {
 		return dst, err
 	}
 	if len(p.Raw) > 0 {
@@ -80,38 +79,16 @@ func appendPartJSON(dst []byte, p *Part) ([]byte, error) {
 		dst = base64.StdEncoding.AppendEncode(dst, p.Raw)
 		dst = append(dst, '"')
 	}
-	dst = appendOptString(dst, `,"url":`, p.URL)
-	dst = appendOptString(dst, `,"mediaType":`, p.MediaType)
-	dst = appendOptString(dst, `,"filename":`, p.Filename)
-	if dst, err = appendOptValue(dst, `,"metadata":`, p.Metadata); err != nil {
+	dst = jsonenc.AppendOptString(dst, `,"url":`, p.URL)
+	dst = jsonenc.AppendOptString(dst, `,"mediaType":`, p.MediaType)
+	dst = jsonenc.AppendOptString(dst, `,"filename":`, p.Filename)
+	if dst, err = jsonenc.AppendOptValue(dst, `,"metadata":`, p.Metadata); err != nil {
 		return dst, err
 	}
-	dst = appendOptString(dst, `,"artifactRef":`, p.ArtifactRef)
+	dst = jsonenc.AppendOptString(dst, `,"artifactRef":`, p.ArtifactRef)
 	if p.Size != 0 {
 		dst = append(dst, `,"size":`...)
 		dst = strconv.AppendInt(dst, p.Size, 10)
 	}
 	return append(dst, '}'), nil
-}
-
-// appendOptString appends key and s as a JSON string unless s is empty (omitempty).
-func appendOptString(dst []byte, key, s string) []byte {
-	if s == "" {
-		return dst
-	}
-	return a2a.AppendJSONString(append(dst, key...), s)
-}
-
-// appendOptValue appends key and the JSON value v as encoding/json writes a
-// json.RawMessage (compacted, HTML-escaped) unless v is empty (omitempty). An invalid
-// value is an error, as json.Marshal reports it.
-func appendOptValue(dst []byte, key string, v json.RawMessage) ([]byte, error) {
-	if len(v) == 0 {
-		return dst, nil
-	}
-	out, err := a2a.AppendJSONValue(append(dst, key...), v)
-	if err != nil {
-		return dst, err
-	}
-	return out, nil
 }

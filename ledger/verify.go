@@ -80,109 +80,161 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 // verifyCheckEvery is how many entries verifyConv checks between looks at ctx.
 const verifyCheckEvery = 1024
 
+// verifyConv checks one conversation, as [Store.Verify] describes, in the read
+// transaction tx: its metadata, then each entry in seq order, then the metadata against
+// what the entries hold.
 func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket) error {
-	artifacts := tx.Bucket(bucketArtifacts)
 	m, err := readMeta(conv)
 	if err != nil {
 		return &ChainError{Key: key, Reason: err.Error()}
 	}
-	fail := func(seq uint64, format string, args ...any) error {
-		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
+	w := &chainWalk{
+		key:       key,
+		m:         m,
+		taskIndex: tx.Bucket(bucketTasks),
+		artifacts: tx.Bucket(bucketArtifacts),
+		want:      1,
+		tasks:     map[string]bool{},
 	}
 	if got := contextid.Key(m.Owner, m.ContextID); got != key {
-		return fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
+		return w.fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
 	}
-	taskIndex := tx.Bucket(bucketTasks)
-	var (
-		want     uint64 = 1
-		prev     string
-		n        int
-		turns    int
-		tasks    = map[string]bool{}
-		lastTask string // the task whose first entry came last so far
-	)
 	c := conv.Cursor()
+	n := 0
 	for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
 		if n++; n%verifyCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		seq, ok := entrySeq(k)
-		if !ok {
-			return fail(want, "malformed key %x", k)
+		if err := w.entry(k, v); err != nil {
+			return err
 		}
-		if seq != want {
-			return fail(want, "seq %d missing (next stored seq is %d)", want, seq)
-		}
-		var e Entry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return fail(seq, "entry unreadable: %v", err)
-		}
-		switch {
-		case e.Seq != seq:
-			return fail(seq, "entry says seq %d", e.Seq)
-		case e.ContextID != m.ContextID || e.Owner != m.Owner:
-			return fail(seq, "entry belongs to contextId %q owner %q", e.ContextID, e.Owner)
-		case e.PrevHash != prev:
-			return fail(seq, "prevHash %q, previous entry's hash is %q", e.PrevHash, prev)
-		}
-		stored := e.Hash
-		e.Hash = ""
-		canonical, err := json.Marshal(&e)
-		if err != nil {
-			return fail(seq, "entry cannot be re-encoded: %v", err)
-		}
-		if h := chainHash(e.PrevHash, canonical); h != stored {
-			return fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
-		}
-		if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
-			turns++
-		}
-		if e.TaskID != "" {
-			var head []byte
-			if taskIndex != nil {
-				head = taskIndex.Get([]byte(e.TaskID))
-			}
-			owner, before := splitTaskHead(head)
-			if owner != key {
-				return fail(seq, "task %q: the task index does not point to this conversation", e.TaskID)
-			}
-			if !hasKey(taskIndex, taskKey(e.TaskID, seq)) {
-				return fail(seq, "task %q: entry missing from the task index", e.TaskID)
-			}
-			if !tasks[e.TaskID] { // the task's first entry
-				if before != lastTask {
-					return fail(seq, "task %q: the task index says task %q came before it, the entries say %q", e.TaskID, before, lastTask)
-				}
-				tasks[e.TaskID], lastTask = true, e.TaskID
-			}
-		}
-		for j, p := range e.Parts {
-			if p.ArtifactRef == "" {
-				continue
-			}
-			if reason := checkArtifact(artifacts, p.ArtifactRef); reason != "" {
-				return fail(seq, "parts[%d]: %s", j, reason)
-			}
-		}
-		prev = stored
-		want++
 	}
-	last := want - 1
+	return w.finish()
+}
+
+// chainWalk is the state of verifyConv's walk over one conversation's entries.
+type chainWalk struct {
+	key                  string
+	m                    metaRecord
+	taskIndex, artifacts *bolt.Bucket // either may be nil in a damaged file
+
+	want     uint64 // the seq the next entry must have
+	prev     string // the previous entry's hash
+	turns    int
+	tasks    map[string]bool // the tasks seen so far
+	lastTask string          // the task whose first entry came last so far
+}
+
+// fail returns the [*ChainError] of the conversation at seq.
+func (w *chainWalk) fail(seq uint64, format string, args ...any) error {
+	return &ChainError{Key: w.key, ContextID: w.m.ContextID, Owner: w.m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
+}
+
+// entry checks the entry stored under key k with value v: its seq, conversation, chain
+// link and hash, its task index records and its artifacts.
+func (w *chainWalk) entry(k, v []byte) error {
+	seq, ok := entrySeq(k)
+	if !ok {
+		return w.fail(w.want, "malformed key %x", k)
+	}
+	if seq != w.want {
+		return w.fail(w.want, "seq %d missing (next stored seq is %d)", w.want, seq)
+	}
+	var e Entry
+	if err := json.Unmarshal(v, &e); err != nil {
+		return w.fail(seq, "entry unreadable: %v", err)
+	}
+	if err := w.link(seq, &e); err != nil {
+		return err
+	}
+	if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
+		w.turns++
+	}
+	if e.TaskID != "" {
+		if err := w.task(seq, e.TaskID); err != nil {
+			return err
+		}
+	}
+	for j, p := range e.Parts {
+		if p.ArtifactRef == "" {
+			continue
+		}
+		if reason := checkArtifact(w.artifacts, p.ArtifactRef); reason != "" {
+			return w.fail(seq, "parts[%d]: %s", j, reason)
+		}
+	}
+	w.prev = e.Hash
+	w.want++
+	return nil
+}
+
+// link checks that e (stored at seq) says so, belongs to the conversation, follows the
+// previous entry and hashes to its Hash (recomputed from encoding/json's encoding with
+// Hash empty). e is left as it was.
+func (w *chainWalk) link(seq uint64, e *Entry) error {
+	switch {
+	case e.Seq != seq:
+		return w.fail(seq, "entry says seq %d", e.Seq)
+	case e.ContextID != w.m.ContextID || e.Owner != w.m.Owner:
+		return w.fail(seq, "entry belongs to contextId %q owner %q", e.ContextID, e.Owner)
+	case e.PrevHash != w.prev:
+		return w.fail(seq, "prevHash %q, previous entry's hash is %q", e.PrevHash, w.prev)
+	}
+	stored := e.Hash
+	e.Hash = ""
+	canonical, err := json.Marshal(e)
+	e.Hash = stored
+	if err != nil {
+		return w.fail(seq, "entry cannot be re-encoded: %v", err)
+	}
+	if h := chainHash(e.PrevHash, canonical); h != stored {
+		return w.fail(seq, "hash %q does not match the entry (recomputed %q)", stored, h)
+	}
+	return nil
+}
+
+// task checks the task index for the entry at seq of task id: the task points to this
+// conversation, the entry is indexed, and a task's first entry links it to the task seen
+// first before it.
+func (w *chainWalk) task(seq uint64, id string) error {
+	var head []byte
+	if w.taskIndex != nil {
+		head = w.taskIndex.Get([]byte(id))
+	}
+	owner, before := splitTaskHead(head)
+	if owner != w.key {
+		return w.fail(seq, "task %q: the task index does not point to this conversation", id)
+	}
+	if !hasKey(w.taskIndex, taskKey(id, seq)) {
+		return w.fail(seq, "task %q: entry missing from the task index", id)
+	}
+	if !w.tasks[id] { // the task's first entry
+		if before != w.lastTask {
+			return w.fail(seq, "task %q: the task index says task %q came before it, the entries say %q", id, before, w.lastTask)
+		}
+		w.tasks[id], w.lastTask = true, id
+	}
+	return nil
+}
+
+// finish checks the metadata against the walk: last seq and hash, counters, last task.
+func (w *chainWalk) finish() error {
+	m, last := &w.m, w.want-1
 	switch {
 	case m.LastSeq != last:
-		return fail(last+1, "metadata says lastSeq %d, the entries end at %d", m.LastSeq, last)
-	case m.LastHash != prev:
-		return fail(last, "metadata says lastHash %q, the last entry's hash is %q", m.LastHash, prev)
+		return w.fail(last+1, "metadata says lastSeq %d, the entries end at %d", m.LastSeq, last)
+	case m.LastHash != w.prev:
+		return w.fail(last, "metadata says lastHash %q, the last entry's hash is %q", m.LastHash, w.prev)
 	case m.Counters.Entries != int(last):
-		return fail(0, "metadata counts %d entries, %d are stored", m.Counters.Entries, last)
-	case m.Counters.Turns != turns:
-		return fail(0, "metadata counts %d turns, the entries hold %d", m.Counters.Turns, turns)
-	case m.Counters.Tasks != len(tasks):
-		return fail(0, "metadata counts %d tasks, the entries name %d", m.Counters.Tasks, len(tasks))
-	case m.LastTaskID != lastTask:
-		return fail(0, "metadata says the last task is %q, the entries say %q", m.LastTaskID, lastTask)
+		return w.fail(0, "metadata counts %d entries, %d are stored", m.Counters.Entries, last)
+	case m.Counters.Turns != w.turns:
+		return w.fail(0, "metadata counts %d turns, the entries hold %d", m.Counters.Turns, w.turns)
+	case m.Counters.Tasks != len(w.tasks):
+		return w.fail(0, "metadata counts %d tasks, the entries name %d", m.Counters.Tasks, len(w.tasks))
+	case m.LastTaskID != w.lastTask:
+		return w.fail(0, "metadata says the last task is %q, the entries say %q", m.LastTaskID, w.lastTask)
 	}
 	return nil
 }

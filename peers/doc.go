@@ -33,5 +33,7 @@
 //
 // # Imports
 //
-// Standard library only (a2a and conversations are allowed, not needed).
+// internal/netx (the direct-dial rule [NewTransport] applies, shared with every outbound
+// client of the gateway) and the standard library (a2a and conversations/contextid are
+// allowed, not needed).
 package peers

@@ -2,8 +2,6 @@ package peers
 
 import (
 	"errors"
-	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -180,55 +178,6 @@ func TestOwner(t *testing.T) {
 				t.Errorf("Owner(%q) = %q, want %q", p, Owner(p), tt.owner)
 			}
 		})
-	}
-}
-
-// TestBypassLocal: local hosts never go through the environment's proxy.
-func TestBypassLocal(t *testing.T) {
-	t.Parallel()
-	proxy, _ := url.Parse("http://proxy.example:3128")
-	fn := BypassLocal(func(*http.Request) (*url.URL, error) { return proxy, nil })
-	tests := []struct {
-		url    string
-		direct bool
-	}{
-		{"http://127.0.0.1:9900/", true},
-		{"http://localhost:9900/", true},
-		{"http://LOCALHOST./", true},
-		{"http://agent.localhost/", true},
-		{"http://[::1]:9900/", true},
-		{"http://10.1.2.3/", true},
-		{"http://172.16.0.1/", true},
-		{"http://192.168.1.10:9900/", true},
-		{"http://100.64.0.1/", true},          // Tailscale (CGNAT)
-		{"http://100.127.255.254/", true},     // end of 100.64.0.0/10
-		{"http://169.254.1.1/", true},         // link-local
-		{"http://[fe80::1]/", true},           // link-local
-		{"http://[fd7a:115c:a1e0::1]/", true}, // Tailscale IPv6 (ULA)
-		{"http://[::ffff:10.0.0.1]/", true},   // mapped
-		{"http://100.128.0.1/", false},
-		{"http://8.8.8.8/", false},
-		{"https://agent.example/", false},
-		{"http://macmini/", false}, // names are not resolved
-	}
-	for _, tt := range tests {
-		t.Run(tt.url, func(t *testing.T) {
-			t.Parallel()
-			req, err := http.NewRequest(http.MethodGet, tt.url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := fn(req)
-			if err != nil {
-				t.Fatalf("proxy(%s) error = %v", tt.url, err)
-			}
-			if direct := got == nil; direct != tt.direct {
-				t.Errorf("proxy(%s) = %v, want direct %v", tt.url, got, tt.direct)
-			}
-		})
-	}
-	if tr := NewTransport(); tr.Proxy == nil {
-		t.Error("NewTransport().Proxy = nil, want the environment's proxy for non-local hosts")
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
@@ -131,7 +132,7 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 	if err := errors.Join(e.errs...); err != nil {
 		return usageError{err.Error()}
 	}
-	dialect, err := a2a.ParseDialect(o.dialect)
+	dialect, err := a2aclient.ParseDialect(o.dialect)
 	if err != nil {
 		return usageError{"--dialect: " + err.Error()}
 	}
@@ -192,7 +193,7 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 
 	tr := peers.NewTransport()
 	defer tr.CloseIdleConnections()
-	client, err := a2a.NewClient(tg.URL, a2a.ClientOptions{HTTPClient: &http.Client{Transport: tr}, Token: tg.Token, Dialect: dialect, Timeout: o.timeout})
+	client, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: &http.Client{Transport: tr}, Token: tg.Token, Dialect: dialect, Timeout: o.timeout})
 	if err != nil {
 		return fmt.Errorf("peer %s: %w", tg.Peer(), err)
 	}
@@ -361,8 +362,8 @@ var errTaskEnded = errors.New("no complete reply")
 // streamingUnsupported reports whether a failed streaming send was refused as a method
 // the peer does not offer (and so can be retried without streaming).
 func streamingUnsupported(err error) bool {
-	var re *a2a.RemoteError
-	if !errors.As(err, &re) || errors.Is(err, a2a.ErrTransport) {
+	var re *a2aclient.RemoteError
+	if !errors.As(err, &re) || errors.Is(err, a2aclient.ErrTransport) {
 		return false
 	}
 	return errors.Is(err, a2a.ErrMethodNotFound) || (errors.Is(err, a2a.ErrUnsupportedOperation) && !errors.Is(err, a2a.ErrContextBusy))
@@ -370,7 +371,7 @@ func streamingUnsupported(err error) bool {
 
 // exchange sends p and writes the reply to rw as it arrives: streaming, or a plain send
 // when the peer does not stream.
-func exchange(ctx context.Context, c *a2a.Client, p *a2a.SendParams, rw *replyWriter) (sendOutcome, error) {
+func exchange(ctx context.Context, c *a2aclient.Client, p *a2a.SendParams, rw *replyWriter) (sendOutcome, error) {
 	var out sendOutcome
 	st, err := c.SendStreamingMessage(ctx, p)
 	if err != nil {
@@ -541,7 +542,7 @@ func deliveryError(parent, sctx context.Context, t peers.Target, timeout time.Du
 	if t.Name != "" {
 		who = fmt.Sprintf("peer %s (%s)", t.Name, t.URL)
 	}
-	var re *a2a.RemoteError
+	var re *a2aclient.RemoteError
 	switch {
 	case parent.Err() != nil:
 		return fmt.Errorf("%s: interrupted before the reply was complete; nothing was recorded", who)
@@ -555,7 +556,7 @@ func deliveryError(parent, sctx context.Context, t peers.Target, timeout time.Du
 		return fmt.Errorf("%s answered with a JSON-RPC error: %w%s; nothing was recorded", who, err, hint)
 	case errors.Is(err, errTaskEnded):
 		return fmt.Errorf("%s: %w; nothing was recorded", who, err)
-	case errors.Is(err, a2a.ErrTransport):
+	case errors.Is(err, a2aclient.ErrTransport):
 		return fmt.Errorf("%s: delivery failed (is the peer up, and its url right?): %w; nothing was recorded", who, err)
 	}
 	return fmt.Errorf("%s: %w; nothing was recorded", who, err)
@@ -925,13 +926,13 @@ func unlistedReason(dir *peers.Directory, c peers.Conversation) unlistedConversa
 
 // probeCard fetches p's agent card within timeout.
 func probeCard(ctx context.Context, hc *http.Client, p Peer, timeout time.Duration) cardStatus {
-	c, err := a2a.NewClient(p.URL, a2a.ClientOptions{HTTPClient: hc, Token: p.Token, Timeout: timeout})
+	c, err := a2aclient.New(p.URL, a2aclient.Options{HTTPClient: hc, Token: p.Token, Timeout: timeout})
 	if err != nil {
 		return cardStatus{Error: err.Error()}
 	}
 	card, err := c.Card(ctx)
 	if err != nil {
-		return cardStatus{Error: strings.TrimPrefix(err.Error(), a2a.ErrTransport.Error()+": ")}
+		return cardStatus{Error: strings.TrimPrefix(err.Error(), a2aclient.ErrTransport.Error()+": ")}
 	}
 	return cardStatus{OK: true, Name: card.Name}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -406,7 +407,7 @@ func TestSendProcess_Failures(t *testing.T) {
 // runs; the turn goes on in the background until it ends (the peer's Close waits for it).
 func holdContextBusy(t *testing.T, url, contextID string) {
 	t.Helper()
-	c, err := a2a.NewClient(url, a2a.ClientOptions{Dialect: a2a.V03})
+	c, err := a2aclient.New(url, a2aclient.Options{Dialect: a2a.V03})
 	if err != nil {
 		t.Fatal(err)
 	}

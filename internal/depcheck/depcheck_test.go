@@ -22,18 +22,28 @@ type rule struct {
 }
 
 var rules = map[string]rule{
-	"a2a":                     {nil, nil, "the protocol layer imports no project package and no driver"},
+	"a2a":                     {[]string{"internal/jsonenc"}, nil, "the protocol layer imports no project package but the JSON byte helpers, and no driver"},
+	"a2a/client":              {[]string{"a2a", "internal/sse", "internal/netx"}, nil, "the outbound client: the protocol model and codec, the one SSE reader and the one direct-dial rule"},
+	"internal/sse":            {nil, nil, "the one SSE reader: standard library only"},
+	"internal/netx":           {nil, nil, "the one direct-dial rule: standard library only"},
+	"internal/jsonenc":        {nil, nil, "JSON byte helpers shared by a2a and ledger: standard library only"},
 	"conversations/contextid": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
 	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "history", "projection", "redact", "peers"}, []string{"github.com/google/uuid"}, "the operator service over the ledger; no driver"},
 	"history":                 {[]string{"a2a"}, nil, "pure rendering"},
 	"projection":              {[]string{"a2a", "history", "redact"}, nil, "pure: ledger + policy → request"},
 	"redact":                  {nil, nil, "pure credential redaction; imports no project package"},
-	"ledger":                  {[]string{"a2a", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user besides conversations"},
+	"ledger":                  {[]string{"internal/jsonenc", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user"},
 	"locking":                 {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
 	"streaming":               {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
-	"agent":                   {[]string{"a2a", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
-	"peers":                   {[]string{"a2a", "conversations/contextid"}, nil, "peer directory"},
+	"agent":                   {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
+	"peers":                   {[]string{"a2a", "conversations/contextid", "internal/netx"}, nil, "peer directory"},
 	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "redact", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+}
+
+// forbidden are project packages a package may not import even though its rule would
+// allow them (its own subtree is always allowed): key → import path prefixes.
+var forbidden = map[string][]string{
+	"a2a": {"a2a/client"}, // the protocol layer and its server never depend on the outbound client
 }
 
 // drivers may be imported only by these packages (and tests).
@@ -101,6 +111,11 @@ func TestDependencyDirection(t *testing.T) {
 				}
 			}
 		}
+		for _, imp := range p.Imports {
+			if k, bad := isForbidden(rel, imp); bad {
+				t.Errorf("package %s imports %s, forbidden for %s and the packages under it", rel, imp, k)
+			}
+		}
 		key, r, ok := ruleFor(rel)
 		if !ok {
 			continue
@@ -135,6 +150,42 @@ func ruleFor(rel string) (string, rule, bool) {
 	}
 	r, ok := rules[best]
 	return best, r, ok
+}
+
+// isForbidden reports whether the package at rel may not import imp by the forbidden
+// table, and the key that forbids it. A forbidden package's own subtree is exempt (a2a/client
+// may import a2a/client/...).
+func isForbidden(rel, imp string) (string, bool) {
+	if !strings.HasPrefix(imp, mod) {
+		return "", false
+	}
+	dep := strings.TrimPrefix(imp, mod)
+	for k, bad := range forbidden {
+		if hasPrefixAny(rel, []string{k}) && !hasPrefixAny(rel, bad) && hasPrefixAny(dep, bad) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func TestIsForbidden(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		rel, imp string
+		want     bool
+	}{
+		{"a2a", mod + "a2a/client", true},
+		{"a2a/sub", mod + "a2a/client/x", true},
+		{"a2a/client", mod + "a2a", false},
+		{"a2a/client/x", mod + "a2a/client", false},
+		{"agent", mod + "a2a/client", false},
+		{"a2a", "net/http", false},
+	}
+	for _, tt := range tests {
+		if _, got := isForbidden(tt.rel, tt.imp); got != tt.want {
+			t.Errorf("isForbidden(%q, %q) = %v, want %v", tt.rel, tt.imp, got, tt.want)
+		}
+	}
 }
 
 func TestIsStd(t *testing.T) {

@@ -1,4 +1,4 @@
-package a2a
+package a2aclient
 
 import (
 	"bytes"
@@ -9,13 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/netx/netxtest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -50,7 +52,7 @@ func (s *rpcServer) recordRPC(h http.Handler) http.Handler {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sr := seenRequest{Path: r.URL.Path, Version: r.Header.Get("A2A-Version"), Auth: r.Header.Get("Authorization"), Accept: r.Header.Get("Accept")}
-		if req, err := DecodeRequest(body); err == nil {
+		if req, err := a2a.DecodeRequest(body); err == nil {
 			sr.Method = req.Method
 		}
 		s.mu.Lock()
@@ -71,33 +73,33 @@ func (s *rpcServer) recordCard(h http.Handler) http.Handler {
 
 // startRPC serves h at "/" (and the union card at CardPath). The server is closed at
 // the end of the test, after any client cleanup registered later.
-func startRPC(t *testing.T, h Handler, cfg TransportConfig) *rpcServer {
+func startRPC(t *testing.T, h a2a.Handler, cfg a2a.TransportConfig) *rpcServer {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
 	}
 	s := &rpcServer{}
 	mux := http.NewServeMux()
-	mux.Handle(CardPath, s.recordCard(NewCardHandler(CardConfig{})))
-	mux.Handle("/", s.recordRPC(NewJSONRPCHandler(h, cfg)))
+	mux.Handle(a2a.CardPath, s.recordCard(a2a.NewCardHandler(a2a.CardConfig{})))
+	mux.Handle("/", s.recordRPC(a2a.NewJSONRPCHandler(h, cfg)))
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
 }
 
 // newTestClient returns a client closed at the end of the test.
-func newTestClient(t *testing.T, baseURL string, opts ClientOptions) *Client {
+func newTestClient(t *testing.T, baseURL string, opts Options) *Client {
 	t.Helper()
-	c, err := NewClient(baseURL, opts)
+	c, err := New(baseURL, opts)
 	if err != nil {
-		t.Fatalf("NewClient(%q) error = %v, want nil", baseURL, err)
+		t.Fatalf("New(%q) error = %v, want nil", baseURL, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
 // openStream calls SendStreamingMessage and closes the stream at the end of the test.
-func openStream(t *testing.T, c *Client, p *SendParams) Stream {
+func openStream(t *testing.T, c *Client, p *a2a.SendParams) a2a.Stream {
 	t.Helper()
 	st, err := c.SendStreamingMessage(t.Context(), p)
 	if err != nil {
@@ -107,230 +109,50 @@ func openStream(t *testing.T, c *Client, p *SendParams) Stream {
 	return st
 }
 
-var dialects = []Dialect{V03, V1}
+var dialects = []a2a.Dialect{a2a.V03, a2a.V1}
 
 // fullSendParams uses every field that survives dialect d's wire format.
-func fullSendParams(d Dialect) *SendParams {
-	parts := []Part{
-		TextPart("hello"),
-		{Kind: PartFile, Raw: []byte("bytes\x00\xff"), MediaType: "application/octet-stream", Filename: "b.bin"},
-		{Kind: PartFile, URL: "https://files.example/f.txt", MediaType: "text/plain", Filename: "f.txt"},
-		{Kind: PartData, Data: json.RawMessage(`{"a":[1,2,{"b":null}],"html":"<&>"}`), Metadata: map[string]any{"m": "v"}},
+func fullSendParams(d a2a.Dialect) *a2a.SendParams {
+	parts := []a2a.Part{
+		a2a.TextPart("hello"),
+		{Kind: a2a.PartFile, Raw: []byte("bytes\x00\xff"), MediaType: "application/octet-stream", Filename: "b.bin"},
+		{Kind: a2a.PartFile, URL: "https://files.example/f.txt", MediaType: "text/plain", Filename: "f.txt"},
+		{Kind: a2a.PartData, Data: json.RawMessage(`{"a":[1,2,{"b":null}],"html":"<&>"}`), Metadata: map[string]any{"m": "v"}},
 	}
-	if d == V1 {
+	if d == a2a.V1 {
 		parts[0].MediaType = "text/markdown"
-		parts = append(parts, Part{Kind: PartData, Data: json.RawMessage(`"a string"`)})
+		parts = append(parts, a2a.Part{Kind: a2a.PartData, Data: json.RawMessage(`"a string"`)})
 	}
-	return &SendParams{
-		Message: Message{
+	return &a2a.SendParams{
+		Message: a2a.Message{
 			MessageID:        "m-1",
 			ContextID:        "ctx-9",
 			TaskID:           "task-9",
-			Role:             RoleUser,
+			Role:             a2a.RoleUser,
 			Parts:            parts,
 			Metadata:         map[string]any{"k": "v", "n": 1.5, "nested": map[string]any{"x": true}},
-			Extensions:       []string{ExtAppendOnly},
+			Extensions:       []string{a2a.ExtAppendOnly},
 			ReferenceTaskIDs: []string{"task-8"},
 		},
-		Config:   SendConfig{AcceptedOutputModes: []string{"text/plain"}, HistoryLength: ptr(3), ReturnImmediately: true},
+		Config:   a2a.SendConfig{AcceptedOutputModes: []string{"text/plain"}, HistoryLength: ptr(3), ReturnImmediately: true},
 		Metadata: map[string]any{"trace": "t-1"},
 		Tenant:   "tenant-a",
 	}
 }
 
-func TestEncodeSendParamsRoundTrip(t *testing.T) {
-	t.Parallel()
-	for _, d := range dialects {
-		tests := []struct {
-			name string
-			p    *SendParams
-		}{
-			{"full", fullSendParams(d)},
-			{"minimal", &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("")}}}},
-			{"blocking with history 0", &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}, Config: SendConfig{HistoryLength: ptr(0)}}},
-			{"unicode", &SendParams{Message: Message{MessageID: "m\u2028", ContextID: "über", Role: RoleUser, Parts: []Part{TextPart("世界 🎉 \"q\" \\ \n")}}}},
-		}
-		for _, tc := range tests {
-			t.Run(d.String()+"/"+tc.name, func(t *testing.T) {
-				t.Parallel()
-				b, err := EncodeSendParams(tc.p, d)
-				if err != nil {
-					t.Fatalf("EncodeSendParams() error = %v", err)
-				}
-				got, err := DecodeSendParams(b, d)
-				if err != nil {
-					t.Fatalf("DecodeSendParams(%s) error = %v", b, err)
-				}
-				if diff := cmp.Diff(tc.p, got, fuzzCmpOpts); diff != "" {
-					t.Errorf("DecodeSendParams(EncodeSendParams(p)) (-want +got):\n%s\nwire: %s", diff, b)
-				}
-			})
-		}
-	}
-}
-
-func TestEncodeSendParamsDialectShape(t *testing.T) {
-	t.Parallel()
-	p := &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}}
-	v03, _ := EncodeSendParams(p, V03)
-	v1, _ := EncodeSendParams(p, V1)
-	wantV03 := `{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"x"}]},"configuration":{"blocking":true}}`
-	wantV1 := `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}}`
-	if string(v03) != wantV03 {
-		t.Errorf("EncodeSendParams(V03) = %s, want %s", v03, wantV03)
-	}
-	if string(v1) != wantV1 {
-		t.Errorf("EncodeSendParams(V1) = %s, want %s", v1, wantV1)
-	}
-	if _, err := EncodeSendParams(nil, V1); err == nil {
-		t.Error("EncodeSendParams(nil) error = nil, want an error")
-	}
-	bad := &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{{Kind: PartData, Data: json.RawMessage(`{bad`)}}}}
-	if _, err := EncodeSendParams(bad, V1); err == nil {
-		t.Error("EncodeSendParams(invalid raw JSON) error = nil, want an error")
-	}
-}
-
-// richTask uses every field of a task that survives both dialects.
-func richTask() *Task {
-	return &Task{
+func richTask() *a2a.Task {
+	return &a2a.Task{
 		ID:        "task-r",
 		ContextID: "ctx-r",
-		Status: TaskStatus{State: StateInputRequired, Timestamp: goldenTime, Message: &Message{
-			MessageID: "s-1", ContextID: "ctx-r", TaskID: "task-r", Role: RoleAgent, Parts: []Part{TextPart("which city?")},
+		Status: a2a.TaskStatus{State: a2a.StateInputRequired, Timestamp: goldenTime, Message: &a2a.Message{
+			MessageID: "s-1", ContextID: "ctx-r", TaskID: "task-r", Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart("which city?")},
 		}},
-		Artifacts: []Artifact{
-			{ArtifactID: "a1", Name: "reply", Description: "d", Parts: []Part{TextPart("part one"), {Kind: PartData, Data: json.RawMessage(`{"x":1}`)}}, Metadata: map[string]any{"k": "v"}, Extensions: []string{"e"}},
-			{ArtifactID: "a2", Parts: []Part{{Kind: PartFile, URL: "https://f.example/x", MediaType: "image/png", Filename: "x.png"}}},
+		Artifacts: []a2a.Artifact{
+			{ArtifactID: "a1", Name: "reply", Description: "d", Parts: []a2a.Part{a2a.TextPart("part one"), {Kind: a2a.PartData, Data: json.RawMessage(`{"x":1}`)}}, Metadata: map[string]any{"k": "v"}, Extensions: []string{"e"}},
+			{ArtifactID: "a2", Parts: []a2a.Part{{Kind: a2a.PartFile, URL: "https://f.example/x", MediaType: "image/png", Filename: "x.png"}}},
 		},
-		History:  []Message{goldenUserMessage(), goldenAgentMessage()},
+		History:  []a2a.Message{goldenUserMessage(), goldenAgentMessage()},
 		Metadata: map[string]any{"owner": "p"},
-	}
-}
-
-func TestResultRoundTrip(t *testing.T) {
-	t.Parallel()
-	events := goldenEvents()
-	events = append(events,
-		Event{Task: richTask()},
-		Event{Message: &Message{MessageID: "m-a", ContextID: "c", Role: RoleAgent, Parts: []Part{TextPart("only a message")}, Metadata: map[string]any{"a": "b"}}},
-		Event{Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateInputRequired}, Final: true, Metadata: map[string]any{"m": "1"}}},
-		Event{Artifact: &ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: Artifact{ArtifactID: "a", Parts: []Part{TextPart("x")}}, Append: true, Metadata: map[string]any{"m": "1"}}},
-	)
-	for _, d := range dialects {
-		for i, ev := range events {
-			t.Run(fmt.Sprintf("%s/%d", d, i), func(t *testing.T) {
-				t.Parallel()
-				ev.Seq = 0
-				b, err := EncodeEvent(&ev, d)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := DecodeEvent(b)
-				if err != nil {
-					t.Fatalf("DecodeEvent(%s) error = %v", b, err)
-				}
-				if diff := cmp.Diff(ev, got, fuzzCmpOpts); diff != "" {
-					t.Errorf("DecodeEvent(EncodeEvent(ev)) (-want +got):\n%s\nwire: %s", diff, b)
-				}
-				if ev.Task == nil && ev.Message == nil {
-					return
-				}
-				b, err = EncodeSendResult(SendResult{Task: ev.Task, Message: ev.Message}, d)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := DecodeSendResult(b)
-				if err != nil {
-					t.Fatalf("DecodeSendResult(%s) error = %v", b, err)
-				}
-				if diff := cmp.Diff(SendResult{Task: ev.Task, Message: ev.Message}, res, fuzzCmpOpts); diff != "" {
-					t.Errorf("DecodeSendResult(EncodeSendResult(r)) (-want +got):\n%s", diff)
-				}
-				if ev.Task == nil {
-					return
-				}
-				b, err = EncodeTask(ev.Task, d)
-				if err != nil {
-					t.Fatal(err)
-				}
-				task, err := DecodeTask(b)
-				if err != nil {
-					t.Fatalf("DecodeTask(%s) error = %v", b, err)
-				}
-				if diff := cmp.Diff(ev.Task, task, fuzzCmpOpts); diff != "" {
-					t.Errorf("DecodeTask(EncodeTask(t)) (-want +got):\n%s", diff)
-				}
-			})
-		}
-	}
-}
-
-func TestDecodeEventLenient(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		raw  string
-		want Event
-	}{
-		{"v0.3 task without kind", `{"id":"t","contextId":"c","status":{"state":"working"}}`,
-			Event{Task: &Task{ID: "t", ContextID: "c", Status: TaskStatus{State: StateWorking}}}},
-		{"status without kind or final: final from its state", `{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}`,
-			Event{Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateCompleted}, Final: true}}},
-		{"v0.3 status says final false", `{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"completed"},"final":false}`,
-			Event{Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateCompleted}}}},
-		{"v1 status has no final", `{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}`,
-			Event{Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateWorking}}}},
-		{"v0.3 message without kind", `{"messageId":"m","role":"agent","parts":[{"text":"hi"}]}`,
-			Event{Message: &Message{MessageID: "m", Role: RoleAgent, Parts: []Part{TextPart("hi")}}}},
-		{"v0.3 artifact update without kind", `{"taskId":"t","contextId":"c","artifact":{"artifactId":"a","parts":[{"kind":"text","text":"x"}]},"lastChunk":true}`,
-			Event{Artifact: &ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: Artifact{ArtifactID: "a", Parts: []Part{TextPart("x")}}, LastChunk: true}}},
-		{"bad timestamp dropped", `{"kind":"task","id":"t","status":{"state":"completed","timestamp":"yesterday"}}`,
-			Event{Task: &Task{ID: "t", Status: TaskStatus{State: StateCompleted}}}},
-		{"unknown fields ignored", `{"task":{"id":"t","status":{"state":"TASK_STATE_SUBMITTED","future":1},"future":[1]}}`,
-			Event{Task: &Task{ID: "t", Status: TaskStatus{State: StateSubmitted}}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := DecodeEvent(json.RawMessage(tc.raw))
-			if err != nil {
-				t.Fatalf("DecodeEvent(%s) error = %v, want nil", tc.raw, err)
-			}
-			if diff := cmp.Diff(tc.want, got, fuzzCmpOpts); diff != "" {
-				t.Errorf("DecodeEvent(%s) (-want +got):\n%s", tc.raw, diff)
-			}
-		})
-	}
-}
-
-func TestDecodeEventInvalid(t *testing.T) {
-	t.Parallel()
-	for _, raw := range []string{
-		``, `null`, `42`, `"task"`, `[]`, `{}`,
-		`{"kind":"bogus"}`,
-		`{"kind":7}`,
-		`{"task":{"id":"t","status":{"state":"working"}},"message":{}}`,
-		`{"task":"not an object"}`,
-		`{"task":{"status":{"state":"working"}}}`,
-		`{"task":{"id":"t","status":{"state":"sleeping"}}}`,
-		`{"task":{"id":"t","status":{"state":"TASK_STATE_UNKNOWN"}}}`,
-		`{"kind":"task","id":"t","status":{"state":"working","message":{"messageId":"m","role":"robot","parts":[{"text":"x"}]}}}`,
-		`{"kind":"message","messageId":"m","role":"agent","parts":[]}`,
-		`{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"a","data":{}}]}}`,
-		`{"artifactUpdate":{"taskId":"t","artifact":{"artifactId":"a","parts":[{"kind":"weird"}]}}}`,
-		`{"kind":"status-update","taskId":"t","status":{"state":1}}`,
-		`{"statusUpdate":{"kind":"task","taskId":"t","status":{"state":"working"}}}`,
-	} {
-		if _, err := DecodeEvent(json.RawMessage(raw)); !errors.Is(err, ErrInvalidAgentResponse) {
-			t.Errorf("DecodeEvent(%s) error = %v, want %v", raw, err, ErrInvalidAgentResponse)
-		}
-	}
-	if _, err := DecodeSendResult(json.RawMessage(`{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_WORKING"}}}`)); !errors.Is(err, ErrInvalidAgentResponse) {
-		t.Errorf("DecodeSendResult(status update) error = %v, want %v", err, ErrInvalidAgentResponse)
-	}
-	if _, err := DecodeTask(json.RawMessage(`{"kind":"message","messageId":"m","role":"agent","parts":[{"kind":"text","text":"x"}]}`)); !errors.Is(err, ErrInvalidAgentResponse) {
-		t.Errorf("DecodeTask(message) error = %v, want %v", err, ErrInvalidAgentResponse)
 	}
 }
 
@@ -340,17 +162,17 @@ func TestClientSendMessage(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			t.Parallel()
 			want := richTask()
-			fake := &fakeHandler{send: func(_ context.Context, p *SendParams) (SendResult, error) {
-				return SendResult{Task: richTask()}, nil
+			fake := &fakeHandler{send: func(_ context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
+				return a2a.SendResult{Task: richTask()}, nil
 			}}
-			srv := startRPC(t, fake, TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d, Token: "tok-1"})
+			srv := startRPC(t, fake, a2a.TransportConfig{})
+			c := newTestClient(t, srv.URL, Options{Dialect: d, Token: "tok-1"})
 			sent := fullSendParams(d)
 			res, err := c.SendMessage(t.Context(), sent)
 			if err != nil {
 				t.Fatalf("SendMessage() error = %v, want nil", err)
 			}
-			if diff := cmp.Diff(SendResult{Task: want}, res, fuzzCmpOpts); diff != "" {
+			if diff := cmp.Diff(a2a.SendResult{Task: want}, res, fuzzCmpOpts); diff != "" {
 				t.Errorf("SendMessage() result (-want +got):\n%s", diff)
 			}
 			seen := fake.params()
@@ -361,7 +183,7 @@ func TestClientSendMessage(t *testing.T) {
 				t.Errorf("params the server decoded (-sent +decoded):\n%s", diff)
 			}
 			wantReq := seenRequest{Path: "/", Method: "message/send", Auth: "Bearer tok-1", Accept: "application/json"}
-			if d == V1 {
+			if d == a2a.V1 {
 				wantReq.Method, wantReq.Version = "SendMessage", "1.0"
 			}
 			if diff := cmp.Diff([]seenRequest{wantReq}, srv.requests()); diff != "" {
@@ -376,15 +198,17 @@ func TestClientSendMessageReturnsMessage(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d.String(), func(t *testing.T) {
 			t.Parallel()
-			msg := &Message{MessageID: "r-1", ContextID: "c-1", Role: RoleAgent, Parts: []Part{TextPart("direct answer")}}
-			fake := &fakeHandler{send: func(context.Context, *SendParams) (SendResult, error) { return SendResult{Message: msg}, nil }}
-			srv := startRPC(t, fake, TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
-			res, err := c.SendMessage(t.Context(), &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("q")}}})
+			msg := &a2a.Message{MessageID: "r-1", ContextID: "c-1", Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart("direct answer")}}
+			fake := &fakeHandler{send: func(context.Context, *a2a.SendParams) (a2a.SendResult, error) {
+				return a2a.SendResult{Message: msg}, nil
+			}}
+			srv := startRPC(t, fake, a2a.TransportConfig{})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
+			res, err := c.SendMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("q")}}})
 			if err != nil {
 				t.Fatalf("SendMessage() error = %v, want nil", err)
 			}
-			if diff := cmp.Diff(SendResult{Message: msg}, res); diff != "" {
+			if diff := cmp.Diff(a2a.SendResult{Message: msg}, res); diff != "" {
 				t.Errorf("SendMessage() (-want +got):\n%s", diff)
 			}
 			if got := srv.requests()[0].Auth; got != "" {
@@ -395,9 +219,9 @@ func TestClientSendMessageReturnsMessage(t *testing.T) {
 }
 
 // drain reads a stream to its end and returns its events and the final error.
-func drain(t *testing.T, st Stream) ([]Event, error) {
+func drain(t *testing.T, st a2a.Stream) ([]a2a.Event, error) {
 	t.Helper()
-	var got []Event
+	var got []a2a.Event
 	for range 100 {
 		ev, err := st.Next(t.Context())
 		if err != nil {
@@ -417,12 +241,12 @@ func TestClientStream(t *testing.T) {
 			events := goldenEvents()
 			events[2].Seq, events[3].Seq, events[4].Seq = 10, 1<<40, 1<<64-1
 			var fs *fakeStream
-			fake := &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) {
+			fake := &fakeHandler{stream: func(context.Context, *a2a.SendParams) (a2a.Stream, error) {
 				fs = newFakeStream(events...)
 				return fs, nil
 			}}
-			srv := startRPC(t, fake, TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d, Token: "tok"})
+			srv := startRPC(t, fake, a2a.TransportConfig{})
+			c := newTestClient(t, srv.URL, Options{Dialect: d, Token: "tok"})
 			sent := fullSendParams(d)
 			st := openStream(t, c, sent)
 			got, err := drain(t, st)
@@ -439,7 +263,7 @@ func TestClientStream(t *testing.T) {
 				t.Errorf("params the server decoded (-sent +decoded):\n%s", diff)
 			}
 			req := srv.requests()[0]
-			wantMethod := map[Dialect]string{V03: "message/stream", V1: "SendStreamingMessage"}[d]
+			wantMethod := map[a2a.Dialect]string{a2a.V03: "message/stream", a2a.V1: "SendStreamingMessage"}[d]
 			if req.Method != wantMethod || req.Accept != "text/event-stream" || req.Auth != "Bearer tok" {
 				t.Errorf("request = %+v, want method %s, Accept text/event-stream, the bearer token", req, wantMethod)
 			}
@@ -453,26 +277,26 @@ func TestClientStreamEndsAtFinalEvent(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		last Event
+		last a2a.Event
 	}{
-		{"input-required", Event{Seq: 2, Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateInputRequired}, Final: true}}},
-		{"failed", Event{Seq: 2, Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateFailed}, Final: true}}},
-		{"message", Event{Seq: 2, Message: &Message{MessageID: "m", ContextID: "c", Role: RoleAgent, Parts: []Part{TextPart("hi")}}}},
+		{"input-required", a2a.Event{Seq: 2, Status: &a2a.StatusUpdate{TaskID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateInputRequired}, Final: true}}},
+		{"failed", a2a.Event{Seq: 2, Status: &a2a.StatusUpdate{TaskID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateFailed}, Final: true}}},
+		{"message", a2a.Event{Seq: 2, Message: &a2a.Message{MessageID: "m", ContextID: "c", Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart("hi")}}}},
 	}
 	for _, d := range dialects {
 		for _, tc := range tests {
 			t.Run(d.String()+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
-				first := Event{Seq: 1, Task: &Task{ID: "t", ContextID: "c", Status: TaskStatus{State: StateWorking}}}
+				first := a2a.Event{Seq: 1, Task: &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateWorking}}}
 				fs := newFakeStream(first, tc.last)
 				hang := &blockingAfter{fakeStream: fs, opened: make(chan struct{})} // never ends after the events
-				fake := &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) { return hang, nil }}
-				srv := startRPC(t, fake, TransportConfig{KeepAlive: time.Hour})
-				c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
-				st := openStream(t, c, &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}})
+				fake := &fakeHandler{stream: func(context.Context, *a2a.SendParams) (a2a.Stream, error) { return hang, nil }}
+				srv := startRPC(t, fake, a2a.TransportConfig{KeepAlive: time.Hour})
+				c := newTestClient(t, srv.URL, Options{Dialect: d})
+				st := openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 				defer cancel()
-				var got []Event
+				var got []a2a.Event
 				for {
 					ev, err := st.Next(ctx)
 					if errors.Is(err, io.EOF) {
@@ -483,7 +307,7 @@ func TestClientStreamEndsAtFinalEvent(t *testing.T) {
 					}
 					got = append(got, ev)
 				}
-				if diff := cmp.Diff([]Event{first, tc.last}, got, fuzzCmpOpts); diff != "" {
+				if diff := cmp.Diff([]a2a.Event{first, tc.last}, got, fuzzCmpOpts); diff != "" {
 					t.Errorf("events (-want +got):\n%s", diff)
 				}
 			})
@@ -497,14 +321,14 @@ func TestClientGetAndCancelTask(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			t.Parallel()
 			canceled := richTask()
-			canceled.Status = TaskStatus{State: StateCanceled, Timestamp: goldenTimeEnd}
+			canceled.Status = a2a.TaskStatus{State: a2a.StateCanceled, Timestamp: goldenTimeEnd}
 			fake := &fakeHandler{
-				getTask: func(context.Context, *GetTaskParams) (*Task, error) { return richTask(), nil },
-				cancel:  func(context.Context, *TaskIDParams) (*Task, error) { return canceled, nil },
+				getTask: func(context.Context, *a2a.GetTaskParams) (*a2a.Task, error) { return richTask(), nil },
+				cancel:  func(context.Context, *a2a.TaskIDParams) (*a2a.Task, error) { return canceled, nil },
 			}
-			srv := startRPC(t, fake, TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
-			gp := &GetTaskParams{ID: "task-r", HistoryLength: ptr(2), Tenant: "tn"}
+			srv := startRPC(t, fake, a2a.TransportConfig{})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
+			gp := &a2a.GetTaskParams{ID: "task-r", HistoryLength: ptr(2), Tenant: "tn"}
 			task, err := c.GetTask(t.Context(), gp)
 			if err != nil {
 				t.Fatalf("GetTask() error = %v, want nil", err)
@@ -512,7 +336,7 @@ func TestClientGetAndCancelTask(t *testing.T) {
 			if diff := cmp.Diff(richTask(), task, fuzzCmpOpts); diff != "" {
 				t.Errorf("GetTask() (-want +got):\n%s", diff)
 			}
-			cp := &TaskIDParams{ID: "task-r", Metadata: map[string]any{"why": "test"}}
+			cp := &a2a.TaskIDParams{ID: "task-r", Metadata: map[string]any{"why": "test"}}
 			task, err = c.CancelTask(t.Context(), cp)
 			if err != nil {
 				t.Fatalf("CancelTask() error = %v, want nil", err)
@@ -527,7 +351,7 @@ func TestClientGetAndCancelTask(t *testing.T) {
 			for _, r := range srv.requests() {
 				methods = append(methods, r.Method)
 			}
-			want := map[Dialect][]string{V03: {"tasks/get", "tasks/cancel"}, V1: {"GetTask", "CancelTask"}}[d]
+			want := map[a2a.Dialect][]string{a2a.V03: {"tasks/get", "tasks/cancel"}, a2a.V1: {"GetTask", "CancelTask"}}[d]
 			if diff := cmp.Diff(want, methods); diff != "" {
 				t.Errorf("methods (-want +got):\n%s", diff)
 			}
@@ -537,14 +361,14 @@ func TestClientGetAndCancelTask(t *testing.T) {
 
 func TestClientRemoteErrors(t *testing.T) {
 	t.Parallel()
-	msg := func(text string) *SendParams {
-		return &SendParams{Message: Message{MessageID: "m", ContextID: "ctx-busy", Role: RoleUser, Parts: []Part{TextPart(text)}}}
+	msg := func(text string) *a2a.SendParams {
+		return &a2a.SendParams{Message: a2a.Message{MessageID: "m", ContextID: "ctx-busy", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(text)}}}
 	}
 	type call func(t *testing.T, c *Client) error
-	send := func(p *SendParams) call {
+	send := func(p *a2a.SendParams) call {
 		return func(t *testing.T, c *Client) error { _, err := c.SendMessage(t.Context(), p); return err }
 	}
-	stream := func(p *SendParams) call {
+	stream := func(p *a2a.SendParams) call {
 		return func(t *testing.T, c *Client) error {
 			st := openStream(t, c, p)
 			_, err := drain(t, st)
@@ -552,14 +376,14 @@ func TestClientRemoteErrors(t *testing.T) {
 		}
 	}
 	getTask := func(t *testing.T, c *Client) error {
-		_, err := c.GetTask(t.Context(), &GetTaskParams{ID: "nope"})
+		_, err := c.GetTask(t.Context(), &a2a.GetTaskParams{ID: "nope"})
 		return err
 	}
 	cancelTask := func(t *testing.T, c *Client) error {
-		_, err := c.CancelTask(t.Context(), &TaskIDParams{ID: "done"})
+		_, err := c.CancelTask(t.Context(), &a2a.TaskIDParams{ID: "done"})
 		return err
 	}
-	busy := &Error{Err: ErrContextBusy, Metadata: map[string]string{"contextId": "ctx-busy", "taskId": "task-running"}}
+	busy := &a2a.Error{Err: a2a.ErrContextBusy, Metadata: map[string]string{"contextId": "ctx-busy", "taskId": "task-running"}}
 	tests := []struct {
 		name       string
 		handlerErr error // what every fake method fails with
@@ -571,44 +395,44 @@ func TestClientRemoteErrors(t *testing.T) {
 		wantNotIs  []error
 		noDataV03  bool // v0.3 sends no data (so no reason) for this error
 	}{
-		{name: "send task not found", handlerErr: Errorf(ErrTaskNotFound, "task %q not found", "t-x"), call: send(msg("x")),
-			wantCode: -32001, wantReason: "TASK_NOT_FOUND", wantIs: []error{ErrTaskNotFound}, wantNotIs: []error{ErrUnsupportedOperation}},
+		{name: "send task not found", handlerErr: a2a.Errorf(a2a.ErrTaskNotFound, "task %q not found", "t-x"), call: send(msg("x")),
+			wantCode: -32001, wantReason: "TASK_NOT_FOUND", wantIs: []error{a2a.ErrTaskNotFound}, wantNotIs: []error{a2a.ErrUnsupportedOperation}},
 		{name: "send context busy", handlerErr: busy, call: send(msg("x")),
-			wantCode: -32004, wantReason: "CONTEXT_BUSY", wantMeta: busy.Metadata, wantIs: []error{ErrContextBusy, ErrUnsupportedOperation}},
-		{name: "send invalid params", call: send(&SendParams{Message: Message{MessageID: "m", Role: RoleUser}}),
-			wantCode: -32602, wantReason: "INVALID_PARAMS", wantIs: []error{ErrInvalidParams}},
+			wantCode: -32004, wantReason: "CONTEXT_BUSY", wantMeta: busy.Metadata, wantIs: []error{a2a.ErrContextBusy, a2a.ErrUnsupportedOperation}},
+		{name: "send invalid params", call: send(&a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser}}),
+			wantCode: -32602, wantReason: "INVALID_PARAMS", wantIs: []error{a2a.ErrInvalidParams}},
 		{name: "send internal error", handlerErr: errors.New("disk on fire"), call: send(msg("x")),
-			wantCode: -32603, wantReason: "INTERNAL", wantIs: []error{ErrInternal}, noDataV03: true},
-		{name: "get task not found", handlerErr: ErrTaskNotFound, call: getTask,
-			wantCode: -32001, wantReason: "TASK_NOT_FOUND", wantIs: []error{ErrTaskNotFound}},
-		{name: "cancel not cancelable", handlerErr: ErrTaskNotCancelable, call: cancelTask,
-			wantCode: -32002, wantReason: "TASK_NOT_CANCELABLE", wantIs: []error{ErrTaskNotCancelable}},
+			wantCode: -32603, wantReason: "INTERNAL", wantIs: []error{a2a.ErrInternal}, noDataV03: true},
+		{name: "get task not found", handlerErr: a2a.ErrTaskNotFound, call: getTask,
+			wantCode: -32001, wantReason: "TASK_NOT_FOUND", wantIs: []error{a2a.ErrTaskNotFound}},
+		{name: "cancel not cancelable", handlerErr: a2a.ErrTaskNotCancelable, call: cancelTask,
+			wantCode: -32002, wantReason: "TASK_NOT_CANCELABLE", wantIs: []error{a2a.ErrTaskNotCancelable}},
 		{name: "stream context busy", handlerErr: busy, call: stream(msg("x")),
-			wantCode: -32004, wantReason: "CONTEXT_BUSY", wantMeta: busy.Metadata, wantIs: []error{ErrContextBusy, ErrUnsupportedOperation}},
-		{name: "stream invalid params", call: stream(&SendParams{Message: Message{MessageID: "m", Role: RoleUser}}),
-			wantCode: -32602, wantReason: "INVALID_PARAMS", wantIs: []error{ErrInvalidParams}},
-		{name: "stream unavailable", handlerErr: ErrUnavailable, call: stream(msg("x")),
-			wantCode: -32000, wantReason: "UNAVAILABLE", wantIs: []error{ErrUnavailable}, wantNotIs: []error{ErrInternal}},
+			wantCode: -32004, wantReason: "CONTEXT_BUSY", wantMeta: busy.Metadata, wantIs: []error{a2a.ErrContextBusy, a2a.ErrUnsupportedOperation}},
+		{name: "stream invalid params", call: stream(&a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser}}),
+			wantCode: -32602, wantReason: "INVALID_PARAMS", wantIs: []error{a2a.ErrInvalidParams}},
+		{name: "stream unavailable", handlerErr: a2a.ErrUnavailable, call: stream(msg("x")),
+			wantCode: -32000, wantReason: "UNAVAILABLE", wantIs: []error{a2a.ErrUnavailable}, wantNotIs: []error{a2a.ErrInternal}},
 	}
 	for _, d := range dialects {
 		for _, tc := range tests {
 			t.Run(d.String()+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				fake := &fakeHandler{
-					send:    func(context.Context, *SendParams) (SendResult, error) { return SendResult{}, tc.handlerErr },
-					stream:  func(context.Context, *SendParams) (Stream, error) { return nil, tc.handlerErr },
-					getTask: func(context.Context, *GetTaskParams) (*Task, error) { return nil, tc.handlerErr },
-					cancel:  func(context.Context, *TaskIDParams) (*Task, error) { return nil, tc.handlerErr },
+					send:    func(context.Context, *a2a.SendParams) (a2a.SendResult, error) { return a2a.SendResult{}, tc.handlerErr },
+					stream:  func(context.Context, *a2a.SendParams) (a2a.Stream, error) { return nil, tc.handlerErr },
+					getTask: func(context.Context, *a2a.GetTaskParams) (*a2a.Task, error) { return nil, tc.handlerErr },
+					cancel:  func(context.Context, *a2a.TaskIDParams) (*a2a.Task, error) { return nil, tc.handlerErr },
 				}
-				srv := startRPC(t, fake, TransportConfig{})
-				c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
+				srv := startRPC(t, fake, a2a.TransportConfig{})
+				c := newTestClient(t, srv.URL, Options{Dialect: d})
 				err := tc.call(t, c)
 				var re *RemoteError
 				if !errors.As(err, &re) {
 					t.Fatalf("error = %v (%T), want a *RemoteError", err, err)
 				}
 				wantReason := tc.wantReason
-				if d == V03 && tc.noDataV03 {
+				if d == a2a.V03 && tc.noDataV03 {
 					wantReason = ""
 				}
 				if re.Code != tc.wantCode || re.Reason != wantReason {
@@ -645,19 +469,19 @@ func TestClientStreamErrorAfterEvents(t *testing.T) {
 		t.Run(d.String(), func(t *testing.T) {
 			t.Parallel()
 			first := goldenEvents()[0]
-			fake := &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) {
+			fake := &fakeHandler{stream: func(context.Context, *a2a.SendParams) (a2a.Stream, error) {
 				fs := newFakeStream(first)
-				fs.err = Errorf(ErrUnavailable, "shutting down")
+				fs.err = a2a.Errorf(a2a.ErrUnavailable, "shutting down")
 				return fs, nil
 			}}
-			srv := startRPC(t, fake, TransportConfig{})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
-			got, err := drain(t, openStream(t, c, &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}}))
-			if diff := cmp.Diff([]Event{first}, got, fuzzCmpOpts); diff != "" {
+			srv := startRPC(t, fake, a2a.TransportConfig{})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
+			got, err := drain(t, openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}))
+			if diff := cmp.Diff([]a2a.Event{first}, got, fuzzCmpOpts); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			var re *RemoteError
-			if !errors.As(err, &re) || re.Code != -32000 || re.Message != "shutting down" || !errors.Is(err, ErrUnavailable) {
+			if !errors.As(err, &re) || re.Code != -32000 || re.Message != "shutting down" || !errors.Is(err, a2a.ErrUnavailable) {
 				t.Errorf("final error = %v, want a -32000 RemoteError \"shutting down\" matching ErrUnavailable", err)
 			}
 		})
@@ -676,22 +500,22 @@ func TestRemoteErrorMapping(t *testing.T) {
 		wantNotIs  []error
 	}{
 		{"v1 context busy", -32004, `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"CONTEXT_BUSY","domain":"a2a-gateway","metadata":{"contextId":"c"}}]`,
-			"CONTEXT_BUSY", map[string]string{"contextId": "c"}, []error{ErrContextBusy, ErrUnsupportedOperation}, nil},
+			"CONTEXT_BUSY", map[string]string{"contextId": "c"}, []error{a2a.ErrContextBusy, a2a.ErrUnsupportedOperation}, nil},
 		{"v0.3 context busy", -32004, `{"reason":"CONTEXT_BUSY","domain":"a2a-gateway","metadata":{"contextId":"c"}}`,
-			"CONTEXT_BUSY", map[string]string{"contextId": "c"}, []error{ErrContextBusy, ErrUnsupportedOperation}, nil},
-		{"unsupported without data", -32004, ``, "", nil, []error{ErrUnsupportedOperation}, []error{ErrContextBusy}},
+			"CONTEXT_BUSY", map[string]string{"contextId": "c"}, []error{a2a.ErrContextBusy, a2a.ErrUnsupportedOperation}, nil},
+		{"unsupported without data", -32004, ``, "", nil, []error{a2a.ErrUnsupportedOperation}, []error{a2a.ErrContextBusy}},
 		{"code wins over a foreign reason", -32001, `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"CONTEXT_BUSY"}]`,
-			"CONTEXT_BUSY", nil, []error{ErrTaskNotFound}, []error{ErrContextBusy, ErrUnsupportedOperation}},
+			"CONTEXT_BUSY", nil, []error{a2a.ErrTaskNotFound}, []error{a2a.ErrContextBusy, a2a.ErrUnsupportedOperation}},
 		{"ErrorInfo after BadRequest", -32602, `[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[]},{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"INVALID_PARAMS"}]`,
-			"INVALID_PARAMS", nil, []error{ErrInvalidParams}, nil},
-		{"lock unavailable", -32603, `{"reason":"LOCK_UNAVAILABLE"}`, "LOCK_UNAVAILABLE", nil, []error{ErrLockUnavailable, ErrInternal}, nil},
-		{"internal", -32603, `null`, "", nil, []error{ErrInternal}, []error{ErrLockUnavailable}},
-		{"rate limited", -32000, `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMITED"}]`, "RATE_LIMITED", nil, []error{ErrRateLimited}, []error{ErrUnavailable}},
-		{"server error without reason", -32000, ``, "", nil, nil, []error{ErrUnavailable, ErrRateLimited, ErrInternal}},
-		{"a2a-go unauthenticated", -31401, `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"UNAUTHENTICATED"}]`, "UNAUTHENTICATED", nil, nil, []error{ErrInternal}},
-		{"version not supported", -32009, `{"detail":"free-form v0.3 data"}`, "", nil, []error{ErrVersionNotSupported}, nil},
-		{"string data", -32005, `"oops"`, "", nil, []error{ErrContentTypeNotSupported}, nil},
-		{"bad metadata kept out", -32001, `{"reason":"TASK_NOT_FOUND","metadata":{"n":1}}`, "TASK_NOT_FOUND", nil, []error{ErrTaskNotFound}, nil},
+			"INVALID_PARAMS", nil, []error{a2a.ErrInvalidParams}, nil},
+		{"lock unavailable", -32603, `{"reason":"LOCK_UNAVAILABLE"}`, "LOCK_UNAVAILABLE", nil, []error{a2a.ErrLockUnavailable, a2a.ErrInternal}, nil},
+		{"internal", -32603, `null`, "", nil, []error{a2a.ErrInternal}, []error{a2a.ErrLockUnavailable}},
+		{"rate limited", -32000, `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMITED"}]`, "RATE_LIMITED", nil, []error{a2a.ErrRateLimited}, []error{a2a.ErrUnavailable}},
+		{"server error without reason", -32000, ``, "", nil, nil, []error{a2a.ErrUnavailable, a2a.ErrRateLimited, a2a.ErrInternal}},
+		{"a2a-go unauthenticated", -31401, `[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"UNAUTHENTICATED"}]`, "UNAUTHENTICATED", nil, nil, []error{a2a.ErrInternal}},
+		{"version not supported", -32009, `{"detail":"free-form v0.3 data"}`, "", nil, []error{a2a.ErrVersionNotSupported}, nil},
+		{"string data", -32005, `"oops"`, "", nil, []error{a2a.ErrContentTypeNotSupported}, nil},
+		{"bad metadata kept out", -32001, `{"reason":"TASK_NOT_FOUND","metadata":{"n":1}}`, "TASK_NOT_FOUND", nil, []error{a2a.ErrTaskNotFound}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -761,10 +585,10 @@ func TestClientTransportErrors(t *testing.T) {
 		{name: "HTTP 401", handler: reply(401, "text/plain", ""), wantIn: "check the token"},
 		{name: "HTTP 404", handler: reply(404, "text/html", "<html>nope</html>"), wantIn: "HTTP 404"},
 		{name: "HTTP 413 with a JSON-RPC error", handler: reply(413, "application/json", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request body exceeds 1048576 bytes"}}`),
-			wantIn: "HTTP 413", wantRemote: -32600, wantIs: []error{ErrInvalidRequest}},
+			wantIn: "HTTP 413", wantRemote: -32600, wantIs: []error{a2a.ErrInvalidRequest}},
 		{name: "not JSON", handler: reply(200, "application/json", "<html>"), wantIn: "not a JSON-RPC response"},
 		{name: "neither result nor error", handler: reply(200, "application/json", `{"jsonrpc":"2.0","id":1}`), wantIn: "neither result nor error"},
-		{name: "result not a task", handler: reply(200, "application/json", `{"jsonrpc":"2.0","id":1,"result":42}`), wantIn: "must be a JSON object", wantIs: []error{ErrInvalidAgentResponse}},
+		{name: "result not a task", handler: reply(200, "application/json", `{"jsonrpc":"2.0","id":1,"result":42}`), wantIn: "must be a JSON object", wantIs: []error{a2a.ErrInvalidAgentResponse}},
 		{name: "timeout", handler: waitForClient, timeout: 50 * time.Millisecond, wantIn: "no answer within 50ms", wantIs: []error{context.DeadlineExceeded}},
 	}
 	for _, tc := range tests {
@@ -774,8 +598,8 @@ func TestClientTransportErrors(t *testing.T) {
 			if tc.handler != nil {
 				url = rawServer(t, tc.handler).URL
 			}
-			c := newTestClient(t, url, ClientOptions{Dialect: V1, Timeout: tc.timeout, Token: "secret-token"})
-			_, err := c.GetTask(t.Context(), &GetTaskParams{ID: "t"})
+			c := newTestClient(t, url, Options{Dialect: a2a.V1, Timeout: tc.timeout, Token: "secret-token"})
+			_, err := c.GetTask(t.Context(), &a2a.GetTaskParams{ID: "t"})
 			if !errors.Is(err, ErrTransport) {
 				t.Fatalf("GetTask() error = %v, want %v", err, ErrTransport)
 			}
@@ -796,7 +620,7 @@ func TestClientTransportErrors(t *testing.T) {
 			}
 			// The streaming call fails the same way before the stream opens.
 			if tc.name != "not JSON" && tc.name != "neither result nor error" && tc.name != "result not a task" {
-				st, err := c.SendStreamingMessage(t.Context(), &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}})
+				st, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 				if err == nil {
 					st.Close()
 				}
@@ -816,7 +640,7 @@ func TestClientCallerCanceled(t *testing.T) {
 		arrived <- struct{}{}
 		waitForClientGone(r)
 	})
-	c := newTestClient(t, srv.URL, ClientOptions{Dialect: V1})
+	c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
 	for _, streaming := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() {
@@ -825,9 +649,9 @@ func TestClientCallerCanceled(t *testing.T) {
 		}()
 		var err error
 		if streaming {
-			_, err = c.SendStreamingMessage(ctx, &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}})
+			_, err = c.SendStreamingMessage(ctx, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 		} else {
-			_, err = c.GetTask(ctx, &GetTaskParams{ID: "t"})
+			_, err = c.GetTask(ctx, &a2a.GetTaskParams{ID: "t"})
 		}
 		cancel()
 		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTransport) {
@@ -852,9 +676,9 @@ func sseHandler(body string, then func(w http.ResponseWriter)) http.HandlerFunc 
 }
 
 // frameJSON returns the JSON-RPC response carrying ev in dialect d.
-func frameJSON(t *testing.T, ev Event, d Dialect) string {
+func frameJSON(t *testing.T, ev a2a.Event, d a2a.Dialect) string {
 	t.Helper()
-	b, err := EncodeEvent(&ev, d)
+	b, err := a2a.EncodeEvent(&ev, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -863,8 +687,8 @@ func frameJSON(t *testing.T, ev Event, d Dialect) string {
 
 func TestClientStreamServerCloses(t *testing.T) {
 	t.Parallel()
-	first := Event{Seq: 1, Task: &Task{ID: "t", ContextID: "c", Status: TaskStatus{State: StateWorking}}}
-	chunk := Event{Seq: 2, Artifact: &ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: Artifact{ArtifactID: "a", Parts: []Part{TextPart("par")}}}}
+	first := a2a.Event{Seq: 1, Task: &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateWorking}}}
+	chunk := a2a.Event{Seq: 2, Artifact: &a2a.ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: a2a.Artifact{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart("par")}}}}
 	tests := []struct {
 		name    string
 		then    func(w http.ResponseWriter)
@@ -876,11 +700,11 @@ func TestClientStreamServerCloses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			body := "id: 1\ndata: " + frameJSON(t, first, V1) + "\n\n\x00id: 2\ndata: " + frameJSON(t, chunk, V1) + "\n\n"
+			body := "id: 1\ndata: " + frameJSON(t, first, a2a.V1) + "\n\n\x00id: 2\ndata: " + frameJSON(t, chunk, a2a.V1) + "\n\n"
 			srv := rawServer(t, sseHandler(body, tc.then))
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: V1})
-			got, err := drain(t, openStream(t, c, &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}}))
-			if diff := cmp.Diff([]Event{first, chunk}, got, fuzzCmpOpts); diff != "" {
+			c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
+			got, err := drain(t, openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}))
+			if diff := cmp.Diff([]a2a.Event{first, chunk}, got, fuzzCmpOpts); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			if tc.wantEOF {
@@ -901,11 +725,11 @@ func TestClientStreamServerCloses(t *testing.T) {
 // unterminated last frame.
 func TestClientSSEParsing(t *testing.T) {
 	t.Parallel()
-	events := []Event{
-		{Seq: 7, Task: &Task{ID: "t", ContextID: "c", Status: TaskStatus{State: StateSubmitted}}},
-		{Seq: 8, Artifact: &ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: Artifact{ArtifactID: "a", Parts: []Part{TextPart("line1\nline2")}}}},
-		{Seq: 0, Artifact: &ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: Artifact{ArtifactID: "a", Parts: []Part{TextPart(" more")}}, Append: true}},
-		{Seq: 1 << 62, Status: &StatusUpdate{TaskID: "t", ContextID: "c", Status: TaskStatus{State: StateCompleted}, Final: true}},
+	events := []a2a.Event{
+		{Seq: 7, Task: &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateSubmitted}}},
+		{Seq: 8, Artifact: &a2a.ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: a2a.Artifact{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart("line1\nline2")}}}},
+		{Seq: 0, Artifact: &a2a.ArtifactUpdate{TaskID: "t", ContextID: "c", Artifact: a2a.Artifact{ArtifactID: "a", Parts: []a2a.Part{a2a.TextPart(" more")}}, Append: true}},
+		{Seq: 1 << 62, Status: &a2a.StatusUpdate{TaskID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateCompleted}, Final: true}},
 	}
 	for _, d := range dialects {
 		for _, eol := range []string{"\n", "\r\n", "\r"} {
@@ -922,6 +746,8 @@ func TestClientSSEParsing(t *testing.T) {
 					"data: " + f(0),
 					"",
 					"id: 999", "", // an id without data dispatches nothing
+					"data:", "", // empty or blank data: skipped, not a broken frame
+					"data:  ", "data:", "",
 					"id:8",
 					"data:" + f(1)[:split], // multi-line data, no space after the colon
 					"data: " + f(1)[split:],
@@ -939,8 +765,8 @@ func TestClientSSEParsing(t *testing.T) {
 				body = strings.Replace(body, "keep-alive"+eol+eol+"retry", "keep-alive"+eol+"\x00"+eol+"retry", 1)
 				body = body[:len(body)/2] + "\x00" + body[len(body)/2:]
 				srv := rawServer(t, sseHandler(body, nil))
-				c := newTestClient(t, srv.URL, ClientOptions{Dialect: d})
-				got, err := drain(t, openStream(t, c, &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}}))
+				c := newTestClient(t, srv.URL, Options{Dialect: d})
+				got, err := drain(t, openStream(t, c, &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}))
 				if !errors.Is(err, io.EOF) {
 					t.Errorf("final error = %v, want io.EOF", err)
 				}
@@ -952,103 +778,16 @@ func TestClientSSEParsing(t *testing.T) {
 	}
 }
 
-func TestSSEReader(t *testing.T) {
-	t.Parallel()
-	type frame struct {
-		Data string
-		ID   string
-	}
-	tests := []struct {
-		name string
-		in   string
-		want []frame
-	}{
-		{"LF", "id: 1\ndata: a\n\ndata: b\ndata: c\n\n", []frame{{"a", "1"}, {"b\nc", ""}}},
-		{"CRLF", "id: 1\r\ndata: a\r\n\r\ndata: b\r\n\r\n", []frame{{"a", "1"}, {"b", ""}}},
-		{"CR", "id: 1\rdata: a\r\rdata: b\r\r", []frame{{"a", "1"}, {"b", ""}}},
-		{"CR at the very end", "data: a\r", []frame{{"a", ""}}},
-		{"unterminated", "data: a\n\ndata: b", []frame{{"a", ""}, {"b", ""}}},
-		{"comments only", ": x\n\n: y\n\n", nil},
-		{"empty data dropped", "data:\n\ndata: \n\n", nil},
-		{"field without colon", "data\ndata: x\n\n", []frame{{"\nx", ""}}},
-		{"two spaces keep one", "data:  x\n\n", []frame{{" x", ""}}},
-		{"id with NUL ignored", "id: a\x00b\ndata: x\n\n", []frame{{"x", ""}}},
-		{"BOM", "\uFEFFdata: x\n\n", []frame{{"x", ""}}},
-		{"empty", "", nil},
-	}
-	readers := map[string]func(io.Reader) io.Reader{
-		"whole":    func(r io.Reader) io.Reader { return r },
-		"one byte": iotest.OneByteReader,
-		"half":     iotest.HalfReader,
-		"data err": iotest.DataErrReader,
-	}
-	for _, tc := range tests {
-		for rname, wrap := range readers {
-			t.Run(tc.name+"/"+rname, func(t *testing.T) {
-				t.Parallel()
-				r := newSSEReader(wrap(strings.NewReader(tc.in)), 1<<10)
-				var got []frame
-				for {
-					f, err := r.next()
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						t.Fatalf("next() error = %v", err)
-					}
-					got = append(got, frame{string(f.data), f.id})
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("frames of %q (-want +got):\n%s", tc.in, diff)
-				}
-			})
-		}
-	}
-	t.Run("too long", func(t *testing.T) {
-		t.Parallel()
-		r := newSSEReader(strings.NewReader("data: "+strings.Repeat("x", 100)+"\n\n"), 32)
-		if _, err := r.next(); err == nil || errors.Is(err, io.EOF) {
-			t.Errorf("next() on a line over the limit error = %v, want an error", err)
-		}
-		r = newSSEReader(strings.NewReader(strings.Repeat("data: 0123456789\n", 10)+"\n"), 64)
-		if _, err := r.next(); err == nil || errors.Is(err, io.EOF) {
-			t.Errorf("next() on an event over the limit error = %v, want an error", err)
-		}
-	})
-	t.Run("lines longer than the buffer", func(t *testing.T) {
-		t.Parallel()
-		long := strings.Repeat("x", 100<<10)
-		for rname, wrap := range readers {
-			r := newSSEReader(wrap(strings.NewReader("data: "+long+"\r\ndata: "+long+"\r\n\r\n")), 1<<20)
-			f, err := r.next()
-			if err != nil || string(f.data) != long+"\n"+long {
-				t.Errorf("%s: next() = %d bytes, %v; want two 100 KiB lines", rname, len(f.data), err)
-			}
-		}
-	})
-	t.Run("read error", func(t *testing.T) {
-		t.Parallel()
-		boom := errors.New("boom")
-		r := newSSEReader(io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(boom)), 1<<10)
-		if f, err := r.next(); err != nil || string(f.data) != "a" {
-			t.Fatalf("next() = %q, %v; want \"a\", nil", f.data, err)
-		}
-		if _, err := r.next(); !errors.Is(err, boom) {
-			t.Errorf("next() error = %v, want %v (a broken body drops the unterminated frame)", err, boom)
-		}
-	})
-}
-
 // TestClientStreamNextCtxAndClose: a Next whose ctx ends leaves the stream usable; Close
 // ends the stream, its goroutine and the server's side of it.
 func TestClientStreamNextCtxAndClose(t *testing.T) {
 	t.Parallel()
 	fs := newFakeStream()
 	fs.block = true
-	fake := &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) { return fs, nil }}
-	srv := startRPC(t, fake, TransportConfig{KeepAlive: 10 * time.Millisecond})
-	c := newTestClient(t, srv.URL, ClientOptions{Dialect: V1})
-	st, err := c.SendStreamingMessage(t.Context(), &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}})
+	fake := &fakeHandler{stream: func(context.Context, *a2a.SendParams) (a2a.Stream, error) { return fs, nil }}
+	srv := startRPC(t, fake, a2a.TransportConfig{KeepAlive: 10 * time.Millisecond})
+	c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
+	st, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 	if err != nil {
 		t.Fatalf("SendStreamingMessage() error = %v", err)
 	}
@@ -1076,9 +815,9 @@ func TestClientStreamNextCtxAndClose(t *testing.T) {
 func TestClientStreamHeaderTimeout(t *testing.T) {
 	t.Parallel()
 	srv := rawServer(t, func(w http.ResponseWriter, r *http.Request) { waitForClientGone(r) })
-	c := newTestClient(t, srv.URL, ClientOptions{Dialect: V03, Timeout: 50 * time.Millisecond})
+	c := newTestClient(t, srv.URL, Options{Dialect: a2a.V03, Timeout: 50 * time.Millisecond})
 	start := time.Now()
-	_, err := c.SendStreamingMessage(t.Context(), &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}})
+	_, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 	if !errors.Is(err, ErrTransport) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("SendStreamingMessage() error = %v, want %v and context.DeadlineExceeded", err, ErrTransport)
 	}
@@ -1090,14 +829,14 @@ func TestClientStreamHeaderTimeout(t *testing.T) {
 // TestClientStreamJSONAnswer: a server answering a streaming method with plain JSON.
 func TestClientStreamJSONAnswer(t *testing.T) {
 	t.Parallel()
-	task := Event{Task: &Task{ID: "t", ContextID: "c", Status: TaskStatus{State: StateCompleted}}}
+	task := a2a.Event{Task: &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateCompleted}}}
 	tests := []struct {
 		name     string
 		body     string
 		wantCode int // 0: a one-event stream
 	}{
 		{"error", `{"jsonrpc":"2.0","id":1,"error":{"code":-32009,"message":"version"}}`, -32009},
-		{"result", frameJSON(t, task, V1), 0},
+		{"result", frameJSON(t, task, a2a.V1), 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1106,11 +845,11 @@ func TestClientStreamJSONAnswer(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json; charset=utf-8")
 				_, _ = io.WriteString(w, tc.body)
 			})
-			c := newTestClient(t, srv.URL, ClientOptions{Dialect: V1})
-			st, err := c.SendStreamingMessage(t.Context(), &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}})
+			c := newTestClient(t, srv.URL, Options{Dialect: a2a.V1})
+			st, err := c.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}})
 			if tc.wantCode != 0 {
 				var re *RemoteError
-				if !errors.As(err, &re) || re.Code != tc.wantCode || !errors.Is(err, ErrVersionNotSupported) {
+				if !errors.As(err, &re) || re.Code != tc.wantCode || !errors.Is(err, a2a.ErrVersionNotSupported) {
 					t.Fatalf("SendStreamingMessage() error = %v, want RemoteError %d", err, tc.wantCode)
 				}
 				return
@@ -1123,7 +862,7 @@ func TestClientStreamJSONAnswer(t *testing.T) {
 			if !errors.Is(err, io.EOF) {
 				t.Errorf("final error = %v, want io.EOF", err)
 			}
-			if diff := cmp.Diff([]Event{task}, got, fuzzCmpOpts); diff != "" {
+			if diff := cmp.Diff([]a2a.Event{task}, got, fuzzCmpOpts); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
@@ -1133,16 +872,16 @@ func TestClientStreamJSONAnswer(t *testing.T) {
 func TestClientDialectAuto(t *testing.T) {
 	t.Parallel()
 	okFake := func() *fakeHandler {
-		return &fakeHandler{send: func(_ context.Context, p *SendParams) (SendResult, error) {
-			return SendResult{Task: &Task{ID: "t", ContextID: "c", Status: TaskStatus{State: StateCompleted}}}, nil
+		return &fakeHandler{send: func(_ context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
+			return a2a.SendResult{Task: &a2a.Task{ID: "t", ContextID: "c", Status: a2a.TaskStatus{State: a2a.StateCompleted}}}, nil
 		}}
 	}
-	p := &SendParams{Message: Message{MessageID: "m", Role: RoleUser, Parts: []Part{TextPart("x")}}}
+	p := &a2a.SendParams{Message: a2a.Message{MessageID: "m", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}}}
 
 	t.Run("union card picks 1.0", func(t *testing.T) {
 		t.Parallel()
-		srv := startRPC(t, okFake(), TransportConfig{})
-		c := newTestClient(t, srv.URL, ClientOptions{Dialect: DialectAuto, Token: "tok"})
+		srv := startRPC(t, okFake(), a2a.TransportConfig{})
+		c := newTestClient(t, srv.URL, Options{Dialect: DialectAuto, Token: "tok"})
 		for range 2 {
 			if _, err := c.SendMessage(t.Context(), p); err != nil {
 				t.Fatalf("SendMessage() error = %v", err)
@@ -1166,8 +905,8 @@ func TestClientDialectAuto(t *testing.T) {
 		s := &rpcServer{}
 		mux := http.NewServeMux()
 		var base atomic.Value
-		mux.Handle("/agents/old/", s.recordRPC(NewJSONRPCHandler(okFake(), TransportConfig{Logger: discardLogger()})))
-		mux.Handle("/agents/old"+CardPath, s.recordCard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle("/agents/old/", s.recordRPC(a2a.NewJSONRPCHandler(okFake(), a2a.TransportConfig{Logger: discardLogger()})))
+		mux.Handle("/agents/old"+a2a.CardPath, s.recordCard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"protocolVersion":"0.3.0","name":"old agent","description":"d","url":"%s/agents/old/","preferredTransport":"JSONRPC",
 				"version":"1.0.0","capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
@@ -1176,7 +915,7 @@ func TestClientDialectAuto(t *testing.T) {
 		s.Server = httptest.NewServer(mux)
 		t.Cleanup(s.Close)
 		base.Store(s.URL)
-		c := newTestClient(t, s.URL+"/agents/old", ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, s.URL+"/agents/old", Options{Dialect: DialectAuto})
 		if _, err := c.SendMessage(t.Context(), p); err != nil {
 			t.Fatalf("SendMessage() error = %v", err)
 		}
@@ -1188,8 +927,8 @@ func TestClientDialectAuto(t *testing.T) {
 
 	t.Run("card URL as base", func(t *testing.T) {
 		t.Parallel()
-		srv := startRPC(t, okFake(), TransportConfig{})
-		c := newTestClient(t, srv.URL+CardPath, ClientOptions{Dialect: DialectAuto})
+		srv := startRPC(t, okFake(), a2a.TransportConfig{})
+		c := newTestClient(t, srv.URL+a2a.CardPath, Options{Dialect: DialectAuto})
 		if _, err := c.SendMessage(t.Context(), p); err != nil {
 			t.Fatalf("SendMessage() error = %v", err)
 		}
@@ -1205,7 +944,7 @@ func TestClientDialectAuto(t *testing.T) {
 			calls.Add(1)
 			http.NotFound(w, r)
 		})
-		c := newTestClient(t, srv.URL, ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, srv.URL, Options{Dialect: DialectAuto})
 		for range 2 {
 			_, err := c.SendMessage(t.Context(), p)
 			if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "agent card") || !strings.Contains(err.Error(), "404") {
@@ -1220,7 +959,7 @@ func TestClientDialectAuto(t *testing.T) {
 	t.Run("not a card", func(t *testing.T) {
 		t.Parallel()
 		srv := rawServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"name":7}`) })
-		c := newTestClient(t, srv.URL, ClientOptions{Dialect: DialectAuto})
+		c := newTestClient(t, srv.URL, Options{Dialect: DialectAuto})
 		if _, err := c.Card(t.Context()); !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "not a card") {
 			t.Errorf("Card() error = %v, want %v: not a card", err, ErrTransport)
 		}
@@ -1234,29 +973,29 @@ func TestChooseInterface(t *testing.T) {
 	tests := []struct {
 		name    string
 		card    string
-		want    Dialect
+		want    a2a.Dialect
 		wantURL string
 	}{
 		{"union", `{"supportedInterfaces":[{"url":"https://a.example/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"},{"url":"https://a.example/rpc","protocolBinding":"JSONRPC","protocolVersion":"0.3"}],"protocolVersion":"0.3.0","url":"https://a.example/rpc"}`,
-			V1, "https://a.example/rpc"},
+			a2a.V1, "https://a.example/rpc"},
 		{"v1 after grpc", `{"supportedInterfaces":[{"url":"grpc.example:443","protocolBinding":"GRPC","protocolVersion":"1.0"},{"url":"https://a.example/j","protocolBinding":"jsonrpc","protocolVersion":"1.1"}]}`,
-			V1, "https://a.example/j"},
+			a2a.V1, "https://a.example/j"},
 		{"v1 relative url", `{"supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
-			V1, "https://agent.example/rpc"},
-		{"v1 without url", `{"supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`, V1, fallback},
+			a2a.V1, "https://agent.example/rpc"},
+		{"v1 without url", `{"supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`, a2a.V1, fallback},
 		{"v1 REST only", `{"supportedInterfaces":[{"url":"https://a.example/rest","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"}],"url":"https://a.example/old","protocolVersion":"0.3.0"}`,
-			V03, "https://a.example/old"},
+			a2a.V03, "https://a.example/old"},
 		{"v0.3 preferred grpc", `{"url":"grpc.example:443","preferredTransport":"GRPC","additionalInterfaces":[{"url":"grpc.example:443","transport":"GRPC"},{"url":"https://a.example/jr","transport":"JSONRPC"}]}`,
-			V03, "https://a.example/jr"},
+			a2a.V03, "https://a.example/jr"},
 		{"v0.3 in supportedInterfaces", `{"supportedInterfaces":[{"url":"https://a.example/03","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}`,
-			V03, "https://a.example/03"},
-		{"unusable url", `{"url":"ftp://a.example/x"}`, V03, fallback},
-		{"empty card", `{}`, V03, fallback},
+			a2a.V03, "https://a.example/03"},
+		{"unusable url", `{"url":"ftp://a.example/x"}`, a2a.V03, fallback},
+		{"empty card", `{}`, a2a.V03, fallback},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var card Card
+			var card a2a.Card
 			if err := json.Unmarshal([]byte(tc.card), &card); err != nil {
 				t.Fatal(err)
 			}
@@ -1273,34 +1012,34 @@ func TestNewClient(t *testing.T) {
 	tests := []struct {
 		name     string
 		base     string
-		opts     ClientOptions
+		opts     Options
 		wantErr  bool
 		endpoint string
 		cardURL  string
 	}{
-		{name: "host only", base: "http://127.0.0.1:9900", endpoint: "http://127.0.0.1:9900", cardURL: "http://127.0.0.1:9900" + CardPath},
-		{name: "path", base: "https://a.example/a2a/", endpoint: "https://a.example/a2a/", cardURL: "https://a.example/a2a" + CardPath},
-		{name: "card URL", base: "https://a.example/x" + CardPath, endpoint: "https://a.example/x/", cardURL: "https://a.example/x" + CardPath},
+		{name: "host only", base: "http://127.0.0.1:9900", endpoint: "http://127.0.0.1:9900", cardURL: "http://127.0.0.1:9900" + a2a.CardPath},
+		{name: "path", base: "https://a.example/a2a/", endpoint: "https://a.example/a2a/", cardURL: "https://a.example/a2a" + a2a.CardPath},
+		{name: "card URL", base: "https://a.example/x" + a2a.CardPath, endpoint: "https://a.example/x/", cardURL: "https://a.example/x" + a2a.CardPath},
 		{name: "relative", base: "/a2a", wantErr: true},
 		{name: "ftp", base: "ftp://a.example/", wantErr: true},
 		{name: "garbage", base: "http://[::1", wantErr: true},
-		{name: "negative timeout", base: "http://a.example", opts: ClientOptions{Timeout: -time.Second}, wantErr: true},
-		{name: "bad dialect", base: "http://a.example", opts: ClientOptions{Dialect: Dialect(7)}, wantErr: true},
-		{name: "token with newline", base: "http://a.example", opts: ClientOptions{Token: "a\nb"}, wantErr: true},
+		{name: "negative timeout", base: "http://a.example", opts: Options{Timeout: -time.Second}, wantErr: true},
+		{name: "bad dialect", base: "http://a.example", opts: Options{Dialect: a2a.Dialect(7)}, wantErr: true},
+		{name: "token with newline", base: "http://a.example", opts: Options{Token: "a\nb"}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := NewClient(tc.base, tc.opts)
+			c, err := New(tc.base, tc.opts)
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("NewClient(%q) error = %v, want error %v", tc.base, err, tc.wantErr)
+				t.Fatalf("New(%q) error = %v, want error %v", tc.base, err, tc.wantErr)
 			}
 			if err != nil {
 				return
 			}
 			defer c.Close()
-			if c.endpoint != tc.endpoint || c.cardURL != tc.cardURL || c.timeout != DefaultClientTimeout {
-				t.Errorf("NewClient(%q): endpoint %q, card %q, timeout %s; want %q, %q, %s", tc.base, c.endpoint, c.cardURL, c.timeout, tc.endpoint, tc.cardURL, DefaultClientTimeout)
+			if c.endpoint != tc.endpoint || c.cardURL != tc.cardURL || c.timeout != DefaultTimeout {
+				t.Errorf("New(%q): endpoint %q, card %q, timeout %s; want %q, %q, %s", tc.base, c.endpoint, c.cardURL, c.timeout, tc.endpoint, tc.cardURL, DefaultTimeout)
 			}
 		})
 	}
@@ -1308,7 +1047,7 @@ func TestNewClient(t *testing.T) {
 
 func TestParseDialect(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]Dialect{"": DialectAuto, "auto": DialectAuto, " AUTO ": DialectAuto, "1.0": V1, "1": V1, "0.3": V03, "0.3.0": V03} {
+	for in, want := range map[string]a2a.Dialect{"": DialectAuto, "auto": DialectAuto, " AUTO ": DialectAuto, "1.0": a2a.V1, "1": a2a.V1, "0.3": a2a.V03, "0.3.0": a2a.V03} {
 		if got, err := ParseDialect(in); err != nil || got != want {
 			t.Errorf("ParseDialect(%q) = %v, %v; want %v, nil", in, got, err, want)
 		}
@@ -1320,16 +1059,15 @@ func TestParseDialect(t *testing.T) {
 	}
 }
 
-func TestIsLocalHost(t *testing.T) {
+// TestDefaultClientDialsLocalDirect: a Client without an HTTPClient reaches a Tailscale
+// (CGNAT) peer directly although HTTP_PROXY is set (the rule of internal/netx).
+func TestDefaultClientDialsLocalDirect(t *testing.T) {
 	t.Parallel()
-	for host, want := range map[string]bool{
-		"localhost": true, "LOCALHOST.": true, "app.localhost": true, "127.0.0.1": true, "127.9.9.9": true, "::1": true,
-		"10.1.2.3": true, "172.16.0.1": true, "192.168.1.1": true, "fd00::1": true, "169.254.1.1": true, "fe80::1%eth0": true,
-		"0.0.0.0": true, "::ffff:10.0.0.1": true,
-		"8.8.8.8": false, "172.32.0.1": false, "agent.example": false, "2001:db8::1": false, "localhost.example": false,
-	} {
-		if got := isLocalHost(host); got != want {
-			t.Errorf("isLocalHost(%q) = %v, want %v", host, got, want)
+	netxtest.CheckDirect(t, func() func(*http.Request) (*url.URL, error) {
+		c, err := New("http://100.64.0.1:9900/", Options{})
+		if err != nil {
+			t.Fatalf("New() error = %v", err)
 		}
-	}
+		return c.hc.Transport.(*http.Transport).Proxy
+	})
 }

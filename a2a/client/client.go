@@ -1,4 +1,4 @@
-package a2a
+package a2aclient
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,13 +16,18 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/netx"
+	"github.com/a2a-gateway/gateway/internal/sse"
 )
 
 // DialectAuto makes a [Client] choose its dialect from the server's agent card.
-const DialectAuto Dialect = -1
+const DialectAuto a2a.Dialect = -1
 
-// DefaultClientTimeout bounds a non-streaming call when ClientOptions.Timeout is 0.
-const DefaultClientTimeout = 60 * time.Second
+// DefaultTimeout bounds a non-streaming call when Options.Timeout is 0.
+const DefaultTimeout = 60 * time.Second
 
 const (
 	maxResponseBytes = 32 << 20 // the largest JSON response (or SSE event) a Client reads
@@ -33,7 +37,7 @@ const (
 
 // ErrTransport is wrapped by every [Client] error that is not an answer from the server:
 // the connection failed or broke, the HTTP status was not 200, the body was not a JSON-RPC
-// response, or the result could not be decoded (then [ErrInvalidAgentResponse] is
+// response, or the result could not be decoded (then [a2a.ErrInvalidAgentResponse] is
 // wrapped too). An answer the server gave as a JSON-RPC error is a [*RemoteError] instead.
 var ErrTransport = errors.New("a2a transport failure")
 
@@ -42,8 +46,8 @@ var errStreamClosed = fmt.Errorf("%w: stream closed", ErrTransport)
 
 // RemoteError is a JSON-RPC error object a server answered with. errors.Is matches it
 // against this package's sentinels through the error table, by code and ErrorInfo reason:
-// -32001 is [ErrTaskNotFound]; -32004 with reason CONTEXT_BUSY is [ErrContextBusy] (and so
-// [ErrUnsupportedOperation]); a code the table does not know matches no sentinel.
+// -32001 is [a2a.ErrTaskNotFound]; -32004 with reason CONTEXT_BUSY is [a2a.ErrContextBusy] (and so
+// [a2a.ErrUnsupportedOperation]); a code the table does not know matches no sentinel.
 type RemoteError struct {
 	Code    int
 	Message string
@@ -77,26 +81,8 @@ func newRemoteError(code int, message string, data json.RawMessage) *RemoteError
 		e.Data = data
 		e.Reason, e.Domain, e.Metadata = parseErrorInfo(data)
 	}
-	e.sentinel = sentinelFor(code, e.Reason)
+	e.sentinel = a2a.SentinelFor(code, e.Reason)
 	return e
-}
-
-// sentinelFor maps a code and reason back through the error table: a row with both the
-// code and the reason first, else the spec's row for the code.
-func sentinelFor(code int, reason string) error {
-	if reason != "" {
-		for _, r := range errorTable {
-			if r.code == code && r.reason == reason {
-				return r.err
-			}
-		}
-	}
-	for _, r := range errorTable {
-		if r.code == code && r.domain == ErrorDomain {
-			return r.err
-		}
-	}
-	return nil
 }
 
 // parseErrorInfo reads the ErrorInfo of an error's data: an array of typed details
@@ -156,9 +142,9 @@ func printable(s string) string {
 	}, s)
 }
 
-// ClientOptions configure [NewClient]. The zero value is usable: the V03 dialect, no
+// Options configure [New]. The zero value is usable: the V03 dialect, no
 // token, a private HTTP client and a 60s timeout.
-type ClientOptions struct {
+type Options struct {
 	// HTTPClient sends the requests. nil: a client of the Client's own (released by
 	// Close) that, unlike http.DefaultClient, never routes loopback, private or
 	// link-local hosts through a proxy from the environment (HTTP_PROXY ...). A given
@@ -172,11 +158,11 @@ type ClientOptions struct {
 	// supportedInterfaces lists a JSONRPC interface of protocol version 1.x (its url is the
 	// endpoint), else V03 at the card's url (or a JSONRPC additionalInterfaces url). With V1
 	// or V03, or a card that names no URL, the endpoint is the base URL itself.
-	Dialect Dialect
+	Dialect a2a.Dialect
 	// Timeout bounds each non-streaming call and each agent card fetch, response body
 	// included, and a streaming call until its response headers arrive; the stream itself
 	// lasts until the ctx given to SendStreamingMessage is done or it is closed.
-	// 0: DefaultClientTimeout.
+	// 0: DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -188,13 +174,13 @@ type Client struct {
 	hc       *http.Client
 	ownHC    bool
 	token    string
-	dialect  Dialect
+	dialect  a2a.Dialect
 	timeout  time.Duration
 	nextID   atomic.Int64
 
 	mu       sync.Mutex // guards the resolution below; never held across I/O
 	resolved bool
-	rDialect Dialect
+	rDialect a2a.Dialect
 	rURL     string
 }
 
@@ -203,7 +189,7 @@ type Client struct {
 // the card's own URL). It returns an error for a baseURL that is not an absolute http(s)
 // URL, a negative Timeout, an unknown Dialect, or a Token that cannot go in a header. It
 // does no I/O.
-func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
+func New(baseURL string, opts Options) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, errors.New("a2a client: the base URL does not parse; want an absolute http or https URL")
@@ -212,7 +198,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("a2a client: base URL %q: want an absolute http or https URL", u.Redacted())
 	}
 	switch opts.Dialect {
-	case V03, V1, DialectAuto:
+	case a2a.V03, a2a.V1, DialectAuto:
 	default:
 		return nil, fmt.Errorf("a2a client: unknown dialect %d", int(opts.Dialect))
 	}
@@ -224,12 +210,12 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	}
 	c := &Client{hc: opts.HTTPClient, token: opts.Token, dialect: opts.Dialect, timeout: opts.Timeout}
 	if c.timeout == 0 {
-		c.timeout = DefaultClientTimeout
+		c.timeout = DefaultTimeout
 	}
 	if c.hc == nil {
 		c.hc, c.ownHC = newDefaultHTTPClient(), true
 	}
-	if p, ok := strings.CutSuffix(u.Path, CardPath); ok {
+	if p, ok := strings.CutSuffix(u.Path, a2a.CardPath); ok {
 		c.cardURL = u.String()
 		e := *u
 		e.Path, e.RawPath = p+"/", ""
@@ -237,7 +223,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	} else {
 		c.endpoint = u.String()
 		card := *u
-		card.Path, card.RawPath = strings.TrimSuffix(u.Path, "/")+CardPath, ""
+		card.Path, card.RawPath = strings.TrimSuffix(u.Path, "/")+a2a.CardPath, ""
 		c.cardURL = card.String()
 	}
 	return c, nil
@@ -245,20 +231,20 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 
 // ParseDialect reads a dialect name: "1.0" (or "1") is V1, "0.3" is V03, "auto" or ""
 // is DialectAuto. Anything else is an error.
-func ParseDialect(s string) (Dialect, error) {
+func ParseDialect(s string) (a2a.Dialect, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":
 		return DialectAuto, nil
 	case "1.0", "1", "v1", "v1.0":
-		return V1, nil
+		return a2a.V1, nil
 	case "0.3", "0.3.0", "v0.3":
-		return V03, nil
+		return a2a.V03, nil
 	}
 	return 0, fmt.Errorf("unknown A2A dialect %q: use auto, 1.0 or 0.3", s)
 }
 
 // Close releases the idle connections of the HTTP client the Client made for itself
-// (nothing when ClientOptions.HTTPClient was given). The Client stays usable. It
+// (nothing when Options.HTTPClient was given). The Client stays usable. It
 // returns nil.
 func (c *Client) Close() error {
 	if c.ownHC {
@@ -267,41 +253,16 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// newDefaultHTTPClient is the client of ClientOptions.HTTPClient == nil (DESIGN S-2).
+// newDefaultHTTPClient is the client of Options.HTTPClient == nil (DESIGN S-2): the
+// environment's proxy except for local and CGNAT hosts ([netx.NewTransport]).
 func newDefaultHTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = proxyUnlessLocal
-	return &http.Client{Transport: tr}
-}
-
-// proxyUnlessLocal is http.ProxyFromEnvironment, except that local hosts are always
-// reached directly.
-func proxyUnlessLocal(req *http.Request) (*url.URL, error) {
-	if isLocalHost(req.URL.Hostname()) {
-		return nil, nil
-	}
-	return http.ProxyFromEnvironment(req)
-}
-
-// isLocalHost reports whether host is localhost or a loopback, private, link-local or
-// unspecified address.
-func isLocalHost(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil {
-		return false
-	}
-	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
+	return &http.Client{Transport: netx.NewTransport()}
 }
 
 // Card fetches the agent card from CardPath under the base URL, sending A2A-Version: 1.0
 // (servers that vary the card by version then show their v1.0 interfaces). Errors wrap
 // [ErrTransport]: the fetch failed, the status was not 200, or the body is not a card.
-func (c *Client) Card(parent context.Context) (*Card, error) {
+func (c *Client) Card(parent context.Context) (*a2a.Card, error) {
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cardURL, nil)
@@ -323,7 +284,7 @@ func (c *Client) Card(parent context.Context) (*Card, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: agent card %s: HTTP %d %s%s", ErrTransport, req.URL.Redacted(), resp.StatusCode, http.StatusText(resp.StatusCode), statusHint(resp.StatusCode))
 	}
-	var card Card
+	var card a2a.Card
 	if err := json.Unmarshal(body, &card); err != nil {
 		return nil, fmt.Errorf("%w: agent card %s: not a card: %s", ErrTransport, req.URL.Redacted(), describeJSONError(err))
 	}
@@ -332,7 +293,7 @@ func (c *Client) Card(parent context.Context) (*Card, error) {
 
 // resolve returns the dialect and endpoint of the next call, fetching the card once
 // (until a fetch succeeds) with DialectAuto.
-func (c *Client) resolve(ctx context.Context) (Dialect, string, error) {
+func (c *Client) resolve(ctx context.Context) (a2a.Dialect, string, error) {
 	if c.dialect != DialectAuto {
 		return c.dialect, c.endpoint, nil
 	}
@@ -357,7 +318,7 @@ func (c *Client) resolve(ctx context.Context) (Dialect, string, error) {
 // chooseInterface picks the dialect and endpoint a card offers: the first JSONRPC
 // interface of version 1.x, else the v0.3 JSONRPC url. URLs resolve against the card's
 // URL; a missing or unusable one falls back to fallback.
-func chooseInterface(card *Card, cardURL, fallback string) (Dialect, string) {
+func chooseInterface(card *a2a.Card, cardURL, fallback string) (a2a.Dialect, string) {
 	ref := func(s string) string {
 		base, err := url.Parse(cardURL)
 		if err != nil || strings.TrimSpace(s) == "" {
@@ -373,23 +334,23 @@ func chooseInterface(card *Card, cardURL, fallback string) (Dialect, string) {
 	for _, in := range card.SupportedInterfaces {
 		v := strings.TrimSpace(in.ProtocolVersion)
 		if jsonrpc(in.ProtocolBinding) && (v == "1" || strings.HasPrefix(v, "1.")) {
-			return V1, ref(in.URL)
+			return a2a.V1, ref(in.URL)
 		}
 	}
 	if card.URL != "" && (card.PreferredTransport == "" || jsonrpc(card.PreferredTransport)) {
-		return V03, ref(card.URL)
+		return a2a.V03, ref(card.URL)
 	}
 	for _, in := range card.AdditionalInterfaces {
 		if jsonrpc(in.Transport) && in.URL != "" {
-			return V03, ref(in.URL)
+			return a2a.V03, ref(in.URL)
 		}
 	}
 	for _, in := range card.SupportedInterfaces {
 		if jsonrpc(in.ProtocolBinding) && strings.HasPrefix(strings.TrimSpace(in.ProtocolVersion), "0.") && in.URL != "" {
-			return V03, ref(in.URL)
+			return a2a.V03, ref(in.URL)
 		}
 	}
-	return V03, fallback
+	return a2a.V03, fallback
 }
 
 // clientMethods names the methods the Client calls, indexed by kind, then dialect (V03,
@@ -401,41 +362,71 @@ var clientMethods = map[methodKind][2]string{
 	mCancel:  {"tasks/cancel", "CancelTask"},
 }
 
-func methodName(d Dialect, k methodKind) string { return clientMethods[k][d] }
+// methodKind names a call of the Client, whatever its dialect.
+type methodKind int
+
+const (
+	mSend methodKind = iota
+	mStream
+	mGetTask
+	mCancel
+)
+
+func methodName(d a2a.Dialect, k methodKind) string { return clientMethods[k][d] }
+
+// truncate shortens s to at most n bytes without splitting a UTF-8 character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// describeJSONError names the field a JSON value failed to decode into, if it can.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("field %s must be %s, got %s", te.Field, te.Type.String(), te.Value)
+	}
+	return err.Error()
+}
 
 // SendMessage sends a message (SendMessage / message/send) and returns the server's Task
 // or Message. A JSON-RPC error answer is a [*RemoteError]; other failures wrap
 // [ErrTransport]; an error of ctx is returned wrapped as it is.
-func (c *Client) SendMessage(ctx context.Context, p *SendParams) (SendResult, error) {
+func (c *Client) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
-		return SendResult{}, err
+		return a2a.SendResult{}, err
 	}
 	method := methodName(d, mSend)
-	params, err := EncodeSendParams(p, d)
+	params, err := a2a.EncodeSendParams(p, d)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("%s: %w", method, err)
+		return a2a.SendResult{}, fmt.Errorf("%s: %w", method, err)
 	}
 	raw, err := c.call(ctx, d, endpoint, method, params)
 	if err != nil {
-		return SendResult{}, err
+		return a2a.SendResult{}, err
 	}
-	res, err := DecodeSendResult(raw)
+	res, err := a2a.DecodeSendResult(raw)
 	if err != nil {
-		return SendResult{}, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
+		return a2a.SendResult{}, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
 	}
 	return res, nil
 }
 
 // GetTask fetches a task (GetTask / tasks/get). Errors are those of SendMessage; an
-// unknown task is a [*RemoteError] matching [ErrTaskNotFound].
-func (c *Client) GetTask(ctx context.Context, p *GetTaskParams) (*Task, error) {
+// unknown task is a [*RemoteError] matching [a2a.ErrTaskNotFound].
+func (c *Client) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	method := methodName(d, mGetTask)
-	params, err := EncodeGetTaskParams(p)
+	params, err := a2a.EncodeGetTaskParams(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
@@ -443,26 +434,26 @@ func (c *Client) GetTask(ctx context.Context, p *GetTaskParams) (*Task, error) {
 }
 
 // CancelTask cancels a task (CancelTask / tasks/cancel) and returns it. Errors are those
-// of SendMessage; a finished task is a [*RemoteError] matching [ErrTaskNotCancelable].
-func (c *Client) CancelTask(ctx context.Context, p *TaskIDParams) (*Task, error) {
+// of SendMessage; a finished task is a [*RemoteError] matching [a2a.ErrTaskNotCancelable].
+func (c *Client) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	method := methodName(d, mCancel)
-	params, err := EncodeTaskIDParams(p)
+	params, err := a2a.EncodeTaskIDParams(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	return c.taskCall(ctx, d, endpoint, method, params)
 }
 
-func (c *Client) taskCall(ctx context.Context, d Dialect, endpoint, method string, params []byte) (*Task, error) {
+func (c *Client) taskCall(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte) (*a2a.Task, error) {
 	raw, err := c.call(ctx, d, endpoint, method, params)
 	if err != nil {
 		return nil, err
 	}
-	t, err := DecodeTask(raw)
+	t, err := a2a.DecodeTask(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
 	}
@@ -470,8 +461,8 @@ func (c *Client) taskCall(ctx context.Context, d Dialect, endpoint, method strin
 }
 
 // newRequest builds a JSON-RPC POST of method with params.
-func (c *Client) newRequest(ctx context.Context, d Dialect, endpoint, method string, params []byte, accept string) (*http.Request, error) {
-	body, err := EncodeRequest(&Request{ID: json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10)), Method: method, Params: params})
+func (c *Client) newRequest(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte, accept string) (*http.Request, error) {
+	body, err := a2a.EncodeRequest(&a2a.Request{ID: json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10)), Method: method, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", method, err)
 	}
@@ -481,7 +472,7 @@ func (c *Client) newRequest(ctx context.Context, d Dialect, endpoint, method str
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
-	if d == V1 {
+	if d == a2a.V1 {
 		req.Header.Set("A2A-Version", "1.0")
 	}
 	c.authorize(req)
@@ -495,7 +486,7 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // call POSTs a non-streaming request and returns its result.
-func (c *Client) call(parent context.Context, d Dialect, endpoint, method string, params []byte) (json.RawMessage, error) {
+func (c *Client) call(parent context.Context, d a2a.Dialect, endpoint, method string, params []byte) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	req, err := c.newRequest(ctx, d, endpoint, method, params, "application/json")
@@ -621,13 +612,13 @@ var errHeaderTimeout = errors.New("no response headers in time")
 // Message, or a status update that is final or in a state that ends a stream), so that
 // a server keeping the connection open after it does not hold the caller. A connection
 // that breaks mid-stream is an error wrapping [ErrTransport].
-func (c *Client) SendStreamingMessage(ctx context.Context, p *SendParams) (Stream, error) {
+func (c *Client) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a2a.Stream, error) {
 	d, endpoint, err := c.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
 	method := methodName(d, mStream)
-	params, err := EncodeSendParams(p, d)
+	params, err := a2a.EncodeSendParams(p, d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
@@ -655,23 +646,8 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *SendParams) (Strea
 		return nil, statusError(method, resp.StatusCode, body)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
-		// Some servers answer a streaming method that fails at once with a plain JSON-RPC
-		// response; a result there is a stream of one event.
 		defer cancel(nil)
-		defer resp.Body.Close()
-		body, err := readLimited(resp.Body, maxResponseBytes)
-		if err != nil {
-			return nil, c.readError(ctx, sctx, method, err)
-		}
-		raw, err := parseResponse(method, body)
-		if err != nil {
-			return nil, err
-		}
-		ev, err := DecodeEvent(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
-		}
-		return &oneEventStream{ev: ev}, nil
+		return c.jsonAnswer(ctx, sctx, method, resp)
 	}
 	s := &sseStream{
 		method: method,
@@ -685,18 +661,37 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *SendParams) (Strea
 	return s, nil
 }
 
+// jsonAnswer reads the plain JSON-RPC response some servers give a streaming method that
+// fails at once: its error, or its result as a stream of one event. It closes the body.
+func (c *Client) jsonAnswer(parent, ctx context.Context, method string, resp *http.Response) (a2a.Stream, error) {
+	defer resp.Body.Close()
+	body, err := readLimited(resp.Body, maxResponseBytes)
+	if err != nil {
+		return nil, c.readError(parent, ctx, method, err)
+	}
+	raw, err := parseResponse(method, body)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := a2a.DecodeEvent(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrTransport, method, err)
+	}
+	return &oneEventStream{ev: ev}, nil
+}
+
 // oneEventStream is a stream of one event, for a server that answered with JSON.
 type oneEventStream struct {
-	ev   Event
+	ev   a2a.Event
 	done bool
 }
 
-func (s *oneEventStream) Next(ctx context.Context) (Event, error) {
+func (s *oneEventStream) Next(ctx context.Context) (a2a.Event, error) {
 	if err := ctx.Err(); err != nil {
-		return Event{}, err
+		return a2a.Event{}, err
 	}
 	if s.done {
-		return Event{}, io.EOF
+		return a2a.Event{}, io.EOF
 	}
 	s.done = true
 	return s.ev, nil
@@ -705,7 +700,7 @@ func (s *oneEventStream) Next(ctx context.Context) (Event, error) {
 func (s *oneEventStream) Close() {}
 
 type streamItem struct {
-	ev  Event
+	ev  a2a.Event
 	err error
 }
 
@@ -723,28 +718,28 @@ type sseStream struct {
 	err    error // sticky end of the stream; used by Next only
 }
 
-// Next implements [Stream]. After the final io.EOF or error, it returns the same again;
+// Next implements [a2a.Stream]. After the final io.EOF or error, it returns the same again;
 // after Close, an error wrapping [ErrTransport].
-func (s *sseStream) Next(ctx context.Context) (Event, error) {
+func (s *sseStream) Next(ctx context.Context) (a2a.Event, error) {
 	if s.err != nil {
-		return Event{}, s.err
+		return a2a.Event{}, s.err
 	}
 	select {
 	case it := <-s.items:
 		if it.err != nil {
 			s.err = it.err
-			return Event{}, it.err
+			return a2a.Event{}, it.err
 		}
 		return it.ev, nil
 	case <-s.done:
 		s.err = errStreamClosed
-		return Event{}, s.err
+		return a2a.Event{}, s.err
 	case <-ctx.Done():
-		return Event{}, ctx.Err()
+		return a2a.Event{}, ctx.Err()
 	}
 }
 
-// Close implements [Stream]: it cancels the request, waits for the reader goroutine and
+// Close implements [a2a.Stream]: it cancels the request, waits for the reader goroutine and
 // releases the connection.
 func (s *sseStream) Close() {
 	s.once.Do(func() {
@@ -758,9 +753,9 @@ func (s *sseStream) Close() {
 func (s *sseStream) run() {
 	defer s.cancel(nil)
 	defer s.body.Close()
-	r := newSSEReader(s.body, maxResponseBytes)
+	r := sse.NewReader(s.body, maxResponseBytes)
 	for {
-		f, err := r.next()
+		f, err := r.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				s.send(streamItem{err: io.EOF})
@@ -768,6 +763,9 @@ func (s *sseStream) run() {
 				s.send(streamItem{err: s.readError(err)})
 			}
 			return
+		}
+		if len(bytes.TrimSpace(f.Data)) == 0 {
+			continue // an event with empty data carries no response
 		}
 		ev, err := s.decode(f)
 		if err != nil {
@@ -801,151 +799,17 @@ func (s *sseStream) readError(err error) error {
 }
 
 // decode reads one frame's JSON-RPC response into an event.
-func (s *sseStream) decode(f sseEvent) (Event, error) {
-	raw, err := parseResponse(s.method, f.data)
+func (s *sseStream) decode(f sse.Event) (a2a.Event, error) {
+	raw, err := parseResponse(s.method, f.Data)
 	if err != nil {
-		return Event{}, err
+		return a2a.Event{}, err
 	}
-	ev, err := DecodeEvent(raw)
+	ev, err := a2a.DecodeEvent(raw)
 	if err != nil {
-		return Event{}, fmt.Errorf("%w: %s: %w", ErrTransport, s.method, err)
+		return a2a.Event{}, fmt.Errorf("%w: %s: %w", ErrTransport, s.method, err)
 	}
-	if f.hasID {
-		ev.Seq, _ = strconv.ParseUint(strings.TrimSpace(f.id), 10, 64) // not a number: 0
+	if f.HasID {
+		ev.Seq, _ = strconv.ParseUint(strings.TrimSpace(f.ID), 10, 64) // not a number: 0
 	}
 	return ev, nil
-}
-
-// sseEvent is one dispatched SSE event.
-type sseEvent struct {
-	data  []byte // the data lines joined by \n
-	id    string
-	hasID bool
-}
-
-// sseReader splits an SSE body into frames (the WHATWG event-stream rules): lines end
-// with \n, \r\n or \r; a blank line dispatches the frame; lines starting with ':' are
-// comments; `data:` lines accumulate; a frame without data is dropped; `event:` and
-// `retry:` are ignored. A frame unterminated at the end of the body is still returned.
-type sseReader struct {
-	r     io.Reader
-	buf   []byte // unread bytes are buf[start:end]
-	start int
-	end   int
-	eof   error // the read error that ended the body (io.EOF when clean)
-	max   int
-	first bool
-}
-
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{r: r, buf: make([]byte, 16<<10), max: max, first: true}
-}
-
-// next returns the next frame, io.EOF at the clean end of the body, or the read error.
-func (r *sseReader) next() (sseEvent, error) {
-	var f sseEvent
-	var data []byte
-	hasData := false
-	for {
-		line, err := r.line()
-		if err != nil {
-			if errors.Is(err, io.EOF) && hasData && len(bytes.TrimSpace(data)) > 0 {
-				f.data = data
-				return f, nil // an unterminated last frame
-			}
-			return sseEvent{}, err
-		}
-		if r.first {
-			line = bytes.TrimPrefix(line, []byte("\uFEFF"))
-			r.first = false
-		}
-		if len(line) == 0 {
-			if hasData && len(bytes.TrimSpace(data)) > 0 {
-				f.data = data
-				return f, nil
-			}
-			f, data, hasData = sseEvent{}, data[:0], false
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		name, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(name) {
-		case "data":
-			if len(data)+len(value)+1 > r.max {
-				return sseEvent{}, fmt.Errorf("an SSE event exceeds %d bytes", r.max)
-			}
-			if hasData {
-				data = append(data, '\n')
-			}
-			data, hasData = append(data, value...), true
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				f.id, f.hasID = string(value), true
-			}
-		}
-	}
-}
-
-// line returns the next line without its terminator. The slice is valid until the next
-// call.
-func (r *sseReader) line() ([]byte, error) {
-	for scanned := 0; ; {
-		chunk := r.buf[r.start:r.end]
-		if i := bytes.IndexAny(chunk[scanned:], "\r\n"); i >= 0 {
-			i += scanned
-			switch {
-			case chunk[i] == '\n':
-				r.start += i + 1
-				return chunk[:i], nil
-			case i+1 < len(chunk): // \r followed by something
-				r.start += i + 1
-				if chunk[i+1] == '\n' {
-					r.start++
-				}
-				return chunk[:i], nil
-			case r.eof != nil: // \r at the very end
-				r.start += i + 1
-				return chunk[:i], nil
-			}
-			scanned = i // a \r at the end of the buffer: read on to see if \n follows
-		} else {
-			scanned = len(chunk)
-		}
-		if r.eof != nil {
-			if len(chunk) == 0 {
-				return nil, r.eof
-			}
-			r.start = r.end
-			return chunk, nil // the last line, unterminated
-		}
-		if err := r.fill(); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// fill reads more bytes, compacting or growing the buffer; it records the end of the
-// body in r.eof rather than returning it.
-func (r *sseReader) fill() error {
-	if r.start > 0 {
-		n := copy(r.buf, r.buf[r.start:r.end])
-		r.start, r.end = 0, n
-	}
-	if r.end == len(r.buf) {
-		if len(r.buf) >= r.max {
-			return fmt.Errorf("an SSE line exceeds %d bytes", r.max)
-		}
-		nb := make([]byte, min(2*len(r.buf), r.max))
-		copy(nb, r.buf[:r.end])
-		r.buf = nb
-	}
-	n, err := r.r.Read(r.buf[r.end:])
-	r.end += n
-	if err != nil {
-		r.eof = err
-	}
-	return nil
 }
