@@ -12,10 +12,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/netx"
 )
 
 const (
@@ -93,7 +94,7 @@ func (m measureWindow) contains(t time.Time) bool {
 func newTransport(cfg Config) *http.Transport {
 	d := &net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:               proxyUnlessLoopback,
+		Proxy:               netx.ProxyUnlessLocal(http.ProxyFromEnvironment),
 		DialContext:         d.DialContext,
 		MaxIdleConns:        cfg.Concurrency,
 		MaxIdleConnsPerHost: cfg.Concurrency,
@@ -104,19 +105,6 @@ func newTransport(cfg Config) *http.Transport {
 		TLSHandshakeTimeout: cfg.Timeout,
 		DisableCompression:  true,
 	}
-}
-
-// proxyUnlessLoopback applies the environment's proxy settings except to
-// loopback hosts, which are always reached directly.
-func proxyUnlessLoopback(r *http.Request) (*url.URL, error) {
-	host := r.URL.Hostname()
-	if host == "localhost" {
-		return nil, nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil, nil
-	}
-	return http.ProxyFromEnvironment(r)
 }
 
 // workerResult is what one worker measured inside the window.
