@@ -410,6 +410,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			}
 			return outcome{}, nil, fmt.Errorf("create conversation bucket: %w", err)
 		}
+		if err := indexByID(tx, p.contextID, p.key); err != nil {
+			return outcome{}, nil, fmt.Errorf("put by-contextId index: %w", err)
+		}
 	}
 	// Entries go in at the right edge of the conversation, and a leaf left behind by a
 	// split there is never written again: fill it.
