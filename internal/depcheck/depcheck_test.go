@@ -24,7 +24,8 @@ type rule struct {
 var rules = map[string]rule{
 	"a2a":                     {nil, nil, "the protocol layer imports no project package and no driver"},
 	"conversations/contextid": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
-	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "the operator service over the ledger; no driver"},
+	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "prompt", "projection", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
+	"prompt":                  {[]string{"ledger", "projection"}, nil, "the agent's input from the ledger, shared by the turn runner and replay; reads through its own interface"},
 	"history":                 {[]string{"a2a"}, nil, "pure rendering"},
 	"projection":              {[]string{"a2a", "history"}, nil, "pure: ledger + policy → request"},
 	"ledger":                  {[]string{"a2a", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user besides conversations"},
@@ -32,7 +33,7 @@ var rules = map[string]rule{
 	"streaming":               {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
 	"agent":                   {[]string{"a2a", "projection", "history"}, nil, "backends see the protocol model and the pure projection at most"},
 	"peers":                   {[]string{"a2a", "conversations/contextid"}, nil, "peer directory"},
-	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
 // drivers may be imported only by these packages (and tests).
