@@ -62,8 +62,8 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
 
 // FieldError is an input that failed validation: the field and why, as values.
 type FieldError struct {
-	Field  string // "peer", "contextId", "limit", "entries[0].messageId", ...
-	Reason string // a plain phrase: "empty", "at most 256 bytes (got 257)"
+	Field  string `json:"field"`  // "peer", "contextId", "limit", "entries[0].messageId", ...
+	Reason string `json:"reason"` // a plain phrase: "empty", "at most 256 bytes (got 257)"
 }
 
 // Error implements error.

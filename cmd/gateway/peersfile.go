@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/peers"
 )
 
@@ -119,16 +120,5 @@ func parsePeers(path string, node *yaml.Node, lookup func(string) (string, bool)
 	return out, nil
 }
 
-func validPeerName(s string) bool {
-	if s == "local" || strings.HasPrefix(s, "out:") {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validPeerName is the service's rule for a peer name (conversations.ValidPeerName).
+func validPeerName(s string) bool { return conversations.ValidPeerName(s) }
