@@ -603,4 +603,3 @@ func deliveryError(parent, sctx context.Context, t peers.Target, timeout time.Du
 	}
 	return fmt.Errorf("%s: %w; nothing was recorded", who, err)
 }
-
