@@ -73,51 +73,62 @@ func parsePeers(path string, node *yaml.Node, lookup func(string) (string, bool)
 			continue
 		}
 		seen[strings.ToLower(name)] = true
-		p := Peer{Name: name, URL: strings.TrimSpace(pc.URL)}
-		if p.URL != "" {
-			u, err := url.Parse(p.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("%s (%s): url %q: want http(s)://host[:port]/path", where, name, p.URL))
-			}
-		}
-		if pc.Token != "" && pc.TokenEnv != "" {
-			errs = append(errs, fmt.Errorf("%s (%s): set token or token-env, not both", where, name))
-		}
-		p.Token = pc.Token
-		if pc.TokenEnv != "" {
-			v, ok := lookup(pc.TokenEnv)
-			if !ok || v == "" {
-				errs = append(errs, fmt.Errorf("%s (%s): token-env %s is not set", where, name, pc.TokenEnv))
-			}
-			p.Token = v
-		}
-		p.Accept = append(p.Accept, pc.AcceptTokens...)
-		for _, env := range pc.AcceptTokenEnvs {
-			v, ok := lookup(env)
-			if !ok || v == "" {
-				errs = append(errs, fmt.Errorf("%s (%s): accept-token-envs: %s is not set", where, name, env))
-				continue
-			}
-			p.Accept = append(p.Accept, v)
-		}
-		for _, tok := range p.Accept {
-			if len(tok) < 16 {
-				errs = append(errs, fmt.Errorf("%s (%s): an accepted token is shorter than 16 characters; use a long random token", where, name))
-			}
-			if other, dup := tokens[tok]; dup && other != name {
-				errs = append(errs, fmt.Errorf("%s (%s): an accepted token is also accepted for peer %q; the token alone must name the peer", where, name, other))
-			}
-			tokens[tok] = name
-		}
-		if p.URL == "" && len(p.Accept) == 0 {
-			errs = append(errs, fmt.Errorf("%s (%s): give a url (to send to it) or accept-tokens (to let it call us), or both", where, name))
-		}
+		p, perrs := resolvePeer(pc, name, where+" ("+name+")", lookup, tokens)
+		errs = append(errs, perrs...)
 		out = append(out, p)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// resolvePeer builds the peer of one `peers:` entry named name (where says which, for
+// the errors): its url checked, its tokens read from the environment, each accepted
+// token long and naming this peer only (tokens maps the tokens seen so far to their
+// peer, and gets this peer's).
+func resolvePeer(pc PeerConfig, name, where string, lookup func(string) (string, bool), tokens map[string]string) (Peer, []error) {
+	var errs []error
+	p := Peer{Name: name, URL: strings.TrimSpace(pc.URL)}
+	if p.URL != "" {
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s: url %q: want http(s)://host[:port]/path", where, p.URL))
+		}
+	}
+	if pc.Token != "" && pc.TokenEnv != "" {
+		errs = append(errs, fmt.Errorf("%s: set token or token-env, not both", where))
+	}
+	p.Token = pc.Token
+	if pc.TokenEnv != "" {
+		v, ok := lookup(pc.TokenEnv)
+		if !ok || v == "" {
+			errs = append(errs, fmt.Errorf("%s: token-env %s is not set", where, pc.TokenEnv))
+		}
+		p.Token = v
+	}
+	p.Accept = append(p.Accept, pc.AcceptTokens...)
+	for _, env := range pc.AcceptTokenEnvs {
+		v, ok := lookup(env)
+		if !ok || v == "" {
+			errs = append(errs, fmt.Errorf("%s: accept-token-envs: %s is not set", where, env))
+			continue
+		}
+		p.Accept = append(p.Accept, v)
+	}
+	for _, tok := range p.Accept {
+		if len(tok) < 16 {
+			errs = append(errs, fmt.Errorf("%s: an accepted token is shorter than 16 characters; use a long random token", where))
+		}
+		if other, dup := tokens[tok]; dup && other != name {
+			errs = append(errs, fmt.Errorf("%s: an accepted token is also accepted for peer %q; the token alone must name the peer", where, other))
+		}
+		tokens[tok] = name
+	}
+	if p.URL == "" && len(p.Accept) == 0 {
+		errs = append(errs, fmt.Errorf("%s: give a url (to send to it) or accept-tokens (to let it call us), or both", where))
+	}
+	return p, errs
 }
 
 // validPeerName is the service's rule for a peer name (conversations.ValidPeerName).
