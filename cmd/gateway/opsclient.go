@@ -104,8 +104,8 @@ func (a *adminClient) getJSON(ctx context.Context, path string, q url.Values, v 
 	return nil
 }
 
-// query builds a query string from key/value pairs, leaving out empty values.
-func query(kv ...string) url.Values {
+// adminQuery builds a query string from key/value pairs, leaving out empty values.
+func adminQuery(kv ...string) url.Values {
 	q := url.Values{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		if kv[i+1] != "" {
@@ -115,7 +115,7 @@ func query(kv ...string) url.Values {
 	return q
 }
 
-func itoa(n int) string {
+func positiveInt(n int) string {
 	if n <= 0 {
 		return ""
 	}
@@ -129,7 +129,7 @@ func convPath(contextID, suffix string) string {
 // List implements opsService.
 func (a *adminClient) List(ctx context.Context, o conversations.ListOptions) (conversations.Page, error) {
 	var p conversations.Page
-	err := a.getJSON(ctx, adminPrefix+"conversations", query("peer", o.Owner, "prefix", o.Prefix, "limit", itoa(o.Limit), "cursor", o.Cursor), &p)
+	err := a.getJSON(ctx, adminPrefix+"conversations", adminQuery("peer", o.Owner, "prefix", o.Prefix, "limit", positiveInt(o.Limit), "cursor", o.Cursor), &p)
 	return p, err
 }
 
@@ -140,13 +140,13 @@ func (a *adminClient) Show(ctx context.Context, ref conversations.Ref, o convers
 		all = "1"
 	}
 	var out conversations.ShowResult
-	err := a.getJSON(ctx, convPath(ref.ContextID, ""), query("peer", ref.Owner, "limit", itoa(o.Limit), "all", all), &out)
+	err := a.getJSON(ctx, convPath(ref.ContextID, ""), adminQuery("peer", ref.Owner, "limit", positiveInt(o.Limit), "all", all), &out)
 	return out, err
 }
 
 // Export implements opsService.
 func (a *adminClient) Export(ctx context.Context, ref conversations.Ref, w io.Writer) error {
-	resp, err := a.do(ctx, http.MethodGet, convPath(ref.ContextID, "/export"), query("peer", ref.Owner), nil)
+	resp, err := a.do(ctx, http.MethodGet, convPath(ref.ContextID, "/export"), adminQuery("peer", ref.Owner), nil)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (a *adminClient) Export(ctx context.Context, ref conversations.Ref, w io.Wr
 // Verify implements opsService.
 func (a *adminClient) Verify(ctx context.Context, ref conversations.Ref) (conversations.VerifyReport, error) {
 	var rep conversations.VerifyReport
-	err := a.getJSON(ctx, adminPrefix+"verify", query("peer", ref.Owner, "contextId", ref.ContextID), &rep)
+	err := a.getJSON(ctx, adminPrefix+"verify", adminQuery("peer", ref.Owner, "contextId", ref.ContextID), &rep)
 	return rep, err
 }
 
@@ -169,7 +169,7 @@ func (a *adminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq u
 		at = strconv.FormatUint(atSeq, 10)
 	}
 	var out conversations.ReplayResult
-	err := a.getJSON(ctx, convPath(ref.ContextID, "/replay"), query("peer", ref.Owner, "at", at), &out)
+	err := a.getJSON(ctx, convPath(ref.ContextID, "/replay"), adminQuery("peer", ref.Owner, "at", at), &out)
 	return out, err
 }
 
