@@ -246,3 +246,30 @@ func TestOpsModesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminClientPages: a listing paged through the admin API visits every conversation
+// once, in the order of one unpaged listing.
+func TestAdminClientPages(t *testing.T) {
+	s := seedOps(t)
+	ac := newAdminClient("http://"+s.Addr(), "")
+	defer ac.close()
+	all, err := ac.List(t.Context(), conversations.ListOptions{})
+	if err != nil || all.Next != "" {
+		t.Fatalf("List() = %+v, %v", all, err)
+	}
+	var paged []convView
+	opts := conversations.ListOptions{Limit: 2}
+	for range len(all.Conversations) + 1 {
+		p, err := ac.List(t.Context(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paged = append(paged, p.Conversations...)
+		if opts.Cursor = p.Next; p.Next == "" {
+			break
+		}
+	}
+	if diff := cmp.Diff(all.Conversations, paged); diff != "" || len(paged) != 5 {
+		t.Errorf("pages of 2 (-all +paged), %d conversations:\n%s", len(paged), diff)
+	}
+}

@@ -132,7 +132,7 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 		return err
 	}
 	defer closeSvc()
-	return cmd.run(ctx, svc, stdout)
+	return cmd.run(ctx, svc, stdout, stderr)
 }
 
 // parseConversations parses the flags and argument of the conversations command sub.
@@ -195,7 +195,7 @@ func (cmd *convCmd) bind(fs *flag.FlagSet, ef *envFlags) bool {
 }
 
 // run calls the service and prints its answer.
-func (cmd *convCmd) run(ctx context.Context, svc opsService, stdout io.Writer) error {
+func (cmd *convCmd) run(ctx context.Context, svc opsService, stdout, stderr io.Writer) error {
 	ref := conversations.Ref{ContextID: cmd.contextID, Owner: cmd.peer}
 	switch cmd.sub {
 	case "list":
@@ -207,6 +207,9 @@ func (cmd *convCmd) run(ctx context.Context, svc opsService, stdout io.Writer) e
 			return writeJSONIndent(stdout, page)
 		}
 		printList(stdout, page.Conversations)
+		if page.Next != "" {
+			fmt.Fprintf(stderr, "gateway: more conversations follow: add --cursor %s\n", page.Next)
+		}
 	case "show":
 		res, err := svc.Show(ctx, ref, conversations.ShowOptions{Limit: cmd.limit, All: cmd.all})
 		if err != nil {
