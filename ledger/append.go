@@ -463,6 +463,9 @@ func createConv(tx *bolt.Tx, p *prepared) (conv *bolt.Bucket, reqErr, txErr erro
 	case err != nil:
 		return nil, nil, fmt.Errorf("create conversation bucket: %w", err)
 	}
+	if err := indexByID(tx, p.contextID, p.key); err != nil {
+		return nil, nil, fmt.Errorf("put by-contextId index: %w", err)
+	}
 	return conv, nil, nil
 }
 

@@ -17,6 +17,7 @@ import (
 //	                             conversation and the task the conversation started before it
 //	    taskId ‖ 0x00 ‖ seq    → empty: entry seq of that conversation belongs to the task
 //	"v1.artifacts"/            sha256 hex → content (written once)
+//	"v1.byid"/                 sha256(contextId) ‖ conversation key → empty (byid.go)
 //
 // Every key an append writes lies at or next to the right edge of its tree, so a commit
 // dirties few pages. In a conversation, new entries go next to the metadata that the

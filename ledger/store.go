@@ -149,8 +149,10 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	}
 	var upgraded int
 	err = db.Update(func(tx *bolt.Tx) (err error) {
-		upgraded, err = setUp(tx)
-		return err
+		if upgraded, err = setUp(tx); err != nil {
+			return err
+		}
+		return setUpByID(tx)
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())

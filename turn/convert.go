@@ -5,12 +5,13 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/prompt"
 )
 
 // entry metadata keys the fold reads back.
 const (
 	metaArtifactID = "artifactId"
-	metaPartial    = "partial"
+	metaPartial    = prompt.MetaPartial
 )
 
 func toLedgerParts(ps []a2a.Part) []ledger.Part {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -15,229 +16,305 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/labstack/echo/v4"
+
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
-	"github.com/a2a-gateway/gateway/ledger"
-	"github.com/a2a-gateway/gateway/peers"
 )
 
 // adminPrefix is where the operator API lives.
 const adminPrefix = "/admin/v1/"
 
-// adminHandler serves the operator API over a directSource:
-//
-//	GET /admin/v1/conversations?peer=&limit=                  list
-//	GET /admin/v1/conversations/{contextId}?peer=&limit=&all=  show (contextId path-escaped)
-//	GET /admin/v1/conversations/{contextId}/export?peer=       JSON Lines of every entry
-//	GET /admin/v1/conversations/{contextId}/replay?peer=&at=   what the agent was given at a turn
-//	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
-//	POST /admin/v1/outbound                                    record a `gateway send` exchange
-//
-// With a token, requests need "Authorization: Bearer <token>"; without one, only loopback
-// clients are served. An unknown contextId is 404; one that several peers use, without
-// ?peer= to choose, is 409; both with {"error": "..."}.
-type adminHandler struct {
-	src   directSource
-	token string
-	log   *slog.Logger
-}
-
-func (h adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(r) {
-		if h.token != "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		http.Error(w, "the admin API answers loopback clients only when no admin token is configured", http.StatusForbidden)
-		return
-	}
-	if strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix) == "outbound" {
-		h.serveOutbound(w, r)
-		return
-	}
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "use GET", http.StatusMethodNotAllowed)
-		return
-	}
-	rest := strings.TrimPrefix(r.URL.EscapedPath(), adminPrefix)
-	q := r.URL.Query()
-	peer := q.Get("peer")
-	limit, err := queryInt(q, "limit")
-	if err != nil {
-		adminError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	ctx := r.Context()
-	switch {
-	case rest == "conversations":
-		list, err := h.src.List(ctx, peer, limit)
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		writeAdminJSON(w, map[string]any{"conversations": list})
-	case strings.HasPrefix(rest, "conversations/"):
-		seg := strings.Split(strings.TrimPrefix(rest, "conversations/"), "/")
-		id, err := url.PathUnescape(seg[0])
-		if err != nil || contextid.Validate(id) != nil {
-			adminError(w, http.StatusBadRequest, "the path must hold a path-escaped contextId")
-			return
-		}
-		switch {
-		case len(seg) == 1:
-			res, err := h.src.Show(ctx, id, peer, limit, q.Get("all") == "1" || q.Get("all") == "true")
-			if err != nil {
-				h.fail(w, r, err)
-				return
-			}
-			writeAdminJSON(w, res)
-		case len(seg) == 2 && seg[1] == "replay":
-			var at uint64
-			if v := q.Get("at"); v != "" {
-				n, err := strconv.ParseUint(v, 10, 64)
-				if err != nil {
-					adminError(w, http.StatusBadRequest, "at must be a ledger sequence number")
-					return
-				}
-				at = n
-			}
-			res, err := h.src.Replay(ctx, id, peer, at)
-			if err != nil {
-				h.fail(w, r, err)
-				return
-			}
-			writeAdminJSON(w, res)
-		case len(seg) == 2 && seg[1] == "export":
-			if _, err := h.src.find(ctx, id, peer); err != nil {
-				h.fail(w, r, err)
-				return
-			}
-			w.Header().Set("Content-Type", "application/jsonl")
-			bw := bufio.NewWriter(w)
-			if err := h.src.Export(ctx, id, peer, bw); err != nil {
-				h.log.ErrorContext(ctx, "export failed midway", "err", err)
-				return
-			}
-			_ = bw.Flush()
-		default:
-			http.NotFound(w, r)
-		}
-	case rest == "verify":
-		rep, err := h.src.Verify(ctx, q.Get("contextId"), peer)
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		writeAdminJSON(w, rep)
-	default:
-		http.NotFound(w, r)
-	}
-}
-
 // maxOutboundBody bounds a POST /admin/v1/outbound body: one message and one reply.
 const maxOutboundBody = 64 << 20
 
-// serveOutbound records one exchange `gateway send` had with a peer: POST
-// /admin/v1/outbound with an outboundRecord as application/json, appended in one ledger
-// append under the owner "out:<peer>"; it answers {"owner", "contextId", "lastSeq"}. A
-// record that fails validation is 400 and appends nothing. The JSON content type is
-// required, so that a web page cannot post here without a CORS preflight (which fails).
-func (h adminHandler) serveOutbound(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "use POST", http.StatusMethodNotAllowed)
-		return
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		adminError(w, http.StatusUnsupportedMediaType, "send the record as Content-Type: application/json")
-		return
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxOutboundBody))
-	dec.DisallowUnknownFields()
-	var rec outboundRecord
-	if err := dec.Decode(&rec); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			adminError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the record exceeds %d bytes", maxOutboundBody))
-			return
-		}
-		adminError(w, http.StatusBadRequest, "the body is not an outbound record: "+err.Error())
-		return
-	}
-	if dec.Decode(new(json.RawMessage)) != io.EOF {
-		adminError(w, http.StatusBadRequest, "the body must hold exactly one JSON object")
-		return
-	}
-	res, err := recordOutbound(r.Context(), h.src.led, rec)
-	if errors.Is(err, ledger.ErrInvalid) {
-		adminError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeAdminJSON(w, map[string]any{"owner": peers.Owner(rec.Peer), "contextId": rec.ContextID, "lastSeq": res.Entries[len(res.Entries)-1].Seq})
-}
+// adminGate is the rule of every admin endpoint: with a token, requests need
+// "Authorization: Bearer <token>" (401 otherwise); without one, only loopback clients are
+// served (403 otherwise).
+type adminGate struct{ token string }
 
-func (h adminHandler) authorized(r *http.Request) bool {
-	if h.token != "" {
+func (g adminGate) authorized(r *http.Request) bool {
+	if g.token != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) == 1
+		return ok && subtle.ConstantTimeCompare([]byte(got), []byte(g.token)) == 1
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	ip := net.ParseIP(host)
 	return err == nil && ip != nil && ip.IsLoopback()
 }
 
-func (h adminHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, errNoConversation):
-		adminError(w, http.StatusNotFound, err.Error())
-		return
-	case errors.Is(err, errAmbiguousContext):
-		adminError(w, http.StatusConflict, err.Error())
+// refuse answers an unauthorized request; what names the endpoint in the 403.
+func (g adminGate) refuse(w http.ResponseWriter, what string) {
+	if g.token != "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	h.log.ErrorContext(r.Context(), "admin request failed", "path", r.URL.Path, "err", err)
-	adminError(w, http.StatusInternalServerError, "internal error")
+	http.Error(w, what+" answers loopback clients only when no admin token is configured", http.StatusForbidden)
 }
 
-func queryInt(q url.Values, key string) (int, error) {
-	s := q.Get(key)
+// middleware is the gate as echo middleware.
+func (g adminGate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !g.authorized(c.Request()) {
+			g.refuse(c.Response(), "the admin API")
+			return nil
+		}
+		return next(c)
+	}
+}
+
+// adminService is the conversations service of the running gateway: its ledger, its
+// projection policy (for replay), its lease holders (the running task of a listing).
+func (s *Server) adminService() *conversations.Service {
+	return conversations.New(s.ledger, conversations.Config{Policy: s.policy, Running: func(ctx context.Context, owner, contextID string) string {
+		h, _ := s.locks.Holder(ctx, contextid.Key(owner, contextID))
+		return h
+	}})
+}
+
+// adminAPI is the operator API: one small handler per route over the conversations
+// service; errors are answered by adminAnswer alone.
+type adminAPI struct {
+	svc *conversations.Service
+	log *slog.Logger
+}
+
+// mountAdmin serves the operator API under /admin/v1 of e, behind the admin gate:
+//
+//	GET /admin/v1/conversations?peer=&prefix=&limit=&cursor=    list (a page; "next" continues it)
+//	GET /admin/v1/conversations/{contextId}?peer=&limit=&all=  show (contextId path-escaped)
+//	GET /admin/v1/conversations/{contextId}/export?peer=       JSON Lines of every entry
+//	GET /admin/v1/conversations/{contextId}/replay?peer=&at=   what the agent was given at a turn
+//	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
+//	POST /admin/v1/outbound                                    record a `gateway send` exchange
+//
+// Errors are JSON {"error": "...", "code": "..."} with the fields of the typed error (see
+// adminErrorBody), so that a client rebuilds the error from values, not from text.
+func mountAdmin(e *echo.Echo, svc *conversations.Service, token string, log *slog.Logger) {
+	a := adminAPI{svc: svc, log: log}
+	g := e.Group(strings.TrimSuffix(adminPrefix, "/"), adminGate{token: token}.middleware)
+	route := func(method, path string, h echo.HandlerFunc) {
+		g.Any(path, onlyMethod(method)) // every other method: 405
+		g.Add(method, path, h)
+	}
+	route(http.MethodGet, "/conversations", a.list)
+	route(http.MethodGet, "/conversations/:id", a.show)
+	route(http.MethodGet, "/conversations/:id/export", a.export)
+	route(http.MethodGet, "/conversations/:id/replay", a.replay)
+	route(http.MethodGet, "/verify", a.verify)
+	route(http.MethodPost, "/outbound", a.outbound)
+}
+
+// onlyMethod answers 405 naming the method the route takes.
+func onlyMethod(method string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Allow", method)
+		http.Error(c.Response(), "use "+method, http.StatusMethodNotAllowed)
+		return nil
+	}
+}
+
+func (a adminAPI) list(c echo.Context) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return a.fail(c, err)
+	}
+	page, err := a.svc.List(c.Request().Context(), conversations.ListOptions{
+		Owner: c.QueryParam("peer"), Prefix: c.QueryParam("prefix"), Limit: limit, Cursor: c.QueryParam("cursor")})
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (a adminAPI) show(c echo.Context) error {
+	ref, err := pathRef(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return a.fail(c, err)
+	}
+	all := c.QueryParam("all") == "1" || c.QueryParam("all") == "true"
+	res, err := a.svc.Show(c.Request().Context(), ref, conversations.ShowOptions{Limit: limit, All: all})
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+func (a adminAPI) export(c echo.Context) error {
+	ref, err := pathRef(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	ctx := c.Request().Context()
+	if _, err := a.svc.Find(ctx, ref); err != nil {
+		return a.fail(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderContentType, "application/jsonl")
+	c.Response().WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(c.Response())
+	if err := a.svc.Export(ctx, ref, bw); err != nil {
+		a.log.ErrorContext(ctx, "export failed midway", "err", err)
+		return nil
+	}
+	return bw.Flush()
+}
+
+func (a adminAPI) replay(c echo.Context) error {
+	ref, err := pathRef(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	var at uint64
+	if v := c.QueryParam("at"); v != "" {
+		if at, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return a.fail(c, &conversations.FieldError{Field: "at", Reason: "must be a ledger sequence number"})
+		}
+	}
+	res, err := a.svc.Replay(c.Request().Context(), ref, at)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+func (a adminAPI) verify(c echo.Context) error {
+	rep, err := a.svc.Verify(c.Request().Context(), conversations.Ref{ContextID: c.QueryParam("contextId"), Owner: c.QueryParam("peer")})
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, rep)
+}
+
+// outbound records one exchange `gateway send` had with a peer: a
+// conversations.OutboundRecord as application/json (required, so that a web page cannot
+// post here without a CORS preflight, which fails), appended under the owner
+// "out:<peer>"; it answers {"owner", "contextId", "lastSeq"}. A record that fails
+// validation is 400 and appends nothing.
+func (a adminAPI) outbound(c echo.Context) error {
+	rec, err := decodeOutbound(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	res, err := a.svc.RecordOutbound(c.Request().Context(), rec)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// decodeOutbound reads the body of POST /admin/v1/outbound: one JSON object, no unknown
+// field, at most maxOutboundBody bytes.
+func decodeOutbound(c echo.Context) (conversations.OutboundRecord, error) {
+	var rec conversations.OutboundRecord
+	r := c.Request()
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return rec, &requestError{http.StatusUnsupportedMediaType, codeUnsupportedMedia, "send the record as Content-Type: application/json"}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxOutboundBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return rec, &requestError{http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the record exceeds %d bytes", maxOutboundBody)}
+		}
+		return rec, &conversations.FieldError{Field: "body", Reason: "not an outbound record: " + err.Error()}
+	}
+	if dec.Decode(new(json.RawMessage)) != io.EOF {
+		return rec, &conversations.FieldError{Field: "body", Reason: "must hold exactly one JSON object"}
+	}
+	return rec, nil
+}
+
+// pathRef is the conversation the path names: its path-escaped contextId and ?peer=.
+// Echo matched the route on the escaped path when the request had one (RawPath), so
+// the parameter is unescaped here; otherwise it is already the decoded path's.
+func pathRef(c echo.Context) (conversations.Ref, error) {
+	id := c.Param("id")
+	if c.Request().URL.RawPath != "" {
+		var err error
+		if id, err = url.PathUnescape(id); err != nil {
+			return conversations.Ref{}, &conversations.FieldError{Field: "contextId", Reason: "the path must hold a path-escaped contextId"}
+		}
+	}
+	return conversations.Ref{ContextID: id, Owner: c.QueryParam("peer")}, nil
+}
+
+func queryInt(c echo.Context, key string) (int, error) {
+	s := c.QueryParam(key)
 	if s == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, errors.New(key + " must be a non-negative integer")
+		return 0, &conversations.FieldError{Field: key, Reason: "must be a non-negative integer"}
 	}
 	return n, nil
 }
 
-func adminError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+// Codes of the admin API's error bodies.
+const (
+	codeNotFound         = "not_found"
+	codeAmbiguous        = "ambiguous"
+	codeInvalid          = "invalid"
+	codeTooLarge         = "too_large"
+	codeUnsupportedMedia = "unsupported_media_type"
+	codeInternal         = "internal"
+)
+
+// requestError is a request the admin API refuses before the service sees it.
+type requestError struct {
+	status    int
+	code, msg string
 }
 
-func writeAdminJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+func (e *requestError) Error() string { return e.msg }
+
+// adminErrorBody is the JSON body of every admin API error: a message for people, a
+// code and the typed error's fields for programs (the CLI's --server client).
+type adminErrorBody struct {
+	Error     string                      `json:"error"`
+	Code      string                      `json:"code"`
+	ContextID string                      `json:"contextId,omitempty"`
+	Owner     string                      `json:"owner,omitempty"`
+	Owners    []string                    `json:"owners,omitempty"`
+	AtSeq     uint64                      `json:"atSeq,omitempty"`
+	Turn      bool                        `json:"turn,omitempty"`
+	Fields    []*conversations.FieldError `json:"fields,omitempty"`
 }
 
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+// adminAnswer is the one table from an error to the admin API's status and body: 404
+// not found, 409 ambiguous (with the owners), 400 invalid (with the fields), 413 and 415
+// for the body, 500 "internal error" for anything else.
+func adminAnswer(err error) (int, adminErrorBody) {
+	var (
+		nf  *conversations.NotFoundError
+		amb *conversations.AmbiguousError
+		re  *requestError
+	)
+	switch {
+	case errors.As(err, &nf):
+		return http.StatusNotFound, adminErrorBody{Error: err.Error(), Code: codeNotFound,
+			ContextID: nf.ContextID, Owner: nf.Owner, AtSeq: nf.AtSeq, Turn: nf.Turn}
+	case errors.As(err, &amb):
+		return http.StatusConflict, adminErrorBody{Error: err.Error(), Code: codeAmbiguous, ContextID: amb.ContextID, Owners: amb.Owners}
+	case errors.Is(err, conversations.ErrInvalid):
+		return http.StatusBadRequest, adminErrorBody{Error: err.Error(), Code: codeInvalid, Fields: conversations.FieldErrors(err)}
+	case errors.As(err, &re):
+		return re.status, adminErrorBody{Error: re.msg, Code: re.code}
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return http.StatusInternalServerError, adminErrorBody{Error: "internal error", Code: codeInternal}
 }
 
-func jsonEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc
+// fail answers err; an internal error is logged once, with the request's context.
+func (a adminAPI) fail(c echo.Context, err error) error {
+	status, body := adminAnswer(err)
+	if status == http.StatusInternalServerError {
+		a.log.ErrorContext(c.Request().Context(), "admin request failed", "path", c.Request().URL.Path, "err", err)
+	}
+	return c.JSON(status, body)
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/projection"
 )
@@ -32,17 +33,18 @@ func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) 
 	return e
 }
 
-// openSource asks the running gateway, or opens the data dir when none answers. The
-// returned close func releases what was opened.
-func openSource(ctx context.Context, o opsFlags, stderr io.Writer) (opsSource, func(), error) {
-	hs := newHTTPSource(o.server, o.token)
+// openService asks the running gateway's admin API, or opens the data dir when none
+// answers there; either way the caller gets the conversations service's API. The returned
+// close func releases what was opened.
+func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService, func(), error) {
+	ac := newAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	_, err := hs.List(pctx, "", 1)
+	_, err := ac.List(pctx, conversations.ListOptions{Limit: 1})
 	if err == nil {
-		return hs, hs.close, nil
+		return ac, ac.close, nil
 	}
-	hs.close()
+	ac.close()
 	if !errors.Is(err, errUnreachable) {
 		return nil, nil, err
 	}
@@ -55,7 +57,7 @@ func openSource(ctx context.Context, o opsFlags, stderr io.Writer) (opsSource, f
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return directSource{led: led, policy: o.policy}, func() { _ = led.Close() }, nil
+	return conversations.New(led, conversations.Config{Policy: o.policy}), func() { _ = led.Close() }, nil
 }
 
 // parseOps parses an operator command's flags; usage errors are usageError.
@@ -101,6 +103,18 @@ read; 2 usage error, including a contextId several peers use given without --pee
 Run 'gateway conversations COMMAND --help' for its flags.
 `
 
+// convCmd is one `gateway conversations` command line, parsed.
+type convCmd struct {
+	sub, contextID       string
+	o                    opsFlags
+	asJSON, all          bool
+	peer, prefix, cursor string
+	limit                int
+	at                   uint64
+	format, model        string
+	maxTokens            int
+}
+
 func runConversations(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
 		fmt.Fprint(stderr, conversationsUsage)
@@ -109,37 +123,27 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 		}
 		return flag.ErrHelp
 	}
-	sub, rest := args[0], args[1:]
+	cmd, err := parseConversations(args[0], args[1:], lookup, stderr)
+	if err != nil {
+		return err
+	}
+	svc, closeSvc, err := openService(ctx, cmd.o, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeSvc()
+	return cmd.run(ctx, svc, stdout, stderr)
+}
+
+// parseConversations parses the flags and argument of the conversations command sub.
+func parseConversations(sub string, rest []string, lookup func(string) (string, bool), stderr io.Writer) (*convCmd, error) {
 	fs := flag.NewFlagSet("conversations "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o opsFlags
-	ef := bindOps(fs, lookup, &o)
-	var asJSON, all bool
-	var peer string
-	var limit int
-	var at uint64
-	var format, model string
-	var maxTokens int
-	fs.StringVar(&peer, "peer", "", "only conversations owned by this peer (needed when several peers use the same contextId)")
-	switch sub {
-	case "list":
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-		fs.IntVar(&limit, "limit", 0, "at most N conversations (0: all)")
-	case "show":
-		fs.BoolVar(&asJSON, "json", false, "print JSON (the conversation and its entries)")
-		fs.IntVar(&limit, "limit", 0, "only the newest N entries (0: all)")
-		fs.BoolVar(&all, "all", false, "include audit-only entries (rejected requests, error details)")
-	case "export":
-	case "replay":
-		fs.Uint64Var(&at, "at", 0, "the turn: the ledger seq of its message, or any seq inside it (0: the latest turn)")
-		fs.StringVar(&format, "format", "text", "text (the single-text prompt), json (the provider-neutral request), openai or anthropic (the request body those backends send)")
-		fs.StringVar(&model, "model", "replay", "model name to put in openai/anthropic bodies")
-		fs.IntVar(&maxTokens, "max-tokens", 1024, "max_tokens for anthropic bodies")
-		ef.Int(&o.policy.HistoryLimit, "history-limit", 20, "with no gateway running: the history limit the gateway used")
-		ef.String(&o.policy.Operator, "operator-policy", "", "with no gateway running: the operator policy the gateway used")
-	default:
+	cmd := &convCmd{sub: sub}
+	ef := bindOps(fs, lookup, &cmd.o)
+	if !cmd.bind(fs, ef) {
 		fmt.Fprint(stderr, conversationsUsage)
-		return usageError{fmt.Sprintf("unknown conversations command %q", sub)}
+		return nil, usageError{fmt.Sprintf("unknown conversations command %q", sub)}
 	}
 	fs.Usage = func() {
 		arg := ""
@@ -154,46 +158,75 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 		nargs = 0
 	}
 	if err := parseOps(fs, ef, rest, nargs, "a CONTEXT_ID"); err != nil {
-		return err
+		return nil, err
 	}
-	if limit < 0 {
-		return usageError{"--limit must not be negative"}
+	if cmd.limit < 0 {
+		return nil, usageError{"--limit must not be negative"}
 	}
-	src, closeSrc, err := openSource(ctx, o, stderr)
-	if err != nil {
-		return err
-	}
-	defer closeSrc()
-	switch sub {
+	cmd.contextID = fs.Arg(0)
+	return cmd, nil
+}
+
+// bind declares the flags of cmd.sub; false for an unknown command.
+func (cmd *convCmd) bind(fs *flag.FlagSet, ef *envFlags) bool {
+	fs.StringVar(&cmd.peer, "peer", "", "only conversations owned by this peer (needed when several peers use the same contextId)")
+	switch cmd.sub {
 	case "list":
-		list, err := src.List(ctx, peer, limit)
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			if list == nil {
-				list = []convView{}
-			}
-			return writeJSONIndent(stdout, map[string]any{"conversations": list})
-		}
-		printList(stdout, list)
+		fs.BoolVar(&cmd.asJSON, "json", false, "print JSON")
+		fs.IntVar(&cmd.limit, "limit", 0, "at most N conversations (0: all)")
+		fs.StringVar(&cmd.prefix, "prefix", "", "only contextIds that start with this")
+		fs.StringVar(&cmd.cursor, "cursor", "", "continue a --limit listing after the page whose JSON \"next\" this is")
 	case "show":
-		res, err := src.Show(ctx, fs.Arg(0), peer, limit, all)
+		fs.BoolVar(&cmd.asJSON, "json", false, "print JSON (the conversation and its entries)")
+		fs.IntVar(&cmd.limit, "limit", 0, "only the newest N entries (0: all)")
+		fs.BoolVar(&cmd.all, "all", false, "include audit-only entries (rejected requests, error details)")
+	case "export":
+	case "replay":
+		fs.Uint64Var(&cmd.at, "at", 0, "the turn: the ledger seq of its message, or any seq inside it (0: the latest turn)")
+		fs.StringVar(&cmd.format, "format", "text", "text (the single-text prompt), json (the provider-neutral request), openai or anthropic (the request body those backends send)")
+		fs.StringVar(&cmd.model, "model", "replay", "model name to put in openai/anthropic bodies")
+		fs.IntVar(&cmd.maxTokens, "max-tokens", 1024, "max_tokens for anthropic bodies")
+		ef.Int(&cmd.o.policy.HistoryLimit, "history-limit", 20, "with no gateway running: the history limit the gateway used")
+		ef.String(&cmd.o.policy.Operator, "operator-policy", "", "with no gateway running: the operator policy the gateway used")
+	default:
+		return false
+	}
+	return true
+}
+
+// run calls the service and prints its answer.
+func (cmd *convCmd) run(ctx context.Context, svc opsService, stdout, stderr io.Writer) error {
+	ref := conversations.Ref{ContextID: cmd.contextID, Owner: cmd.peer}
+	switch cmd.sub {
+	case "list":
+		page, err := svc.List(ctx, conversations.ListOptions{Owner: cmd.peer, Prefix: cmd.prefix, Limit: cmd.limit, Cursor: cmd.cursor})
 		if err != nil {
 			return err
 		}
-		if asJSON {
+		if cmd.asJSON {
+			return writeJSONIndent(stdout, page)
+		}
+		printList(stdout, page.Conversations)
+		if page.Next != "" {
+			fmt.Fprintf(stderr, "gateway: more conversations follow: add --cursor %s\n", page.Next)
+		}
+	case "show":
+		res, err := svc.Show(ctx, ref, conversations.ShowOptions{Limit: cmd.limit, All: cmd.all})
+		if err != nil {
+			return err
+		}
+		if cmd.asJSON {
 			return writeJSONIndent(stdout, res)
 		}
 		printShow(stdout, res)
 	case "export":
-		return src.Export(ctx, fs.Arg(0), peer, stdout)
+		return svc.Export(ctx, ref, stdout)
 	case "replay":
-		res, err := src.Replay(ctx, fs.Arg(0), peer, at)
+		res, err := svc.Replay(ctx, ref, cmd.at)
 		if err != nil {
 			return err
 		}
-		return printReplay(stdout, res, format, model, maxTokens)
+		return printReplay(stdout, res, cmd.format, cmd.model, cmd.maxTokens)
 	}
 	return nil
 }
@@ -251,12 +284,12 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 	if err := parseOps(fs, ef, args[1:], -1, "at most one CONTEXT_ID"); err != nil {
 		return err
 	}
-	src, closeSrc, err := openSource(ctx, o, stderr)
+	svc, closeSvc, err := openService(ctx, o, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeSrc()
-	rep, err := src.Verify(ctx, fs.Arg(0), peer)
+	defer closeSvc()
+	rep, err := svc.Verify(ctx, conversations.Ref{ContextID: fs.Arg(0), Owner: peer})
 	if err != nil {
 		return err
 	}
@@ -276,11 +309,6 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 		return fmt.Errorf("ledger verify: %d broken chain(s) in %d conversation(s) checked", len(rep.Problems), rep.Checked)
 	}
 	return nil
-}
-
-func writeJSONIndent(w io.Writer, v any) error {
-	enc := jsonEncoder(w)
-	return enc.Encode(v)
 }
 
 func fmtTime(t time.Time) string {

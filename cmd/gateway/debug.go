@@ -8,15 +8,10 @@ import (
 // adminOnly serves h under the admin API's rule: with an admin token, requests must carry
 // it (401 otherwise); without one, only loopback clients are served (403 otherwise).
 func adminOnly(token, what string, h http.Handler) http.Handler {
-	gate := adminHandler{token: token}
+	gate := adminGate{token: token}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !gate.authorized(r) {
-			if token != "" {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			http.Error(w, what+" answers loopback clients only when no admin token is configured", http.StatusForbidden)
+			gate.refuse(w, what)
 			return
 		}
 		h.ServeHTTP(w, r)

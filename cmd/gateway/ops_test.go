@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
@@ -118,10 +120,7 @@ func TestRejectedRequestsStayAudit(t *testing.T) {
 		t.Fatalf("second send = %+v, want -32004 CONTEXT_BUSY naming %s", busy.Error, firstTask.ID)
 	}
 	// Wait for the first turn to end.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.runner.Running() > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	pollCondition(t, 5*time.Second, "the first turn to end", func() bool { return s.runner.Running() == 0 })
 	srv := "http://" + s.Addr()
 	plain, _, err := runCLI(t, "conversations", "show", "busy", "--server", srv)
 	if err != nil {
@@ -181,7 +180,8 @@ func TestAdminAuth(t *testing.T) {
 		t.Errorf("CLI without token error = %v, want a 401", err)
 	}
 	// Without a token, only loopback clients are served.
-	h := adminHandler{src: directSource{led: s.ledger}, log: discardLogger()}
+	h := echo.New()
+	mountAdmin(h, conversations.New(s.ledger, conversations.Config{}), "", discardLogger())
 	for addr, want := range map[string]int{"127.0.0.1:5000": 200, "[::1]:5000": 200, "10.1.2.3:5000": 403, "192.168.0.9:1": 403} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, "/admin/v1/conversations", nil)
@@ -273,14 +273,14 @@ func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
 		if exitCode(err) != 1 {
 			t.Errorf("%s: show nope exits %d, want 1", where, exitCode(err))
 		}
-		if !errors.Is(err, errNoConversation) || err.Error() != `no such conversation: "nope"` {
+		if !errors.Is(err, conversations.ErrNotFound) || err.Error() != `no such conversation: "nope"` {
 			t.Errorf("%s: show nope error = %v, want exactly `no such conversation: \"nope\"`", where, err)
 		}
 		_, _, err = runCLI(t, append([]string{"conversations", "show", "shared"}, args...)...)
 		if exitCode(err) != 2 {
 			t.Errorf("%s: show shared exits %d, want 2 (usage: --peer is needed)", where, exitCode(err))
 		}
-		if !errors.Is(err, errAmbiguousContext) || errors.Is(err, errNoConversation) ||
+		if !errors.Is(err, errAmbiguousContext) || errors.Is(err, conversations.ErrNotFound) ||
 			!strings.Contains(err.Error(), "several peers (out:a, local)") && !strings.Contains(err.Error(), "several peers (local, out:a)") ||
 			strings.Count(err.Error(), "ambiguous") != 1 {
 			t.Errorf("%s: show shared error = %v, want one ambiguity naming both peers", where, err)

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/peers"
 )
 
@@ -72,45 +73,8 @@ func parsePeers(path string, node *yaml.Node, lookup func(string) (string, bool)
 			continue
 		}
 		seen[strings.ToLower(name)] = true
-		p := Peer{Name: name, URL: strings.TrimSpace(pc.URL)}
-		if p.URL != "" {
-			u, err := url.Parse(p.URL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("%s (%s): url %q: want http(s)://host[:port]/path", where, name, p.URL))
-			}
-		}
-		if pc.Token != "" && pc.TokenEnv != "" {
-			errs = append(errs, fmt.Errorf("%s (%s): set token or token-env, not both", where, name))
-		}
-		p.Token = pc.Token
-		if pc.TokenEnv != "" {
-			v, ok := lookup(pc.TokenEnv)
-			if !ok || v == "" {
-				errs = append(errs, fmt.Errorf("%s (%s): token-env %s is not set", where, name, pc.TokenEnv))
-			}
-			p.Token = v
-		}
-		p.Accept = append(p.Accept, pc.AcceptTokens...)
-		for _, env := range pc.AcceptTokenEnvs {
-			v, ok := lookup(env)
-			if !ok || v == "" {
-				errs = append(errs, fmt.Errorf("%s (%s): accept-token-envs: %s is not set", where, name, env))
-				continue
-			}
-			p.Accept = append(p.Accept, v)
-		}
-		for _, tok := range p.Accept {
-			if len(tok) < 16 {
-				errs = append(errs, fmt.Errorf("%s (%s): an accepted token is shorter than 16 characters; use a long random token", where, name))
-			}
-			if other, dup := tokens[tok]; dup && other != name {
-				errs = append(errs, fmt.Errorf("%s (%s): an accepted token is also accepted for peer %q; the token alone must name the peer", where, name, other))
-			}
-			tokens[tok] = name
-		}
-		if p.URL == "" && len(p.Accept) == 0 {
-			errs = append(errs, fmt.Errorf("%s (%s): give a url (to send to it) or accept-tokens (to let it call us), or both", where, name))
-		}
+		p, perrs := resolvePeer(pc, name, where+" ("+name+")", lookup, tokens)
+		errs = append(errs, perrs...)
 		out = append(out, p)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -119,16 +83,53 @@ func parsePeers(path string, node *yaml.Node, lookup func(string) (string, bool)
 	return out, nil
 }
 
-func validPeerName(s string) bool {
-	if s == "local" || strings.HasPrefix(s, "out:") {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		default:
-			return false
+// resolvePeer builds the peer of one `peers:` entry named name (where says which, for
+// the errors): its url checked, its tokens read from the environment, each accepted
+// token long and naming this peer only (tokens maps the tokens seen so far to their
+// peer, and gets this peer's).
+func resolvePeer(pc PeerConfig, name, where string, lookup func(string) (string, bool), tokens map[string]string) (Peer, []error) {
+	var errs []error
+	p := Peer{Name: name, URL: strings.TrimSpace(pc.URL)}
+	if p.URL != "" {
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s: url %q: want http(s)://host[:port]/path", where, p.URL))
 		}
 	}
-	return true
+	if pc.Token != "" && pc.TokenEnv != "" {
+		errs = append(errs, fmt.Errorf("%s: set token or token-env, not both", where))
+	}
+	p.Token = pc.Token
+	if pc.TokenEnv != "" {
+		v, ok := lookup(pc.TokenEnv)
+		if !ok || v == "" {
+			errs = append(errs, fmt.Errorf("%s: token-env %s is not set", where, pc.TokenEnv))
+		}
+		p.Token = v
+	}
+	p.Accept = append(p.Accept, pc.AcceptTokens...)
+	for _, env := range pc.AcceptTokenEnvs {
+		v, ok := lookup(env)
+		if !ok || v == "" {
+			errs = append(errs, fmt.Errorf("%s: accept-token-envs: %s is not set", where, env))
+			continue
+		}
+		p.Accept = append(p.Accept, v)
+	}
+	for _, tok := range p.Accept {
+		if len(tok) < 16 {
+			errs = append(errs, fmt.Errorf("%s: an accepted token is shorter than 16 characters; use a long random token", where))
+		}
+		if other, dup := tokens[tok]; dup && other != name {
+			errs = append(errs, fmt.Errorf("%s: an accepted token is also accepted for peer %q; the token alone must name the peer", where, other))
+		}
+		tokens[tok] = name
+	}
+	if p.URL == "" && len(p.Accept) == 0 {
+		errs = append(errs, fmt.Errorf("%s: give a url (to send to it) or accept-tokens (to let it call us), or both", where))
+	}
+	return p, errs
 }
+
+// validPeerName is the service's rule for a peer name (conversations.ValidPeerName).
+func validPeerName(s string) bool { return conversations.ValidPeerName(s) }

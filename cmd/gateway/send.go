@@ -1,31 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
-	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )
 
@@ -90,26 +82,67 @@ type sendOptions struct {
 
 // runSend is `gateway send`.
 func runSend(ctx context.Context, args []string, lookup func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
-	var peerList []Peer
-	var file map[string]string
-	if path, explicit := configPath(args, lookup); path != "" {
-		probe := flag.NewFlagSet("serve", flag.ContinueOnError)
-		probe.SetOutput(io.Discard)
-		bindServe(probe, func(string) (string, bool) { return "", false }, nil, new(Config))
-		m, err := loadConfigFile(path, probe)
-		if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
-			return usageError{err.Error()}
-		}
-		if err == nil {
-			file = sendFileDefaults(m)
-			if peerList, err = loadPeersFile(path, lookup); err != nil {
-				return usageError{err.Error()}
-			}
-		}
+	cmd, err := parseSend(args, lookup, stderr)
+	if err != nil {
+		return err
+	}
+	store, err := openSendStore(ctx, cmd.o.ops, stderr)
+	if err != nil {
+		return err
+	}
+	known, err := knownOutbound(ctx, store)
+	if err != nil {
+		return err
+	}
+	dir := peers.NewDirectory(cmd.peerList, known)
+	if cmd.o.list {
+		return sendList(ctx, dir, min(cmd.o.timeout, listCardTimeout), cmd.o.asJSON, stdout, stderr)
+	}
+	return cmd.send(ctx, dir, store, stdin, stdout, stderr)
+}
+
+// sendCommand is one `gateway send` command line, parsed.
+type sendCommand struct {
+	o          sendOptions
+	peerList   []Peer
+	positional []string
+	dialect    a2a.Dialect
+}
+
+// sendConfig reads the config file's peers and the defaults it gives send's flags; no
+// file (when none was named) is no peers and no defaults.
+func sendConfig(args []string, lookup func(string) (string, bool)) ([]Peer, map[string]string, error) {
+	path, explicit := configPath(args, lookup)
+	if path == "" {
+		return nil, nil, nil
+	}
+	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
+	probe.SetOutput(io.Discard)
+	bindServe(probe, func(string) (string, bool) { return "", false }, nil, new(Config))
+	m, err := loadConfigFile(path, probe)
+	if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
+		return nil, nil, usageError{err.Error()}
+	}
+	if err != nil {
+		return nil, nil, nil
+	}
+	peerList, err := loadPeersFile(path, lookup)
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	return peerList, sendFileDefaults(m), nil
+}
+
+// parseSend parses send's command line; usage errors are usageError.
+func parseSend(args []string, lookup func(string) (string, bool), stderr io.Writer) (*sendCommand, error) {
+	peerList, file, err := sendConfig(args, lookup)
+	if err != nil {
+		return nil, err
 	}
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o sendOptions
+	cmd := &sendCommand{peerList: peerList}
+	o := &cmd.o
 	e := &envFlags{fs: fs, lookup: lookup, file: file}
 	fs.StringVar(&o.config, "config", "", "YAML config file with the peers: list (default ./gateway.yaml if present) (env GATEWAY_CONFIG); its data-dir, admin-token and addr are the defaults of --data-dir, --admin-token and --server")
 	fs.StringVar(&o.contextID, "context", "", "continue the conversation with this contextId (TARGET is then its peer)")
@@ -125,17 +158,20 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 		fmt.Fprint(stderr, sendUsage)
 		printFlags(stderr, fs)
 	}
-	positional, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+	if cmd.positional, err = parseInterspersed(fs, args); err != nil {
+		return nil, err
 	}
 	if err := errors.Join(e.errs...); err != nil {
-		return usageError{err.Error()}
+		return nil, usageError{err.Error()}
 	}
-	dialect, err := a2aclient.ParseDialect(o.dialect)
-	if err != nil {
-		return usageError{"--dialect: " + err.Error()}
+	if cmd.dialect, err = a2aclient.ParseDialect(o.dialect); err != nil {
+		return nil, usageError{"--dialect: " + err.Error()}
 	}
+	return cmd, o.check(cmd.positional)
+}
+
+// check reports flags and arguments that do not go together.
+func (o *sendOptions) check(positional []string) error {
 	switch {
 	case o.timeout <= 0:
 		return usageError{"--timeout must be positive"}
@@ -150,55 +186,82 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 	case o.newConv && o.contextID != "":
 		return usageError{"--new and --context exclude each other"}
 	}
-	if o.contextID != "" {
-		if err := contextid.Validate(o.contextID); err != nil {
-			return usageError{"--context: " + err.Error()}
-		}
+	var ce *contextid.Error
+	if err := contextid.Validate(o.contextID); o.contextID != "" && errors.As(err, &ce) {
+		return usageError{"--context: " + ce.Error()}
 	}
+	return nil
+}
 
-	store, err := openSendStore(ctx, o.ops, stderr)
-	if err != nil {
-		return err
+// target resolves TARGET (and --context, --new) to the peer, the contextId to send in
+// ("" for a new conversation) and the owner the exchange is recorded under.
+func (cmd *sendCommand) target(dir *peers.Directory) (tg peers.Target, contextID, owner string, err error) {
+	target := cmd.positional[0]
+	if tg, err = dir.Resolve(target); err != nil {
+		return tg, "", "", targetUsageError(target, err)
 	}
-	known, err := store.known(ctx)
-	if err != nil {
-		return err
-	}
-	dir := peers.NewDirectory(peerList, known)
-	if o.list {
-		return sendList(ctx, dir, min(o.timeout, listCardTimeout), o.asJSON, stdout, stderr)
-	}
-
-	target := positional[0]
-	tg, err := dir.Resolve(target)
-	if err != nil {
-		return targetUsageError(target, err)
-	}
-	contextID, owner := o.contextID, tg.Owner
+	contextID, owner = cmd.o.contextID, tg.Owner
 	if tg.Kind == peers.KindConversation {
 		switch {
-		case o.newConv:
+		case cmd.o.newConv:
 			owner = peers.Owner(tg.Peer())
-		case o.contextID != "" && o.contextID != tg.ContextID:
-			return usageError{fmt.Sprintf("TARGET %q continues conversation %q but --context says %q; give one of them", target, tg.ContextID, o.contextID)}
+		case cmd.o.contextID != "" && cmd.o.contextID != tg.ContextID:
+			return tg, "", "", usageError{fmt.Sprintf("TARGET %q continues conversation %q but --context says %q; give one of them", target, tg.ContextID, cmd.o.contextID)}
 		default:
 			contextID = tg.ContextID
 		}
 	}
+	return tg, contextID, owner, nil
+}
 
-	text, err := sendMessageText(positional, stdin)
+// send delivers the message, streams the reply to stdout and records the exchange.
+func (cmd *sendCommand) send(ctx context.Context, dir *peers.Directory, store sendStore, stdin io.Reader, stdout, stderr io.Writer) error {
+	tg, contextID, owner, err := cmd.target(dir)
 	if err != nil {
 		return err
 	}
-
-	tr := peers.NewTransport()
-	defer tr.CloseIdleConnections()
-	client, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: &http.Client{Transport: tr}, Token: tg.Token, Dialect: dialect, Timeout: o.timeout})
+	text, err := sendMessageText(cmd.positional, stdin)
 	if err != nil {
-		return fmt.Errorf("peer %s: %w", tg.Peer(), err)
+		return err
 	}
 	msg := a2a.Message{MessageID: uuid.NewString(), ContextID: contextID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(text)}}
-	sctx, cancel := context.WithTimeout(ctx, o.timeout)
+	out, reply, err := cmd.deliver(ctx, tg, msg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case out.contextID == "":
+		fmt.Fprintln(stderr, "gateway: warning: the peer's reply names no contextId, so the exchange was not recorded and cannot be continued")
+		return nil
+	case contextID != "" && out.contextID != contextID:
+		fmt.Fprintf(stderr, "gateway: warning: the peer answered in context %q, not %q: it started a new conversation\n", out.contextID, contextID)
+	}
+	peer, _ := peers.PeerOfOwner(owner)
+	rec := conversations.OutboundRecord{
+		Peer: peer, PeerURL: tg.URL, ContextID: out.contextID, RemoteTaskID: out.taskID, State: string(out.finalState()),
+		MessageID: msg.MessageID, Text: text, ReplyMessageID: out.replyMessageID, Reply: reply,
+	}
+	// The peer has answered: the record is made even if ctx is canceled now.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer rcancel()
+	if _, err := store.RecordOutbound(rctx, rec); err != nil {
+		continueHint := fmt.Sprintf("gateway send %s --context %s", shellQuote(peerArg(tg)), shellQuote(out.contextID))
+		fmt.Fprintf(stderr, "gateway: warning: the exchange was NOT recorded in the local ledger (%v), so it cannot be continued by its contextId alone; continue it with: %s MESSAGE\n", err, continueHint)
+	}
+	return nil
+}
+
+// deliver sends msg to tg and streams the reply to stdout; it returns what the peer
+// answered and the reply as the ledger keeps it. The "context: … task: …" line goes to
+// stderr.
+func (cmd *sendCommand) deliver(ctx context.Context, tg peers.Target, msg a2a.Message, stdout, stderr io.Writer) (sendOutcome, string, error) {
+	tr := peers.NewTransport()
+	defer tr.CloseIdleConnections()
+	client, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: &http.Client{Transport: tr}, Token: tg.Token, Dialect: cmd.dialect, Timeout: cmd.o.timeout})
+	if err != nil {
+		return sendOutcome{}, "", fmt.Errorf("peer %s: %w", tg.Peer(), err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, cmd.o.timeout)
 	defer cancel()
 	rw := newReplyWriter(stdout)
 	out, err := exchange(sctx, client, &a2a.SendParams{Message: msg}, rw)
@@ -210,35 +273,15 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 		fmt.Fprintf(stderr, "context: %s  task: %s\n", out.contextID, dash(out.taskID))
 	}
 	if err != nil {
-		return deliveryError(ctx, sctx, tg, o.timeout, err)
+		return out, "", deliveryError(ctx, sctx, tg, cmd.o.timeout, err)
 	}
 	if rw.err != nil {
-		return fmt.Errorf("writing the reply: %w", rw.err)
+		return out, "", fmt.Errorf("writing the reply: %w", rw.err)
 	}
 	if out.state.Interrupted() {
 		fmt.Fprintf(stderr, "gateway: the peer waits for more input (%s): reply with 'gateway send %s MESSAGE'\n", out.state, shellQuote(out.contextID))
 	}
-
-	peer, _ := peers.PeerOfOwner(owner)
-	continueHint := fmt.Sprintf("gateway send %s --context %s", shellQuote(peerArg(tg)), shellQuote(out.contextID))
-	switch {
-	case out.contextID == "":
-		fmt.Fprintln(stderr, "gateway: warning: the peer's reply names no contextId, so the exchange was not recorded and cannot be continued")
-		return nil
-	case contextID != "" && out.contextID != contextID:
-		fmt.Fprintf(stderr, "gateway: warning: the peer answered in context %q, not %q: it started a new conversation\n", out.contextID, contextID)
-	}
-	rec := outboundRecord{
-		Peer: peer, PeerURL: tg.URL, ContextID: out.contextID, RemoteTaskID: out.taskID, State: string(out.finalState()),
-		MessageID: msg.MessageID, Text: text, ReplyMessageID: out.replyMessageID, Reply: rw.recorded(),
-	}
-	// The peer has answered: the record is made even if ctx is canceled now.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer rcancel()
-	if err := store.record(rctx, rec); err != nil {
-		fmt.Fprintf(stderr, "gateway: warning: the exchange was NOT recorded in the local ledger (%v), so it cannot be continued by its contextId alone; continue it with: %s MESSAGE\n", err, continueHint)
-	}
-	return nil
+	return out, rw.recorded(), nil
 }
 
 // sendFileDefaults picks, from a config file's values, the defaults of send's flags:
@@ -560,379 +603,4 @@ func deliveryError(parent, sctx context.Context, t peers.Target, timeout time.Du
 		return fmt.Errorf("%s: delivery failed (is the peer up, and its url right?): %w; nothing was recorded", who, err)
 	}
 	return fmt.Errorf("%s: %w; nothing was recorded", who, err)
-}
-
-// sendStore is where `gateway send` finds the known outbound conversations and records
-// an exchange: the local gateway's admin API, or its data dir when no gateway answers.
-type sendStore interface {
-	known(ctx context.Context) ([]peers.Conversation, error)
-	record(ctx context.Context, rec outboundRecord) error
-}
-
-// openSendStore asks the gateway at o.server; when none answers there, it uses the
-// ledger in o.dataDir. Any other failure of the gateway (a refused token) is an error.
-func openSendStore(ctx context.Context, o opsFlags, stderr io.Writer) (sendStore, error) {
-	hs := newHTTPSource(o.server, o.token)
-	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
-	defer cancel()
-	_, err := hs.List(pctx, "", 1)
-	if err == nil {
-		return httpSendStore{hs}, nil
-	}
-	hs.close()
-	if !errors.Is(err, errUnreachable) {
-		return nil, fmt.Errorf("the local gateway at --server %s refused its admin API (check --admin-token or GATEWAY_ADMIN_TOKEN): %w; nothing was sent", o.server, err)
-	}
-	path := filepath.Join(o.dataDir, "ledger.db")
-	fmt.Fprintf(stderr, "gateway: no gateway answers at %s; using the ledger %s directly\n", o.server, path)
-	return dirSendStore{path: path, server: o.server}, nil
-}
-
-// outboundConversations keeps the outbound conversations of a listing.
-func outboundConversations(list []convView) []peers.Conversation {
-	var out []peers.Conversation
-	for _, c := range list {
-		if p, ok := peers.PeerOfOwner(c.Peer); ok {
-			out = append(out, peers.Conversation{ContextID: c.ContextID, Owner: c.Peer, Peer: p, Turns: c.Turns, LastActivity: c.LastActivity})
-		}
-	}
-	return out
-}
-
-// httpSendStore goes through the running gateway's admin API.
-type httpSendStore struct{ hs *httpSource }
-
-func (s httpSendStore) known(ctx context.Context) ([]peers.Conversation, error) {
-	defer s.hs.close()
-	list, err := s.hs.List(ctx, "", 0)
-	if err != nil {
-		return nil, fmt.Errorf("listing the known conversations: %w", err)
-	}
-	return outboundConversations(list), nil
-}
-
-func (s httpSendStore) record(ctx context.Context, rec outboundRecord) error {
-	defer s.hs.close()
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.hs.base+adminPrefix+"outbound", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.hs.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.hs.token)
-	}
-	resp, err := s.hs.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("the gateway at %s: %w", s.hs.base, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-		}
-		return fmt.Errorf("the gateway at %s answered %s: %s", s.hs.base, resp.Status, e.Error)
-	}
-	return nil
-}
-
-// dirSendStore opens the ledger file for each call, so that it is held only briefly.
-type dirSendStore struct{ path, server string }
-
-func (s dirSendStore) open() (*ledger.Store, error) {
-	led, err := ledger.Open(s.path, ledger.Options{}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, fmt.Errorf("no gateway answers at --server %s, and opening its ledger directly failed (if a gateway runs on that data dir, point --server and --admin-token at it): %w", s.server, err)
-	}
-	return led, nil
-}
-
-func (s dirSendStore) known(ctx context.Context) ([]peers.Conversation, error) {
-	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
-		return nil, nil // no ledger yet: nothing known
-	}
-	led, err := s.open()
-	if err != nil {
-		return nil, fmt.Errorf("%w; nothing was sent", err)
-	}
-	defer led.Close()
-	convs, err := led.List(ctx, ledger.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing the known conversations in %s: %w", s.path, err)
-	}
-	views := make([]convView, len(convs))
-	for i, c := range convs {
-		views[i] = convView{ContextID: c.ContextID, Peer: c.Owner, Turns: c.Turns, LastActivity: c.LastActivity}
-	}
-	return outboundConversations(views), nil
-}
-
-func (s dirSendStore) record(ctx context.Context, rec outboundRecord) error {
-	led, err := s.open()
-	if err != nil {
-		return err
-	}
-	_, err = recordOutbound(ctx, led, rec)
-	return errors.Join(err, led.Close())
-}
-
-// outboundRecord is one exchange `gateway send` had with a peer, recorded in one ledger
-// append; it is also the body of POST /admin/v1/outbound.
-type outboundRecord struct {
-	// Peer is the configured peer's name, or the URL of a raw-URL target; the
-	// conversation's owner is "out:" + Peer.
-	Peer    string `json:"peer"`
-	PeerURL string `json:"peerUrl"`
-	// ContextID is the contextId the peer answered in.
-	ContextID    string `json:"contextId"`
-	RemoteTaskID string `json:"remoteTaskId,omitempty"`
-	// State is the peer task's final state: completed, input-required or auth-required
-	// (failed exchanges are not recorded).
-	State          string `json:"state"`
-	MessageID      string `json:"messageId,omitempty"`
-	Text           string `json:"text"`
-	ReplyMessageID string `json:"replyMessageId,omitempty"`
-	Reply          string `json:"reply"`
-}
-
-// validate checks rec; every problem is reported, each wrapping ledger.ErrInvalid.
-func (rec *outboundRecord) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf(format+": %w", append(args, ledger.ErrInvalid)...))
-	}
-	switch {
-	case rec.Peer == "":
-		bad("peer: empty")
-	case strings.HasPrefix(strings.ToLower(rec.Peer), "http://") || strings.HasPrefix(strings.ToLower(rec.Peer), "https://"):
-		if !validHTTPURL(rec.Peer) {
-			bad("peer: %q is not an http(s) URL without user info", rec.Peer)
-		}
-	case !validPeerName(rec.Peer):
-		bad("peer: %q is neither a peer name (letters, digits, '-', '_', '.') nor an http(s) URL", rec.Peer)
-	}
-	if !validHTTPURL(rec.PeerURL) {
-		bad("peerUrl: %q is not an http(s) URL without user info", rec.PeerURL)
-	}
-	if err := contextid.Validate(rec.ContextID); err != nil {
-		bad("contextId: %v", err)
-	}
-	switch st := a2a.TaskState(rec.State); {
-	case st == a2a.StateCompleted, st.Interrupted():
-	default:
-		bad("state: %q; want completed, input-required or auth-required (failed exchanges are not recorded)", rec.State)
-	}
-	if strings.TrimSpace(rec.Text) == "" {
-		bad("text: empty")
-	}
-	return errors.Join(errs...)
-}
-
-func validHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) && u.Host != "" && u.User == nil
-}
-
-// appendRequest is the ledger append of rec: our message (operator-trusted), the peer's
-// reply (untrusted, with the peer's URL and task id) and the final status.
-func (rec *outboundRecord) appendRequest() ledger.AppendRequest {
-	meta, _ := json.Marshal(struct {
-		PeerURL      string `json:"peerUrl"`
-		RemoteTaskID string `json:"remoteTaskId,omitempty"`
-	}{rec.PeerURL, rec.RemoteTaskID})
-	text := func(s string) []ledger.Part {
-		if s == "" {
-			return nil
-		}
-		return []ledger.Part{{Kind: ledger.PartText, Text: s}}
-	}
-	return ledger.AppendRequest{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, Entries: []ledger.Entry{
-		{Kind: ledger.KindUserMessage, Trust: ledger.TrustOperator, Visibility: ledger.VisibilityModel,
-			Actor: contextid.LocalOwner, MessageID: rec.MessageID, Role: ledger.RoleUser, Parts: text(rec.Text)},
-		{Kind: ledger.KindAgentReply, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
-			Actor: rec.Peer, MessageID: rec.ReplyMessageID, Role: ledger.RoleAgent, Parts: text(rec.Reply), Metadata: meta},
-		{Kind: ledger.KindStatus, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
-			Actor: rec.Peer, State: rec.State, Metadata: meta},
-	}}
-}
-
-// recordOutbound validates rec and appends it. Errors: ledger.ErrInvalid (wrapped) for
-// a record that fails validation; otherwise those of ledger.Store.Append.
-func recordOutbound(ctx context.Context, led *ledger.Store, rec outboundRecord) (ledger.AppendResult, error) {
-	if err := rec.validate(); err != nil {
-		return ledger.AppendResult{}, err
-	}
-	return led.Append(ctx, rec.appendRequest())
-}
-
-// listedPeer and listedConversation are the rows of `send --list --json`.
-type listedPeer struct {
-	Target string     `json:"target"`
-	Name   string     `json:"name"`
-	URL    string     `json:"url"`
-	Card   cardStatus `json:"card"`
-}
-
-type cardStatus struct {
-	OK    bool   `json:"ok"`
-	Name  string `json:"name,omitempty"`  // the card's agent name
-	Error string `json:"error,omitempty"` // why it did not answer
-}
-
-type listedConversation struct {
-	Target       string    `json:"target"`
-	ContextID    string    `json:"contextId"`
-	Peer         string    `json:"peer"`
-	Turns        int       `json:"turns"`
-	LastActivity time.Time `json:"lastActivity"`
-}
-
-// unlistedConversation is a known conversation no TARGET names.
-type unlistedConversation struct {
-	ContextID    string `json:"contextId"`
-	Peer         string `json:"peer"`
-	Reason       string `json:"reason"`
-	ContinueWith string `json:"continueWith,omitempty"`
-}
-
-// sendList prints the targets: the sendable peers (their cards fetched concurrently,
-// each within cardTimeout) and the known conversations.
-func sendList(ctx context.Context, dir *peers.Directory, cardTimeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
-	ps := dir.Peers()
-	tr := peers.NewTransport()
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
-	cards := make([]cardStatus, len(ps))
-	var wg sync.WaitGroup
-	for i, p := range ps {
-		wg.Go(func() { cards[i] = probeCard(ctx, hc, p, cardTimeout) }) // exits within cardTimeout
-	}
-	wg.Wait()
-	var lp []listedPeer
-	for i, p := range ps {
-		if t := dir.PeerTarget(p); t != "" {
-			lp = append(lp, listedPeer{Target: t, Name: p.Name, URL: p.URL, Card: cards[i]})
-		}
-	}
-	var lc []listedConversation
-	var unlisted []unlistedConversation
-	for _, c := range dir.Conversations() {
-		t := dir.ConversationTarget(c)
-		if strings.ContainsFunc(t, unicode.IsSpace) {
-			// The text listing's first column could not show it; keep both listings equal.
-			unlisted = append(unlisted, unlistedConversation{ContextID: c.ContextID, Peer: c.Peer,
-				Reason: "its contextId holds white space", ContinueWith: "gateway send " + shellQuote(t)})
-			continue
-		}
-		if t != "" {
-			lc = append(lc, listedConversation{Target: t, ContextID: c.ContextID, Peer: c.Peer, Turns: c.Turns, LastActivity: c.LastActivity})
-			continue
-		}
-		unlisted = append(unlisted, unlistedReason(dir, c))
-	}
-	if asJSON {
-		return writeJSONIndent(stdout, struct {
-			Peers         []listedPeer           `json:"peers"`
-			Conversations []listedConversation   `json:"conversations"`
-			Unlisted      []unlistedConversation `json:"unlisted,omitempty"`
-		}{nonNil(lp), nonNil(lc), unlisted})
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	if len(lp) > 0 {
-		fmt.Fprintln(tw, "TARGET\tURL\tAGENT CARD")
-		for _, p := range lp {
-			card := "answers"
-			switch {
-			case p.Card.OK && p.Card.Name != "":
-				card = fmt.Sprintf("answers (%s)", oneLine(p.Card.Name, 60))
-			case !p.Card.OK:
-				// The last clause of the error says what went wrong ("connection refused",
-				// "HTTP 404 Not Found (check the URL)"); --json has all of it.
-				msg := p.Card.Error
-				if i := strings.LastIndex(msg, ": "); i >= 0 {
-					msg = msg[i+2:]
-				}
-				card = "no answer: " + oneLine(msg, 100)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Target, p.URL, card)
-		}
-	} else {
-		fmt.Fprintln(stderr, "gateway: no peers with a url in the config file (its peers: list); a URL target needs none")
-	}
-	if len(lc) > 0 {
-		if len(lp) > 0 {
-			fmt.Fprintln(tw)
-		}
-		fmt.Fprintln(tw, "TARGET\tPEER\tTURNS\tLAST ACTIVITY")
-		for _, c := range lc {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.Target, c.Peer, c.Turns, fmtTime(c.LastActivity))
-		}
-	} else {
-		fmt.Fprintln(stderr, "gateway: no outbound conversations yet")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, u := range unlisted {
-		if u.ContinueWith != "" {
-			fmt.Fprintf(stderr, "gateway: conversation %q with %s is not listed as a target (%s); continue it with: %s MESSAGE\n", u.ContextID, u.Peer, u.Reason, u.ContinueWith)
-		} else {
-			fmt.Fprintf(stderr, "gateway: conversation %q with %s is not listed as a target (%s)\n", u.ContextID, u.Peer, u.Reason)
-		}
-	}
-	return nil
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// unlistedReason says why no TARGET names c, and how to continue it.
-func unlistedReason(dir *peers.Directory, c peers.Conversation) unlistedConversation {
-	u := unlistedConversation{ContextID: c.ContextID, Peer: c.Peer}
-	_, err := dir.Resolve(c.ContextID)
-	var amb *peers.AmbiguousError
-	switch {
-	case errors.Is(err, peers.ErrNotSendable):
-		u.Reason = "its peer is no longer configured with a url"
-		return u
-	case errors.As(err, &amb):
-		u.Reason = "its contextId is known with several peers"
-	default:
-		u.Reason = "its contextId is also a peer name or a URL"
-	}
-	peerTarget := c.Peer
-	if t, err := dir.Resolve(c.Peer); err == nil && t.Kind != peers.KindConversation && t.Owner == c.Owner {
-		peerTarget = dir.PeerTarget(peers.Peer{Name: t.Name})
-		if t.Kind == peers.KindURL {
-			peerTarget = t.URL
-		}
-	}
-	if peerTarget != "" {
-		u.ContinueWith = fmt.Sprintf("gateway send %s --context %s", shellQuote(peerTarget), shellQuote(c.ContextID))
-	}
-	return u
-}
-
-// probeCard fetches p's agent card within timeout.
-func probeCard(ctx context.Context, hc *http.Client, p Peer, timeout time.Duration) cardStatus {
-	c, err := a2aclient.New(p.URL, a2aclient.Options{HTTPClient: hc, Token: p.Token, Timeout: timeout})
-	if err != nil {
-		return cardStatus{Error: err.Error()}
-	}
-	card, err := c.Card(ctx)
-	if err != nil {
-		return cardStatus{Error: strings.TrimPrefix(err.Error(), a2aclient.ErrTransport.Error()+": ")}
-	}
-	return cardStatus{OK: true, Name: card.Name}
 }

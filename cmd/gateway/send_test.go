@@ -84,7 +84,7 @@ func TestSendUsageErrors(t *testing.T) {
 		PeerConfig{Name: "mars", URL: nowhere},
 		PeerConfig{Name: "inbound", AcceptTokens: []string{"0123456789abcdef0123"}},
 	)
-	common := []string{"--config", cfg, "--server", closedURL(t), "--data-dir", t.TempDir()}
+	common := []string{"--config", cfg, "--server", noGatewayURL(t), "--data-dir", t.TempDir()}
 	tests := []struct {
 		name  string
 		stdin string
@@ -224,7 +224,7 @@ func TestSendDirectLedger(t *testing.T) {
 	a := startServer(t, testConfig(t))
 	cfg := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
 	dataDir := t.TempDir()
-	common := []string{"--config", cfg, "--server", closedURL(t), "--data-dir", dataDir}
+	common := []string{"--config", cfg, "--server", noGatewayURL(t), "--data-dir", dataDir}
 
 	_, stderr, err := runSendCLI(t, "", append(common, "a", "one")...)
 	if err != nil {

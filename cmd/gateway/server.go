@@ -18,7 +18,6 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
@@ -222,11 +221,7 @@ func (s *Server) routes() http.Handler {
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
-	admin := adminHandler{src: directSource{led: s.ledger, policy: s.policy, running: func(ctx context.Context, owner, contextID string) string {
-		h, _ := s.locks.Holder(ctx, contextid.Key(owner, contextID))
-		return h
-	}}, token: s.cfg.AdminToken, log: s.log.With("component", "admin")}
-	e.Any(adminPrefix+"*", echo.WrapHandler(admin))
+	mountAdmin(e, s.adminService(), s.cfg.AdminToken, s.log.With("component", "admin"))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {

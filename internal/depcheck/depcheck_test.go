@@ -28,7 +28,8 @@ var rules = map[string]rule{
 	"internal/netx":           {nil, nil, "the one direct-dial rule: standard library only"},
 	"internal/jsonenc":        {nil, nil, "JSON byte helpers shared by a2a and ledger: standard library only"},
 	"conversations/contextid": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
-	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "history", "projection", "redact", "peers"}, []string{"github.com/google/uuid"}, "the operator service over the ledger; no driver"},
+	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "prompt", "projection", "redact", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
+	"prompt":                  {[]string{"ledger", "projection"}, nil, "the agent's input from the ledger, shared by the turn runner and replay; reads through its own interface"},
 	"history":                 {[]string{"a2a"}, nil, "pure rendering"},
 	"projection":              {[]string{"a2a", "history", "redact"}, nil, "pure: ledger + policy → request"},
 	"redact":                  {nil, nil, "pure credential redaction; imports no project package"},
@@ -37,7 +38,7 @@ var rules = map[string]rule{
 	"streaming":               {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
 	"agent":                   {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
 	"peers":                   {[]string{"a2a", "conversations/contextid", "internal/netx"}, nil, "peer directory"},
-	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "redact", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
 // forbidden are project packages a package may not import even though its rule would

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/peers"
+)
+
+// sendStore is what `gateway send` needs of the conversations service: the known
+// conversations, and the recording of an exchange. Both modes call the same service API:
+// the running gateway's admin API (sendClient), or the service over the data dir
+// (dataDirStore).
+type sendStore interface {
+	List(ctx context.Context, opts conversations.ListOptions) (conversations.Page, error)
+	RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error)
+}
+
+// openSendStore asks the gateway at o.server; when none answers there, it uses the
+// ledger in o.dataDir. Any other failure of the gateway (a refused token) is an error.
+func openSendStore(ctx context.Context, o opsFlags, stderr io.Writer) (sendStore, error) {
+	ac := newAdminClient(o.server, o.token)
+	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
+	defer cancel()
+	_, err := ac.List(pctx, conversations.ListOptions{Limit: 1})
+	ac.close()
+	if err == nil {
+		return sendClient{ac}, nil
+	}
+	if !errors.Is(err, errUnreachable) {
+		return nil, fmt.Errorf("the local gateway at --server %s refused its admin API (check --admin-token or GATEWAY_ADMIN_TOKEN): %w; nothing was sent", o.server, err)
+	}
+	path := filepath.Join(o.dataDir, "ledger.db")
+	fmt.Fprintf(stderr, "gateway: no gateway answers at %s; using the ledger %s directly\n", o.server, path)
+	return dataDirStore{path: path, server: o.server}, nil
+}
+
+// knownOutbound returns the outbound conversations the store knows, for the peer
+// directory.
+func knownOutbound(ctx context.Context, store sendStore) ([]peers.Conversation, error) {
+	page, err := store.List(ctx, conversations.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the known conversations: %w; nothing was sent", err)
+	}
+	var out []peers.Conversation
+	for _, c := range page.Conversations {
+		if p, ok := peers.PeerOfOwner(c.Peer); ok {
+			out = append(out, peers.Conversation{ContextID: c.ContextID, Owner: c.Peer, Peer: p, Turns: c.Turns, LastActivity: c.LastActivity})
+		}
+	}
+	return out, nil
+}
+
+// sendClient is the admin API client, its idle connections closed after each call (a
+// send makes two calls, minutes apart).
+type sendClient struct{ ac *adminClient }
+
+func (s sendClient) List(ctx context.Context, opts conversations.ListOptions) (conversations.Page, error) {
+	defer s.ac.close()
+	return s.ac.List(ctx, opts)
+}
+
+func (s sendClient) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
+	defer s.ac.close()
+	return s.ac.RecordOutbound(ctx, rec)
+}
+
+// dataDirStore is the conversations service over the data dir's ledger, opened for each
+// call so that it is held only briefly.
+type dataDirStore struct{ path, server string }
+
+func (s dataDirStore) open() (*ledger.Store, error) {
+	led, err := ledger.Open(s.path, ledger.Options{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, fmt.Errorf("no gateway answers at --server %s, and opening its ledger directly failed (if a gateway runs on that data dir, point --server and --admin-token at it): %w", s.server, err)
+	}
+	return led, nil
+}
+
+// List lists the data dir's conversations; no ledger yet is no conversation.
+func (s dataDirStore) List(ctx context.Context, opts conversations.ListOptions) (conversations.Page, error) {
+	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
+		return conversations.Page{}, nil
+	}
+	led, err := s.open()
+	if err != nil {
+		return conversations.Page{}, err
+	}
+	page, err := conversations.New(led, conversations.Config{}).List(ctx, opts)
+	return page, errors.Join(err, led.Close())
+}
+
+// RecordOutbound records rec in the data dir's ledger.
+func (s dataDirStore) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
+	led, err := s.open()
+	if err != nil {
+		return conversations.RecordResult{}, err
+	}
+	res, err := conversations.New(led, conversations.Config{}).RecordOutbound(ctx, rec)
+	return res, errors.Join(err, led.Close())
+}

@@ -1,0 +1,137 @@
+package conversations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/peers"
+	"github.com/a2a-gateway/gateway/redact"
+)
+
+// OutboundRecord is one exchange `gateway send` had with a peer, recorded in one ledger
+// append; it is also the body of POST /admin/v1/outbound.
+type OutboundRecord struct {
+	// Peer is the configured peer's name, or the URL of a raw-URL target; the
+	// conversation's owner is "out:" + Peer.
+	Peer    string `json:"peer"`
+	PeerURL string `json:"peerUrl"`
+	// ContextID is the contextId the peer answered in.
+	ContextID    string `json:"contextId"`
+	RemoteTaskID string `json:"remoteTaskId,omitempty"`
+	// State is the peer task's final state: completed, input-required or auth-required
+	// (failed exchanges are not recorded).
+	State          string `json:"state"`
+	MessageID      string `json:"messageId,omitempty"`
+	Text           string `json:"text"`
+	ReplyMessageID string `json:"replyMessageId,omitempty"`
+	Reply          string `json:"reply"`
+}
+
+// RecordResult says where an outbound exchange was recorded.
+type RecordResult struct {
+	Owner     string `json:"owner"`
+	ContextID string `json:"contextId"`
+	LastSeq   uint64 `json:"lastSeq"`
+}
+
+// ValidPeerName reports whether s can name a configured peer: letters, digits, '-', '_'
+// and '.', and neither "local" nor an outbound owner ("out:…"), so that peer identities,
+// the local owner and outbound owners never collide.
+func ValidPeerName(s string) bool {
+	if s == "" || s == contextid.LocalOwner || strings.HasPrefix(s, peers.OwnerPrefix) {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) && u.Host != "" && u.User == nil
+}
+
+// Validate checks rec; every problem is a [*FieldError], all of them joined.
+func (rec *OutboundRecord) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, invalid(field, format, args...)) }
+	switch {
+	case rec.Peer == "":
+		bad("peer", "empty")
+	case strings.HasPrefix(strings.ToLower(rec.Peer), "http://") || strings.HasPrefix(strings.ToLower(rec.Peer), "https://"):
+		if !validHTTPURL(rec.Peer) {
+			bad("peer", "%q is not an http(s) URL without user info", rec.Peer)
+		} else if redact.Text(rec.Peer) != rec.Peer {
+			// The peer names the conversation's owner, which is stored as it is.
+			bad("peer", "the URL holds what looks like a credential; configure the peer by name instead")
+		}
+	case !ValidPeerName(rec.Peer):
+		bad("peer", "%q is neither a peer name (letters, digits, '-', '_', '.') nor an http(s) URL", rec.Peer)
+	}
+	if !validHTTPURL(rec.PeerURL) {
+		bad("peerUrl", "%q is not an http(s) URL without user info", rec.PeerURL)
+	}
+	var ce *contextid.Error
+	if err := contextid.Validate(rec.ContextID); errors.As(err, &ce) {
+		bad("contextId", "%s", ce.Reason)
+	}
+	switch st := a2a.TaskState(rec.State); {
+	case st == a2a.StateCompleted, st.Interrupted():
+	default:
+		bad("state", "%q; want completed, input-required or auth-required (failed exchanges are not recorded)", rec.State)
+	}
+	if strings.TrimSpace(rec.Text) == "" {
+		bad("text", "empty")
+	}
+	return errors.Join(errs...)
+}
+
+// appendRequest is the ledger append of rec: our message (operator-trusted), the peer's
+// reply (untrusted, with the peer's URL and task id) and the final status. Every text
+// and metadata string is redacted the way a turn redacts what it stores (DESIGN X-3).
+func (rec *OutboundRecord) appendRequest() ledger.AppendRequest {
+	meta, _ := json.Marshal(struct {
+		PeerURL      string `json:"peerUrl"`
+		RemoteTaskID string `json:"remoteTaskId,omitempty"`
+	}{redact.Text(rec.PeerURL), redact.Text(rec.RemoteTaskID)})
+	text := func(s string) []ledger.Part {
+		if s == "" {
+			return nil
+		}
+		return []ledger.Part{{Kind: ledger.PartText, Text: redact.Text(s)}}
+	}
+	return ledger.AppendRequest{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, Entries: []ledger.Entry{
+		{Kind: ledger.KindUserMessage, Trust: ledger.TrustOperator, Visibility: ledger.VisibilityModel,
+			Actor: contextid.LocalOwner, MessageID: rec.MessageID, Role: ledger.RoleUser, Parts: text(rec.Text)},
+		{Kind: ledger.KindAgentReply, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
+			Actor: rec.Peer, MessageID: rec.ReplyMessageID, Role: ledger.RoleAgent, Parts: text(rec.Reply), Metadata: meta},
+		{Kind: ledger.KindStatus, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
+			Actor: rec.Peer, State: rec.State, Metadata: meta},
+	}}
+}
+
+// RecordOutbound validates rec, redacts it and appends it in one ledger append under the
+// owner "out:" + rec.Peer. Errors: [*FieldError]s (joined) for a record that fails
+// validation, the ledger's own validation (a message id too long) included, and nothing
+// is stored; otherwise the ledger's.
+func (s *Service) RecordOutbound(ctx context.Context, rec OutboundRecord) (RecordResult, error) {
+	if err := rec.Validate(); err != nil {
+		return RecordResult{}, err
+	}
+	res, err := s.led.Append(ctx, rec.appendRequest())
+	if err != nil {
+		return RecordResult{}, fromLedger(err)
+	}
+	return RecordResult{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, LastSeq: res.Entries[len(res.Entries)-1].Seq}, nil
+}

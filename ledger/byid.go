@@ -1,0 +1,118 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
+)
+
+// The by-contextId index finds every conversation opened under one contextId, whoever
+// owns it, without reading the other conversations:
+//
+//	"v1.byid"/
+//	    sha256(contextId) ‖ conversation key   → empty
+//
+// The raw contextId is never part of a key (D-1): its hash is, fixed-length, so that the
+// keys of one contextId sort together and a prefix scan lists its conversations. The entry
+// is written in the transaction that creates the conversation, so the index holds every
+// conversation of the file exactly when the conversation exists. A file written before
+// the index existed gets it built at Open, in the transaction that creates the bucket
+// (setUpByID).
+//
+// Why an index rather than probing the derived keys of known owners: an owner is known
+// only to whoever configured it (peer tokens in the server's config, "out:<url>" for a
+// raw-URL send), so an operator reading a data dir offline, or after a peer left the
+// config, would not find those conversations without scanning them all.
+var bucketByID = []byte("v1.byid")
+
+// byIDPrefix returns the index prefix of contextID: its SHA-256.
+func byIDPrefix(contextID string) []byte {
+	h := sha256.Sum256([]byte(contextID))
+	return h[:]
+}
+
+// byIDKey returns the index key of the conversation at convKey opened under contextID.
+func byIDKey(contextID, convKey string) []byte {
+	return append(byIDPrefix(contextID), convKey...)
+}
+
+// setUpByID creates the by-contextId index if it is missing and fills it from the
+// conversations of the current namespace (their metadata names their contextId). A
+// conversation whose metadata does not decode or does not hash to its key is left out,
+// as List leaves it out.
+func setUpByID(tx *bolt.Tx) error {
+	if tx.Bucket(bucketByID) != nil {
+		return nil
+	}
+	idx, err := tx.CreateBucket(bucketByID)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketByID, err)
+	}
+	return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		key := string(name)
+		if b == nil || !contextid.IsCurrentKey(key) {
+			return nil
+		}
+		m, err := readMeta(b)
+		if err != nil || contextid.Key(m.Owner, m.ContextID) != key {
+			return nil
+		}
+		return idx.Put(byIDKey(m.ContextID, key), nil)
+	})
+}
+
+// indexByID records, inside the transaction that creates it, the conversation at convKey
+// opened under contextID.
+func indexByID(tx *bolt.Tx, contextID, convKey string) error {
+	idx := tx.Bucket(bucketByID)
+	if idx == nil {
+		return fmt.Errorf("ledger: bucket %s missing", bucketByID)
+	}
+	return idx.Put(byIDKey(contextID, convKey), nil)
+}
+
+// ConversationsByID returns every conversation opened under contextID, whatever its owner,
+// ordered by owner. It reads the by-contextId index and the metadata of those
+// conversations only, never the others. No conversation is not an error (an empty
+// slice). Errors: [ErrInvalid] (a [*FieldError] on "contextId") for an invalid contextId; a
+// [ChainError] for a listed conversation whose metadata is unreadable or names another
+// contextId; [ErrClosed] after Close.
+func (s *Store) ConversationsByID(ctx context.Context, contextID string) ([]Conversation, error) {
+	if err := contextid.Validate(contextID); err != nil {
+		return nil, contextIDError(err)
+	}
+	var out []Conversation
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketByID)
+		if idx == nil {
+			return fmt.Errorf("ledger: bucket %s missing", bucketByID)
+		}
+		prefix := byIDPrefix(contextID)
+		c := idx.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			key := string(k[len(prefix):])
+			_, m, err := openConv(tx, key)
+			if err != nil {
+				return err
+			}
+			if m.ContextID != contextID {
+				return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner,
+					Reason: fmt.Sprintf("the by-contextId index lists it under another contextId (%q)", contextID)}
+			}
+			out = append(out, m.conversation(key))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Conversation) int { return strings.Compare(a.Owner, b.Owner) })
+	return out, nil
+}

@@ -1,0 +1,196 @@
+// Package prompt builds what an agent is given at a turn from the ledger: the history
+// read by seq bound (DESIGN H-1), the entries turned into the projector's items, and the
+// projection (P-1..P-4). The turn runner builds the live input with it, and the
+// conversations service rebuilds the same input later (replay), so the two cannot drift:
+// with the same ledger and policy, the replayed input equals the live one byte for byte.
+//
+// # Imports
+//
+// ledger (its entry model and sentinels), projection and the standard library. It reads
+// the ledger only through [Reader], declared here, and writes nothing.
+package prompt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/projection"
+)
+
+// Metadata keys of AGENT_REPLY entries that the prompt reads back. The turn runner writes
+// them.
+const (
+	// MetaPartial marks a reply that was cut short (true).
+	MetaPartial = "partial"
+	// MetaUpstream is a relay's upstream contextId.
+	MetaUpstream = "upstreamContextId"
+	// MetaUpstreamTask is the upstream task a relay's reply left waiting for input; only
+	// the latest reply's counts.
+	MetaUpstreamTask = "upstreamTaskId"
+)
+
+// Reader is what the prompt reads of the ledger. Implemented by *ledger.Store.
+type Reader interface {
+	LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*ledger.Entry) bool) ([]ledger.Entry, error)
+	Inflate(ctx context.Context, entries []ledger.Entry) error
+}
+
+// Input is what a turn gives its agent, built from the ledger before the turn's message
+// is appended.
+type Input struct {
+	Prompt       string             // the single-text prompt (Request.Text())
+	Request      projection.Request // the provider-neutral request
+	Upstream     string             // the latest upstream contextId recorded ("" if none)
+	UpstreamTask string             // the upstream task the latest reply left waiting for input
+}
+
+// Conversational reports whether a ledger entry may be projected to a model: visible
+// messages and tool traffic; never status, errors or audit records.
+func Conversational(e *ledger.Entry) bool {
+	if e.Visibility != ledger.VisibilityModel {
+		return false
+	}
+	switch e.Kind {
+	case ledger.KindUserMessage, ledger.KindAgentReply, ledger.KindToolCall, ledger.KindToolResult:
+		return true
+	}
+	return false
+}
+
+// Item converts a ledger entry into the projector's input.
+func Item(e *ledger.Entry) projection.Item {
+	it := projection.Item{
+		Seq: e.Seq, Kind: string(e.Kind), Role: e.Role, Trust: projection.Trust(e.Trust),
+		Visibility: string(e.Visibility), Actor: e.Actor, Text: EntryText(e),
+	}
+	for _, p := range e.Parts {
+		if p.ArtifactRef != "" {
+			it.ArtifactRef, it.Size = p.ArtifactRef, p.Size
+		}
+	}
+	if e.Kind == ledger.KindAgentReply && strings.Contains(string(e.Metadata), `"`+MetaPartial+`":true`) {
+		it.Partial = true // the metadata is the runner's own compact JSON
+	}
+	return it
+}
+
+// EntryText is the concatenated text of an entry's parts.
+func EntryText(e *ledger.Entry) string {
+	if len(e.Parts) == 1 {
+		return e.Parts[0].Text
+	}
+	var n int
+	for _, p := range e.Parts {
+		n += len(p.Text)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range e.Parts {
+		b = append(b, p.Text...)
+	}
+	return string(b)
+}
+
+// Build builds the agent's input for the current message of peer from history (the
+// newest conversational entries before it, oldest first) under policy (whose Peer is set
+// to peer). Errors are the projection's, wrapped.
+func Build(history []ledger.Entry, policy projection.Policy, peer string, current ledger.Entry) (Input, error) {
+	items := make([]projection.Item, 0, len(history))
+	var out Input
+	for i := range history {
+		e := &history[i]
+		if e.Kind == ledger.KindAgentReply {
+			if u := metaString(e, MetaUpstream); u != "" {
+				out.Upstream = u
+			}
+			out.UpstreamTask = metaString(e, MetaUpstreamTask)
+		}
+		items = append(items, Item(e))
+	}
+	policy.Peer = peer
+	req, _, err := projection.Build(items, Item(&current), policy)
+	if err != nil {
+		return Input{}, fmt.Errorf("projection: %w", err)
+	}
+	out.Request = req
+	out.Prompt = req.Text()
+	return out, nil
+}
+
+// History returns the entries the projection of a message of the conversation may use:
+// the newest conversational entries with seq < beforeSeq (0: all so far; at most twice the
+// policy's history limit, room for tool traffic), oldest first, artifacts inflated.
+// Reading by seq bound makes the history of a turn the same whether it is read live or
+// rebuilt later. A conversation that does not exist yet has no history (nil, nil).
+func History(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64) ([]ledger.Entry, error) {
+	n := 2 * policy.HistoryLimit
+	if n <= 0 {
+		n = 1 // still find a relay's upstream contextId in the last reply
+	}
+	entries, err := r.LastBefore(ctx, owner, contextID, beforeSeq, n, Conversational)
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	if err := inflate(ctx, r, entries); err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// inflate loads the artifacts of entries that reference one.
+func inflate(ctx context.Context, r Reader, entries []ledger.Entry) error {
+	for i := range entries {
+		for j := range entries[i].Parts {
+			if entries[i].Parts[j].ArtifactRef != "" {
+				if err := r.Inflate(ctx, entries); err != nil {
+					return fmt.Errorf("inflate artifacts: %w", err)
+				}
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// Turn is what the agent was given at one turn, rebuilt from the ledger.
+type Turn struct {
+	ContextID, TaskID, Peer string
+	Text                    string // the turn's message
+	Input
+}
+
+// Replay rebuilds what the agent was given at the turn whose message is at seq atSeq of
+// the conversation (0: the latest turn; any seq inside a turn selects that turn's
+// message): the same history read (entries before the message), the same projection.
+// Errors wrap ledger.ErrNotFound when the conversation or the turn does not exist;
+// otherwise they are the ledger's or the projection's.
+func Replay(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, atSeq uint64) (Turn, error) {
+	var before uint64
+	if atSeq > 0 {
+		before = atSeq + 1
+	}
+	msgs, err := r.LastBefore(ctx, owner, contextID, before, 1, func(e *ledger.Entry) bool {
+		return e.Kind == ledger.KindUserMessage && e.Visibility == ledger.VisibilityModel
+	})
+	if err != nil {
+		return Turn{}, err
+	}
+	if len(msgs) == 0 {
+		return Turn{}, fmt.Errorf("no turn at or before seq %d: %w", atSeq, ledger.ErrNotFound)
+	}
+	if err := inflate(ctx, r, msgs); err != nil {
+		return Turn{}, err
+	}
+	msg := msgs[0]
+	hist, err := History(ctx, r, policy, owner, contextID, msg.Seq)
+	if err != nil {
+		return Turn{}, err
+	}
+	in, err := Build(hist, policy, owner, msg)
+	if err != nil {
+		return Turn{}, err
+	}
+	return Turn{ContextID: contextID, TaskID: msg.TaskID, Peer: owner, Text: EntryText(&msg), Input: in}, nil
+}
