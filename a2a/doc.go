@@ -14,7 +14,8 @@
 //
 // # Imports
 //
-// No project package; third-party: none beyond the standard library.
+// No project package but internal/logctx (standard library only: the log scope of a
+// request); third-party: none beyond the standard library.
 //
 // # Caveats
 //

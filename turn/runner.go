@@ -15,6 +15,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
@@ -405,7 +406,10 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (*liv
 	}
 	r.publish(ctx, peer, m.ContextID, res.Entries)
 
-	tctx, cancel := context.WithCancelCause(r.base)
+	// The turn outlives the request (it runs under the runner's cancellation) but logs
+	// as part of it: the request's log scope (request_id, method) is carried over.
+	tctx, cancel := context.WithCancelCause(logctx.WithAttrs(logctx.Carry(r.base, ctx),
+		slog.String(logctx.KeyContextID, m.ContextID), slog.String(logctx.KeyTaskID, taskID)))
 	lt.cancel = cancel
 	r.mu.Lock()
 	r.live[taskID] = lt
@@ -592,7 +596,7 @@ func (tr *turnRun) run(ctx context.Context) {
 	defer stopWriter()
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("agent panicked", "task_id", lt.id, "panic", p)
+			r.log.ErrorContext(ctx, "agent panicked", "task_id", lt.id, "panic", p)
 			stopWriter()
 			tr.finish(ctx, fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
@@ -705,12 +709,12 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 		state, statusText = a2a.StateFailed, "a newer turn took over this context; this turn's reply was not stored"
 	case agentErr != nil && errors.Is(context.Cause(ctx), locking.ErrLost):
 		state, statusText = a2a.StateFailed, "the gateway lost this context's lease during the turn; send the message again"
-		r.log.Warn("lease lost during a turn; canceled it", "task_id", lt.id)
+		r.log.WarnContext(ctx, "lease lost during a turn; canceled it", "task_id", lt.id)
 	case agentErr != nil && ctx.Err() != nil:
 		state, statusText = a2a.StateFailed, "the gateway shut down during this turn; send the message again"
 	case agentErr != nil:
 		state, statusText = a2a.StateFailed, "the agent failed to reply; the operator's log has the detail"
-		r.log.Warn("agent failed", "task_id", lt.id, "err", agentErr)
+		r.log.WarnContext(ctx, "agent failed", "task_id", lt.id, "err", agentErr)
 	case res.InputRequired:
 		state = a2a.StateInputRequired
 	}
@@ -756,9 +760,9 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 		text := "internal error: the reply could not be stored"
 		if errors.Is(err, ledger.ErrFenced) {
 			text = "a newer turn took over this context; this turn's reply was not stored"
-			r.log.Warn("turn fenced off: a newer holder owns the context", "task_id", lt.id)
+			r.log.WarnContext(fctx, "turn fenced off: a newer holder owns the context", "task_id", lt.id)
 		} else {
-			r.log.Error("recording the end of a turn failed", "task_id", lt.id, "err", err)
+			r.log.ErrorContext(fctx, "recording the end of a turn failed", "task_id", lt.id, "err", err)
 		}
 		// Close the task without touching the conversation: an audit-only status, so the
 		// task does not stay "working" and no reply enters a newer turn.
@@ -768,7 +772,7 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 			Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},
 		}}})
 		if aerr != nil {
-			r.log.Error("recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", aerr)
+			r.log.ErrorContext(fctx, "recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", aerr)
 		} else {
 			tr.keep(failed.Entries)
 			r.publish(fctx, tr.peer, lt.contextID, failed.Entries)

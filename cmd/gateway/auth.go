@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -107,9 +108,9 @@ func unauthorized(w http.ResponseWriter) {
 }
 
 // logAuthMode records at startup how peers are identified (names only, never tokens).
-func logAuthMode(log *slog.Logger, peers []Peer, t *peerTokens) {
+func logAuthMode(ctx context.Context, log *slog.Logger, peers []Peer, t *peerTokens) {
 	if !t.enabled() {
-		log.Info("peer authentication off: every caller is peer \"local\"")
+		log.InfoContext(ctx, "peer authentication off: every caller is peer \"local\"")
 		return
 	}
 	var names []string
@@ -118,5 +119,5 @@ func logAuthMode(log *slog.Logger, peers []Peer, t *peerTokens) {
 			names = append(names, p.Name)
 		}
 	}
-	log.Info("peer authentication on: A2A requests need a peer's bearer token", "peers", names, "tokens", len(t.digests))
+	log.InfoContext(ctx, "peer authentication on: A2A requests need a peer's bearer token", "peers", names, "tokens", len(t.digests))
 }
