@@ -73,14 +73,20 @@ func bearerToken(r *http.Request) (string, bool) {
 // challenge and no detail, before the body is read. The identity comes from the
 // credential only: nothing in the body or its metadata can name a peer. Without peer
 // tokens every request is the peer "local".
+//
+// It also gives the request its id (see tagRequest) if it has none yet: GET /ws is
+// served outside echo, and one more wrapper there would stay on the stack of every
+// connection's reader for its whole life (doubling its stack to 16 KiB).
 func (s *Server) peerAuth(next http.Handler) http.Handler {
 	if !s.tokens.enabled() {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r = s.tagRequest(w, r)
 			next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), contextid.LocalOwner)))
 		})
 	}
 	log := s.log.With("component", "auth")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = s.tagRequest(w, r)
 		tok, ok := bearerToken(r)
 		reason := "missing"
 		if ok {
