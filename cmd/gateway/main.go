@@ -209,6 +209,10 @@ Peers (their bearer tokens, and where gateway send reaches them) are listed unde
 peers: in the config file; without accept tokens every caller is the peer "local" and
 only loopback addresses may be served.
 
+Every response carries an X-Request-Id header: the caller's, when it is 1 to 64
+characters of [A-Za-z0-9._-], else a new one. Every log line of that request (its
+turn included) carries it as request_id.
+
 Every flag can also be set with its GATEWAY_* environment variable or in the YAML
 config file (--config, default ./gateway.yaml if present; keys are the flag names).
 Precedence: flag > environment > config file > default.

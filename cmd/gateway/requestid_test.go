@@ -139,6 +139,9 @@ func TestRequestIDOnEveryLogLineOfAFailedTurn(t *testing.T) {
 				if l[logctx.KeyRequestID] != id {
 					t.Errorf("log line without request_id %q: %v", id, l)
 				}
+				if l["msg"] == "test agent refuses" && (l[logctx.KeyMethod] != tt.method || l[logctx.KeyContextID] == nil || l[logctx.KeyTaskID] == nil) {
+					t.Errorf("the agent's line lacks method %q, context_id or task_id: %v", tt.method, l)
+				}
 			}
 			for _, want := range []string{"test agent refuses", "agent failed", "rpc"} {
 				if !seen[want] {
@@ -146,6 +149,39 @@ func TestRequestIDOnEveryLogLineOfAFailedTurn(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRequestIDOnWebSocketLogLines: calls over a WebSocket log with the request id of
+// the upgrade request (the connection's), and with their own method.
+func TestRequestIDOnWebSocketLogLines(t *testing.T) {
+	s, sink := startLoggedServer(t)
+	const id = "ws-upgrade-1"
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	ws, resp, err := d.DialContext(t.Context(), wsURLOf(s), http.Header{headerRequestID: {id}})
+	if err != nil {
+		t.Fatalf("Dial() error = %v", err)
+	}
+	_ = resp.Body.Close()
+	defer ws.Close()
+	from := sink.mark()
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(ridSendBody("message/send", "rid-ws"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := ws.ReadMessage(); err != nil || !strings.Contains(string(b), "failed") {
+		t.Fatalf("ReadMessage() = %s, %v; want a failed task", b, err)
+	}
+	lines := waitForLine(t, sink, from, "agent failed")
+	for _, l := range lines {
+		if l[logctx.KeyRequestID] != id {
+			t.Errorf("log line without request_id %q: %v", id, l)
+		}
+		if l["msg"] == "agent failed" && l[logctx.KeyMethod] != "message/send" {
+			t.Errorf("turn's line has method %v, want message/send: %v", l[logctx.KeyMethod], l)
+		}
 	}
 }
 
