@@ -289,5 +289,5 @@ func (d *Dispatcher) rpcError(ctx context.Context, err error, method string) RPC
 // request id, when the caller's transport set one, is there already; see package
 // internal/logctx).
 func withMethod(ctx context.Context, method string) context.Context {
-	return logctx.WithAttrs(ctx, slog.String(logctx.KeyMethod, method))
+	return logctx.WithAttr(ctx, slog.String(logctx.KeyMethod, method))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -111,6 +112,15 @@ func TestLoggerAndCarry(t *testing.T) {
 	}
 	if carried.Value(other{}) != 1 || logctx.From(carried) != l {
 		t.Errorf("Carry() lost dst's values or src's logger")
+	}
+	parent, cancelParent := context.WithCancel(dst)
+	child, cancelChild := context.WithCancel(logctx.Carry(parent, ctx))
+	defer cancelChild()
+	cancelParent()
+	select {
+	case <-child.Done():
+	case <-time.After(10 * time.Second):
+		t.Errorf("a context derived from Carry(dst, src) was not canceled with dst")
 	}
 	if got := logctx.Carry(dst, context.Background()); got != dst {
 		t.Errorf("Carry(dst, empty) = %v, want dst", got)
