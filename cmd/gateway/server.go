@@ -121,8 +121,11 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	}
 	s := newServer(cfg, logctx.NewLogger(logger), policy)
 	defer func() {
-		if err != nil {
-			err = errors.Join(err, s.closeAfterFailedStart(ctx))
+		if err == nil {
+			return
+		}
+		if cerr := s.closeAfterFailedStart(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}()
 	if err := s.openStorage(ctx); err != nil {
