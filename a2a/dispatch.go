@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/logctx"
 )
 
 // Dispatcher serves decoded JSON-RPC requests for any transport: it looks the method up
@@ -17,6 +19,8 @@ import (
 // decodes the params, calls the [Handler], and encodes results, stream events and errors
 // (through the one error table) as whole JSON-RPC response frames. The HTTP transport
 // ([NewJSONRPCHandler]) and the WebSocket transport (package streaming) both use it.
+// The Handler's ctx is the caller's plus the method as a log attribute (package
+// internal/logctx), so its ...Context log lines name the request and the method.
 //
 // A Dispatcher is safe for concurrent use.
 type Dispatcher struct {
@@ -56,6 +60,7 @@ func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, st
 	if !ok {
 		return d.fail(ctx, req.ID, req.Method, V1, methodNotFound(req.Method), start)
 	}
+	ctx = withMethod(ctx, req.Method)
 	if spec.kind == mStream || spec.kind == mSubscribe {
 		return d.fail(ctx, req.ID, req.Method, spec.dialect, Errorf(ErrUnsupportedOperation, "%s streams its result; open it as a stream", req.Method), start)
 	}
@@ -101,6 +106,7 @@ func (d *Dispatcher) Open(ctx context.Context, req *Request, afterSeq uint64) (S
 // open starts a stream; resume yields the subscribe methods' resume point and is only
 // consulted once the params are known to be valid.
 func (d *Dispatcher) open(ctx context.Context, req *Request, spec methodSpec, resume func() (uint64, error)) (_ Stream, err error) {
+	ctx = withMethod(ctx, req.Method)
 	defer d.recovered(ctx, req.Method, &err)
 	if spec.kind == mStream {
 		p, err := DecodeSendParams(req.Params, spec.dialect)
@@ -277,4 +283,11 @@ func (d *Dispatcher) rpcError(ctx context.Context, err error, method string) RPC
 		d.log.ErrorContext(ctx, "internal error", "method", method, "err", err)
 	}
 	return rpc
+}
+
+// withMethod returns ctx naming the method for the log lines of the Handler below (the
+// request id, when the caller's transport set one, is there already; see package
+// internal/logctx).
+func withMethod(ctx context.Context, method string) context.Context {
+	return logctx.WithAttr(ctx, slog.String(logctx.KeyMethod, method))
 }

@@ -31,7 +31,8 @@
 // # Imports
 //
 // No project package but internal/jsonenc (the JSON byte helpers its hand-written wire
-// encoders share with the ledger); third-party: none beyond the standard library.
+// encoders share with the ledger) and internal/logctx (the log scope of a request), both
+// standard library only; third-party: none beyond the standard library.
 //
 // # Caveats
 //

@@ -6,6 +6,10 @@ import "context"
 // the JSON-RPC transport ([NewJSONRPCHandler]) decodes requests into its parameters and
 // encodes its results in the caller's dialect.
 //
+// The ctx of each call is the request's: through the transports it carries the request's
+// log scope (request id, method; package internal/logctx), so a Handler that logs with
+// the slog ...Context calls ties its lines to the request.
+//
 // Errors should be this package's sentinels or [*Error] values wrapping them; anything
 // else is answered as "internal error".
 type Handler interface {

@@ -406,7 +406,9 @@ func (r *Redis) renewDue(l *redisLease) {
 	close(attemptDone)
 }
 
-// renew is one renewal attempt: a compare-and-PEXPIRE. It returns when the next attempt
+// renew is one renewal attempt: a compare-and-PEXPIRE. Its log lines name the lease key
+// rather than a request: ctx is the renewal timer's own (background) context, since the
+// lease outlives the request that took it and no request context may be kept for it. It returns when the next attempt
 // is due, and again=false when there is none: a reply of 0 (the key is gone or someone
 // else's) loses the lease at once, and so does reaching the TTL since the last
 // successful renewal was sent (the key may have expired); ctx canceled (Release, Close)
@@ -423,7 +425,7 @@ func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, a
 	now := time.Now()
 	if !now.Before(l.valid) {
 		if l.markLost(ErrLost, true) {
-			r.log.Warn("lease lost: not renewed within its ttl", "lease_key", l.lease.key, "ttl", ttl)
+			r.log.WarnContext(ctx, "lease lost: not renewed within its ttl", "lease_key", l.lease.key, "ttl", ttl)
 		}
 		return 0, false
 	}
@@ -438,24 +440,24 @@ func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, a
 	case err == nil && n == 1:
 		l.valid = now.Add(ttl)
 		if l.failing {
-			r.log.Info("lease renewal recovered", "lease_key", l.lease.key)
+			r.log.InfoContext(ctx, "lease renewal recovered", "lease_key", l.lease.key)
 			l.failing = false
 		}
 		return ttl / 3, true
 	case err == nil:
 		if l.markLost(ErrLost, false) {
-			r.log.Warn("lease lost: key expired or taken over", "lease_key", l.lease.key)
+			r.log.WarnContext(ctx, "lease lost: key expired or taken over", "lease_key", l.lease.key)
 		}
 		return 0, false
 	case ctx.Err() != nil:
 		return 0, false // released or closed while renewing
 	default:
 		if !l.failing {
-			r.log.Warn("lease renewal failed; retrying until the ttl passes",
+			r.log.WarnContext(ctx, "lease renewal failed; retrying until the ttl passes",
 				"lease_key", l.lease.key, "err", err)
 			l.failing = true
 		} else {
-			r.log.Debug("lease renewal failed again", "lease_key", l.lease.key, "err", err)
+			r.log.DebugContext(ctx, "lease renewal failed again", "lease_key", l.lease.key, "err", err)
 		}
 		retry := min(max(ttl/10, time.Millisecond), time.Second)
 		return max(min(retry, time.Until(l.valid)), 0), true
@@ -468,7 +470,7 @@ func (r *Redis) deleteIfOurs(ctx context.Context, l *redisLease) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
 	if err := releaseScript.Run(ctx, r.client, []string{l.rkey}, l.value).Err(); err != nil {
-		r.log.Debug("lease key not deleted; it expires by itself", "lease_key", l.lease.key, "err", err)
+		r.log.DebugContext(ctx, "lease key not deleted; it expires by itself", "lease_key", l.lease.key, "err", err)
 	}
 }
 
@@ -613,6 +615,7 @@ func (r *Redis) Close() error {
 
 // giveBack deletes the keys of leases given up by Close with compare-and-DEL, in one
 // pipeline under OpTimeout, best effort: a key it cannot delete expires after the TTL.
+// No request is behind it, so its line counts the leases instead.
 func (r *Redis) giveBack(leases []*redisLease) {
 	if len(leases) == 0 {
 		return
@@ -624,7 +627,7 @@ func (r *Redis) giveBack(leases []*redisLease) {
 		pipe.Eval(ctx, releaseSource, []string{l.rkey}, l.value)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		r.log.Debug("lease keys not all deleted at close; they expire by themselves", "leases", len(leases), "err", err)
+		r.log.DebugContext(ctx, "lease keys not all deleted at close; they expire by themselves", "leases", len(leases), "err", err)
 	}
 }
 

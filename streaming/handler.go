@@ -157,7 +157,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := h.up.Upgrade(w, r, nil)
+	// Headers set on w before the upgrade (a middleware's X-Request-Id) go out with the
+	// 101 response: the upgrader writes its own.
+	ws, err := h.up.Upgrade(w, r, w.Header())
 	if err != nil {
 		return // Upgrade has answered with an HTTP error
 	}

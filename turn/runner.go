@@ -16,6 +16,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
@@ -479,7 +480,10 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 	}
 	r.publish(ctx, in.peer, m.ContextID, res.Entries)
 
-	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	// The turn outlives the request (it runs under the runner's cancellation) but logs as
+	// part of it: the request's log scope (request_id, method) is carried over.
+	tctx, cancel := context.WithCancelCause(logctx.WithAttrs(context.WithoutCancel(ctx),
+		slog.String(logctx.KeyContextID, m.ContextID), slog.String(logctx.KeyTaskID, in.taskID)))
 	stopBase := context.AfterFunc(r.base, func() { cancel(context.Canceled) })
 	lt.cancel = cancel
 	r.mu.Lock()

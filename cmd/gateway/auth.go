@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -72,14 +73,20 @@ func bearerToken(r *http.Request) (string, bool) {
 // challenge and no detail, before the body is read. The identity comes from the
 // credential only: nothing in the body or its metadata can name a peer. Without peer
 // tokens every request is the peer "local".
+//
+// It also gives the request its id (see tagRequest) if it has none yet: GET /ws is
+// served outside echo, and one more wrapper there would stay on the stack of every
+// connection's reader for its whole life (doubling its stack to 16 KiB).
 func (s *Server) peerAuth(next http.Handler) http.Handler {
 	if !s.tokens.enabled() {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r = s.tagRequest(w, r)
 			next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), contextid.LocalOwner)))
 		})
 	}
 	log := s.log.With("component", "auth")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = s.tagRequest(w, r)
 		tok, ok := bearerToken(r)
 		reason := "missing"
 		if ok {
@@ -107,9 +114,9 @@ func unauthorized(w http.ResponseWriter) {
 }
 
 // logAuthMode records at startup how peers are identified (names only, never tokens).
-func logAuthMode(log *slog.Logger, peers []Peer, t *peerTokens) {
+func logAuthMode(ctx context.Context, log *slog.Logger, peers []Peer, t *peerTokens) {
 	if !t.enabled() {
-		log.Info("peer authentication off: every caller is peer \"local\"")
+		log.InfoContext(ctx, "peer authentication off: every caller is peer \"local\"")
 		return
 	}
 	var names []string
@@ -118,5 +125,5 @@ func logAuthMode(log *slog.Logger, peers []Peer, t *peerTokens) {
 			names = append(names, p.Name)
 		}
 	}
-	log.Info("peer authentication on: A2A requests need a peer's bearer token", "peers", names, "tokens", len(t.digests))
+	log.InfoContext(ctx, "peer authentication on: A2A requests need a peer's bearer token", "peers", names, "tokens", len(t.digests))
 }

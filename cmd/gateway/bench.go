@@ -149,12 +149,34 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 		dialect     string
 		concurrency int
 	)
+	fs := benchFlags(&o, &dialect, &concurrency)
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			benchHelp(fs, stdout)
+			return o, err
+		}
+		fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
+		return o, benchUsageError{err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := errors.Join(benchProblems(&o, positional, dialect, concurrency, set)...); err != nil {
+		fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
+		return o, benchUsageError{err}
+	}
+	return o, nil
+}
+
+// benchFlags defines bench's flags on o (dialect and concurrency are checked before they
+// go into o.cfg).
+func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; --help is printed below
 	fs.Usage = func() {}
-	fs.IntVar(&concurrency, "concurrency", 1, "run `N` workers, each with one request in flight")
+	fs.IntVar(concurrency, "concurrency", 1, "run `N` workers, each with one request in flight")
 	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "measure for `D` (each round, with --baseline)")
-	fs.StringVar(&dialect, "dialect", "0.3", "speak dialect `V`: 0.3 (message/send, \"kind\" fields) or\n1.0 (SendMessage, ProtoJSON enums, header A2A-Version: 1.0)")
+	fs.StringVar(dialect, "dialect", "0.3", "speak dialect `V`: 0.3 (message/send, \"kind\" fields) or\n1.0 (SendMessage, ProtoJSON enums, header A2A-Version: 1.0)")
 	fs.BoolVar(&o.cfg.Stream, "stream", false, "use message/stream / SendStreamingMessage over SSE, time each\nstream to its terminal event and report the time to first event")
 	fs.IntVar(&o.cfg.Contexts, "contexts", 0, "spread requests over `N` contextIds (0: as many as --concurrency).\n"+
 		"With N >= concurrency each worker uses its own ids, so no two\nin-flight requests share one; with 1 every request uses the same\n"+
@@ -169,32 +191,34 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
+	return fs
+}
 
+// parseInterleaved parses fs's flags wherever they stand among the positional arguments
+// (everything after "--" is positional) and returns the positional ones; its error is
+// fs.Parse's.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	rest := args
 	for {
 		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				benchHelp(fs, stdout)
-				return o, err
-			}
-			fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
-			return o, benchUsageError{err}
+			return nil, err
 		}
 		left := fs.Args()
 		if len(left) == 0 {
-			break
+			return positional, nil
 		}
 		if consumed := len(rest) - len(left); consumed > 0 && rest[consumed-1] == "--" {
-			positional = append(positional, left...)
-			break
+			return append(positional, left...), nil
 		}
 		positional = append(positional, left[0])
 		rest = left[1:]
 	}
+}
 
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+// benchProblems completes o from the parsed flags (set: the names given) and returns
+// every mistake found.
+func benchProblems(o *benchOptions, positional []string, dialect string, concurrency int, set map[string]bool) []error {
 	var problems []error
 	switch len(positional) {
 	case 0:
@@ -235,17 +259,13 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 	if o.rounds < 1 {
 		problems = append(problems, fmt.Errorf("--rounds %d: must be at least 1", o.rounds))
 	}
-	problems = append(problems, burstProblems(o, set)...)
+	problems = append(problems, burstProblems(*o, set)...)
 	if len(problems) == 0 && o.burst == 0 {
 		if err := o.cfg.Validate(); err != nil {
 			problems = append(problems, err)
 		}
 	}
-	if err := errors.Join(problems...); err != nil {
-		fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
-		return o, benchUsageError{err}
-	}
-	return o, nil
+	return problems
 }
 
 // benchHelp writes the --help text, listing fs's flags with two dashes.

@@ -200,26 +200,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
-	switch c.Agent {
-	case "echo":
-	case "openai", "anthropic":
-		if c.AgentModel == "" {
-			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
-		}
-	case "a2a":
-		if c.AgentURL == "" {
-			errs = append(errs, errors.New("--agent a2a needs --agent-url (the upstream A2A agent)"))
-		}
-	case "exec":
-		if c.AgentCommand == "" {
-			errs = append(errs, errors.New("--agent exec needs --agent-command"))
-		}
-		if c.AgentInput != "text" && c.AgentInput != "json" {
-			errs = append(errs, fmt.Errorf("--agent-input %q: want text or json", c.AgentInput))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec, a2a", c.Agent))
-	}
+	errs = append(errs, c.agentProblems()...)
 	if c.AgentTimeout <= 0 {
 		errs = append(errs, errors.New("--agent-timeout must be positive"))
 	}
@@ -261,6 +242,32 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// agentProblems reports what the chosen agent backend misses (part of Validate).
+func (c *Config) agentProblems() []error {
+	var errs []error
+	switch c.Agent {
+	case "echo":
+	case "openai", "anthropic":
+		if c.AgentModel == "" {
+			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
+		}
+	case "a2a":
+		if c.AgentURL == "" {
+			errs = append(errs, errors.New("--agent a2a needs --agent-url (the upstream A2A agent)"))
+		}
+	case "exec":
+		if c.AgentCommand == "" {
+			errs = append(errs, errors.New("--agent exec needs --agent-command"))
+		}
+		if c.AgentInput != "text" && c.AgentInput != "json" {
+			errs = append(errs, fmt.Errorf("--agent-input %q: want text or json", c.AgentInput))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec, a2a", c.Agent))
+	}
+	return errs
 }
 
 // peerAuthConfigured reports whether any peer has an inbound (accept) token, which turns

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
+
+	"github.com/a2a-gateway/gateway/internal/logctx"
 )
 
 const usage = `gateway: an A2A conversation gateway.
@@ -96,32 +98,100 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 }
 
+// runServe runs `gateway serve` until ctx is done, then shuts the server down.
 func runServe(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) error {
+	cfg, err := serveConfig(args, lookupEnv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stderr)
+	if (cfg.Agent == "openai" || cfg.Agent == "anthropic") && cfg.AgentKey == "" {
+		logger.WarnContext(ctx, "no API key for the agent backend: requests go without one", "variable", cfg.agentKeyEnv())
+	}
+	slog.SetDefault(logger)
+	if _, set := lookupEnv("GOGC"); !set {
+		// The live heap is small and short-lived garbage dominates: collecting at 4× the
+		// live heap instead of 2× cut GC CPU enough for ~20% more sends/s at concurrency 64.
+		debug.SetGCPercent(400)
+	}
+	s, err := OpenServer(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.Close(shCtx); err != nil {
+		logger.ErrorContext(shCtx, "shutdown incomplete", "err", err)
+		return err
+	}
+	return nil
+}
+
+// serveConfig reads serve's configuration: the config file, the environment, the flags
+// (in rising precedence), the agent's API key. Errors are usageErrors, or flag.ErrHelp.
+func serveConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (Config, error) {
+	var cfg Config
+	file, peers, err := readServeConfigFile(args, lookupEnv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Peers = peers
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg Config
-	// The config file's keys are checked against the flags, so bind them once to learn
-	// the names, then bind for real with the file's values under env and flags.
-	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
-	bindServe(probe, lookupEnv, nil, new(Config))
-	var file map[string]string
-	if path, explicit := configPath(args, lookupEnv); path != "" {
-		f, err := loadConfigFile(path, probe)
-		if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
-			return usageError{err.Error()}
-		}
-		file = f
-		if err == nil {
-			peers, err := loadPeersFile(path, lookupEnv)
-			if err != nil {
-				return usageError{err.Error()}
-			}
-			cfg.Peers = peers
-		}
-	}
 	ef := bindServe(fs, lookupEnv, file, &cfg)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: gateway serve [flags]
+		fmt.Fprint(stderr, serveUsage)
+		printFlags(stderr, fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if err := errors.Join(ef.errs...); err != nil {
+		return cfg, usageError{err.Error()}
+	}
+	if cfg.Agent == "openai" || cfg.Agent == "anthropic" || (cfg.Agent == "a2a" && cfg.AgentKeyEnv != "") {
+		cfg.AgentKey, _ = lookupEnv(cfg.agentKeyEnv())
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err.Error()}
+	}
+	return cfg, nil
+}
+
+// readServeConfigFile reads the config file (--config, or ./gateway.yaml if present):
+// its values by flag name, and its peers. No file: nil, nil. Errors are usageErrors.
+func readServeConfigFile(args []string, lookupEnv func(string) (string, bool)) (map[string]string, []Peer, error) {
+	path, explicit := configPath(args, lookupEnv)
+	if path == "" {
+		return nil, nil, nil
+	}
+	// The file's keys are checked against the flags, so bind them once to learn the
+	// names; the caller binds for real with the file's values under env and flags.
+	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
+	bindServe(probe, lookupEnv, nil, new(Config))
+	file, err := loadConfigFile(path, probe)
+	if err != nil {
+		if explicit || !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, usageError{err.Error()}
+		}
+		return file, nil, nil
+	}
+	peers, err := loadPeersFile(path, lookupEnv)
+	if err != nil {
+		return nil, nil, usageError{err.Error()}
+	}
+	return file, peers, nil
+}
+
+// serveUsage heads `gateway serve --help`; the flags follow.
+const serveUsage = `Usage: gateway serve [flags]
 
 Runs the gateway until SIGINT or SIGTERM. With no flags: the ledger in ./data (bbolt,
 fsync'd), the in-process lease (one running task per contextId), the echo agent, and
@@ -139,60 +209,23 @@ Peers (their bearer tokens, and where gateway send reaches them) are listed unde
 peers: in the config file; without accept tokens every caller is the peer "local" and
 only loopback addresses may be served.
 
+Every response carries an X-Request-Id header: the caller's, when it is 1 to 64
+characters of [A-Za-z0-9._-], else a new one. Every log line of that request (its
+turn included) carries it as request_id.
+
 Every flag can also be set with its GATEWAY_* environment variable or in the YAML
 config file (--config, default ./gateway.yaml if present; keys are the flag names).
 Precedence: flag > environment > config file > default.
 
 Flags:
-`)
-		printFlags(stderr, fs)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
-	}
-	if err := errors.Join(ef.errs...); err != nil {
-		return usageError{err.Error()}
-	}
-	if cfg.Agent == "openai" || cfg.Agent == "anthropic" || (cfg.Agent == "a2a" && cfg.AgentKeyEnv != "") {
-		cfg.AgentKey, _ = lookupEnv(cfg.agentKeyEnv())
-	}
-	if err := cfg.Validate(); err != nil {
-		return usageError{err.Error()}
-	}
-	logger := newLogger(cfg, stderr)
-	if (cfg.Agent == "openai" || cfg.Agent == "anthropic") && cfg.AgentKey == "" {
-		logger.Warn("no API key for the agent backend: requests go without one", "variable", cfg.agentKeyEnv())
-	}
-	slog.SetDefault(logger)
-	if _, set := lookupEnv("GOGC"); !set {
-		// The live heap is small and short-lived garbage dominates: collecting at 4× the
-		// live heap instead of 2× cut GC CPU enough for ~20% more sends/s at concurrency 64.
-		debug.SetGCPercent(400)
-	}
-	s, err := OpenServer(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	shCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := s.Close(shCtx); err != nil {
-		logger.Error("shutdown incomplete", "err", err)
-		return err
-	}
-	return nil
-}
+`
 
+// newLogger is the root logger: JSON (or text) on w at the configured level, wrapped so
+// that lines logged with a request's context carry its request id (package logctx).
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
 }

@@ -69,7 +69,54 @@ type metrics struct {
 // connections when scraped (nil: 0, 0).
 func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.newRequestMetrics()
+	m.newBackendMetrics()
+	for _, c := range []prometheus.Collector{
+		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.rateLimited, m.limitRejections,
+		m.leaseSeconds, m.commitSeconds, m.appendsPer, m.agentSeconds, m.agentErrors, m.projBytes,
+		m.prefixStability, m.authFailures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gateway_active_streams", Help: "Open A2A streams (SSE and WebSocket subscriptions).",
+		}, readStreams(streams, 0)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gateway_websocket_connections", Help: "Open WebSocket connections.",
+		}, readStreams(streams, 1)),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		m.reg.MustRegister(c)
+	}
+	// Label values that are known up front start at 0, so rate() sees the first event.
+	for _, o := range []string{"ok", "held", "error"} {
+		m.leaseSeconds.WithLabelValues(o)
+	}
+	for _, r := range []string{"missing", "invalid"} {
+		m.authFailures.WithLabelValues(r)
+	}
+	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams"} {
+		m.limitRejections.WithLabelValues(l)
+	}
+	return m
+}
+
+// readStreams returns a gauge function reading streams() (which: 0 the streams, 1 the
+// WebSocket connections); a nil streams reads 0.
+func readStreams(streams func() (streams, wsConns int), which int) func() float64 {
+	return func() float64 {
+		if streams == nil {
+			return 0
+		}
+		s, ws := streams()
+		if which == 0 {
+			return float64(s)
+		}
+		return float64(ws)
+	}
+}
+
+// newRequestMetrics creates the collectors of requests and turns as the peers see them:
+// answers, turns, refusals.
+func (m *metrics) newRequestMetrics() {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_requests_total",
 		Help: "Answered JSON-RPC requests by method (\"unknown\" for a name that is not an A2A method, \"invalid\" when undecodable), dialect (0.3 or 1.0) and JSON-RPC code (0 = success).",
@@ -97,6 +144,14 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_limit_rejections_total", Help: "Requests refused for a size or count limit, by limit (parts, part_bytes, message_bytes, streams).",
 	}, []string{"limit"})
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_auth_failures_total", Help: "A2A requests refused with 401, by reason (missing or invalid bearer token).",
+	}, []string{"reason"})
+}
+
+// newBackendMetrics creates the collectors of what a turn uses: the lease, the ledger,
+// the agent and the projection.
+func (m *metrics) newBackendMetrics() {
 	m.leaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "gateway_lease_acquire_seconds", Help: "Time to take a context's lease, by outcome (ok, held, error).", Buckets: leaseBuckets,
 	}, []string{"outcome"})
@@ -120,47 +175,6 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 		Help:    "Share of the previous turn's agent request (same context) that the next one repeats as its prefix: 1 = the old request is a prefix of the new one (prompt-cache friendly).",
 		Buckets: ratioBuckets,
 	})
-	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_auth_failures_total", Help: "A2A requests refused with 401, by reason (missing or invalid bearer token).",
-	}, []string{"reason"})
-	for _, c := range []prometheus.Collector{
-		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.rateLimited, m.limitRejections,
-		m.leaseSeconds, m.commitSeconds, m.appendsPer, m.agentSeconds, m.agentErrors, m.projBytes,
-		m.prefixStability, m.authFailures,
-	} {
-		f(c)
-	}
-	read := func(which int) func() float64 {
-		return func() float64 {
-			if streams == nil {
-				return 0
-			}
-			s, ws := streams()
-			if which == 0 {
-				return float64(s)
-			}
-			return float64(ws)
-		}
-	}
-	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "gateway_active_streams", Help: "Open A2A streams (SSE and WebSocket subscriptions).",
-	}, read(0)))
-	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "gateway_websocket_connections", Help: "Open WebSocket connections.",
-	}, read(1)))
-	f(collectors.NewGoCollector())
-	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Label values that are known up front start at 0, so rate() sees the first event.
-	for _, o := range []string{"ok", "held", "error"} {
-		m.leaseSeconds.WithLabelValues(o)
-	}
-	for _, r := range []string{"missing", "invalid"} {
-		m.authFailures.WithLabelValues(r)
-	}
-	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams"} {
-		m.limitRejections.WithLabelValues(l)
-	}
-	return m
 }
 
 // observeRequest is a2a.TransportConfig.Observe. Method names come from the client, so
@@ -244,17 +258,23 @@ func (m *metrics) Projection(bytes, prevBytes, stablePrefix int) {
 // an admin token it is required ("Authorization: Bearer <token>"); without one only
 // loopback clients are served.
 func (m *metrics) handler(adminToken string, log *slog.Logger) http.Handler {
-	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:          slogPromLogger{log.With("component", "metrics")},
-		Registry:          m.reg, // promhttp_metric_handler_errors_total
-		EnableOpenMetrics: false,
+	log = log.With("component", "metrics")
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A handler per scrape (one every few seconds at most), so that promhttp's error
+		// log, which gets no context, can log with the scrape's (its request id).
+		promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+			ErrorLog: promErrorLog(func(v ...any) {
+				log.ErrorContext(r.Context(), "serving metrics failed", "err", strings.TrimSpace(fmt.Sprintln(v...)))
+			}),
+			Registry:          m.reg, // promhttp_metric_handler_errors_total
+			EnableOpenMetrics: false,
+		}).ServeHTTP(w, r)
 	})
 	return adminOnly(adminToken, metricsPath, h)
 }
 
-// slogPromLogger routes promhttp's error log to slog.
-type slogPromLogger struct{ l *slog.Logger }
+// promErrorLog routes promhttp's error log to slog.
+type promErrorLog func(v ...any)
 
-func (p slogPromLogger) Println(v ...any) {
-	p.l.Error("serving metrics failed", "err", strings.TrimSpace(fmt.Sprintln(v...)))
-}
+// Println implements promhttp.Logger.
+func (p promErrorLog) Println(v ...any) { p(v...) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
@@ -56,6 +57,10 @@ type Server struct {
 	ready  atomic.Bool
 	served chan error
 	closed atomic.Bool
+	// closers close what OpenServer opened, in reverse; runnerClosed makes the runner's
+	// Close run once.
+	closers      closers
+	runnerClosed atomic.Bool
 
 	// tokens authenticates peers on the A2A routes (see peerAuth); empty: everyone is
 	// "local".
@@ -90,111 +95,200 @@ func withStreaming(f func(*streaming.Config)) serverOption {
 	return func(d *serverDeps) { d.streaming = f }
 }
 
-// OpenServer opens the ledger, recovers interrupted turns, and starts listening.
-func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...serverOption) (*Server, error) {
+// OpenServer validates cfg, opens the ledger and the lease service, builds the agent and
+// the turn runner, marks turns interrupted by the last stop as failed, and starts
+// listening on cfg.Addr. On error nothing it opened is left open or running: every
+// resource is registered as it is opened and closed again, in the order [Server.Close]
+// uses, before OpenServer returns. Errors: cfg's validation error; the data dir or the
+// ledger (wrapping the ledger's error); the lease service; the agent backend; recovery
+// (wrapping ctx.Err() when ctx is done); the listener.
+func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...serverOption) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	rate, err := parseRate(cfg.RateLimit)
 	if err != nil {
 		return nil, err // Validate reported it already; kept for a direct caller
 	}
-	s := &Server{cfg: cfg, log: logger, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers)}
+	policy := cfg.policy()
+	if err := policy.Validate(); err != nil {
+		return nil, fmt.Errorf("projection policy: %w", err)
+	}
+	deps := serverDeps{}
+	for _, o := range opts {
+		o(&deps)
+	}
+	s := newServer(cfg, logctx.NewLogger(logger), policy)
+	defer func() {
+		if err == nil {
+			return
+		}
+		if cerr := s.closeAfterFailedStart(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	if err := s.openStorage(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.openAgent(deps); err != nil {
+		return nil, err
+	}
+	s.startRunner(rate, deps)
+	if n, err := s.runner.Recover(ctx); err != nil {
+		return nil, err
+	} else if n > 0 {
+		s.log.WarnContext(ctx, "marked turns interrupted by the last stop as failed", "tasks", n)
+	}
+	if err := s.listen(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer returns a Server with nothing opened yet.
+func newServer(cfg Config, logger *slog.Logger, policy projection.Policy) *Server {
+	s := &Server{cfg: cfg, log: logger, policy: policy, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers)}
 	s.metrics = newMetrics(func() (int, int) {
 		if s.streamStats == nil {
 			return 0, 0
 		}
 		return s.streamStats()
 	})
-	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit}, logger)
+	return s
+}
+
+// openStorage opens the ledger and the lease service (Redis when configured, else
+// in-process) and registers them for closing.
+func (s *Server) openStorage(ctx context.Context) error {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	led, err := ledger.Open(filepath.Join(s.cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit}, s.log)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
+		return fmt.Errorf("open ledger in %s: %w", s.cfg.DataDir, err)
 	}
 	s.ledger = led
-	if cfg.RedisAddr != "" {
-		rl, err := locking.NewRedis(ctx, locking.RedisConfig{Addr: cfg.RedisAddr, TTL: cfg.LeaseTTL}, logger)
+	s.closers.add(func(context.Context) error {
+		if err := led.Close(); err != nil {
+			return fmt.Errorf("close ledger: %w", err)
+		}
+		return nil
+	})
+	if s.cfg.RedisAddr == "" {
+		s.locks = locking.NewLocal()
+	} else {
+		rl, err := locking.NewRedis(ctx, locking.RedisConfig{Addr: s.cfg.RedisAddr, TTL: s.cfg.LeaseTTL}, s.log)
 		if err != nil {
-			_ = led.Close()
-			return nil, fmt.Errorf("redis lease at %s: %w", cfg.RedisAddr, err)
+			return fmt.Errorf("redis lease at %s: %w", s.cfg.RedisAddr, err)
 		}
 		s.locks = rl
-	} else {
-		s.locks = locking.NewLocal()
 	}
-	deps := serverDeps{}
-	for _, o := range opts {
-		o(&deps)
-	}
-	if deps.agent == nil {
-		ag, err := newAgent(cfg, logger)
-		if err != nil {
-			_ = s.locks.Close()
-			_ = led.Close()
-			return nil, err
-		}
-		deps.agent = ag
-	}
+	s.closers.add(func(context.Context) error {
+		_ = s.locks.Close() // a lease it could not give back expires by itself
+		return nil
+	})
+	return nil
+}
+
+// openAgent takes the agent of the options, or builds the configured backend, and
+// registers it for closing when it has a Close method.
+func (s *Server) openAgent(deps serverDeps) error {
 	ag := deps.agent
-	s.agent = ag
-	s.policy = cfg.policy()
-	if err := s.policy.Validate(); err != nil {
-		_ = s.locks.Close()
-		_ = led.Close()
-		return nil, fmt.Errorf("projection policy: %w", err)
+	if ag == nil {
+		var err error
+		if ag, err = newAgent(s.cfg, s.log); err != nil {
+			return err
+		}
 	}
+	s.agent = ag
+	if c, ok := ag.(interface{ Close() error }); ok {
+		s.closers.add(func(context.Context) error {
+			_ = c.Close() // idle connections and child processes: nothing to report
+			return nil
+		})
+	}
+	return nil
+}
+
+// startRunner creates the turn runner (its audit writer runs from here on) and the
+// WebSocket handler, and registers the runner for closing.
+func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	tcfg := turn.Config{
 		Policy:            s.policy,
-		MaxParts:          cfg.MaxParts,
-		MaxPartBytes:      cfg.MaxPartBytes,
-		MaxMessageBytes:   cfg.MaxMessageBytes,
-		MaxStreamsPerPeer: cfg.MaxStreamsPerPeer,
+		MaxParts:          s.cfg.MaxParts,
+		MaxPartBytes:      s.cfg.MaxPartBytes,
+		MaxMessageBytes:   s.cfg.MaxMessageBytes,
+		MaxStreamsPerPeer: s.cfg.MaxStreamsPerPeer,
 		Observe:           s.metrics,
 	}
 	if rl := newRateLimiter(rate, nil); rl != nil {
 		tcfg.RateLimit = rl // a nil *rateLimiter in the interface would not read as "off"
 	}
-	if cfg.BusyPolicy == "wait" {
-		tcfg.BusyWait = cfg.BusyWait
+	if s.cfg.BusyPolicy == "wait" {
+		tcfg.BusyWait = s.cfg.BusyWait
 	}
-	s.runner = turn.New(tcfg, led, s.locks, ag, logger)
-	wscfg := streaming.Config{AllowedOrigins: cfg.wsOrigins(), Logger: logger}
+	s.runner = turn.New(tcfg, s.ledger, s.locks, s.agent, s.log)
+	s.closers.add(s.closeRunner)
+	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsOrigins(), Logger: s.log}
 	if deps.streaming != nil {
 		deps.streaming(&wscfg)
 	}
-	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: logger}), s.runner, wscfg)
+	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: s.log}), s.runner, wscfg)
 	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns }
-	if n, err := s.runner.Recover(ctx); err != nil {
-		_ = s.locks.Close()
-		_ = led.Close()
-		return nil, err
-	} else if n > 0 {
-		logger.Warn("marked turns interrupted by the last stop as failed", "tasks", n)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+}
+
+// listen opens the listener and starts serving on it; the HTTP server is registered
+// for closing (see stopServing).
+func (s *Server) listen(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		_ = s.locks.Close()
-		_ = led.Close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
 	// GET /ws is served before echo: a hijacked connection's reader goroutine lives in
 	// this handler for the connection's life, and behind echo's call chain its stack
 	// grows to 8 KiB; served directly it stays at 4 KiB (idle connections: 22.8 KiB
-	// instead of 27.5 KiB each). It has the same peer authentication.
+	// instead of 27.5 KiB each). It has the same peer authentication, which also gives
+	// it its request id (no wrapper of its own, for the same reason).
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", s.peerAuth(s.ws))
-	mux.Handle("/debug/pprof/", pprofHandler(cfg.AdminToken))
+	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
 	mux.Handle("/", s.routes())
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
-	logAuthMode(logger, cfg.Peers, s.tokens)
-	logger.Info("gateway listening", "addr", ln.Addr().String(), "config", cfg)
-	return s, nil
+	s.closers.add(s.stopServing)
+	logAuthMode(ctx, s.log, s.cfg.Peers, s.tokens)
+	s.log.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(), "config", s.cfg)
+	return nil
+}
+
+// closeAfterFailedStart closes what a failed OpenServer opened, as Close would; nothing
+// runs yet, so it does not wait, but it is bounded by the shutdown timeout all the same.
+func (s *Server) closeAfterFailedStart(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(s.closers.closeAll(cctx)...)
+}
+
+// closers are the close functions of a Server's resources, in the order opened; they
+// are run in reverse, once, by Close or by a failed OpenServer.
+type closers []func(ctx context.Context) error
+
+func (c *closers) add(f func(ctx context.Context) error) { *c = append(*c, f) }
+
+// closeAll runs every close function, the last registered first, and returns their
+// errors.
+func (c *closers) closeAll(ctx context.Context) []error {
+	var errs []error
+	for i := len(*c) - 1; i >= 0; i-- {
+		if err := (*c)[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	*c = nil
+	return errs
 }
 
 // Addr returns the address the server listens on.
@@ -207,8 +301,8 @@ func (s *Server) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
+	e.Use(s.requestIDMiddleware) // first: a request's every log line names it
 	e.Use(middleware.Recover())
-	e.Use(middleware.RequestID())
 	// The card stays public; it declares the bearer scheme when peers authenticate.
 	card := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
 	tcfg := a2a.TransportConfig{
@@ -238,17 +332,27 @@ func (s *Server) routes() http.Handler {
 }
 
 // Close shuts down in order: stop being ready and refuse new turns, let HTTP requests and
-// running turns finish until ctx is done (then cancel them), close the ledger. Closing
-// twice is a no-op.
+// running turns finish until ctx is done (then cancel them), close the agent, the lease
+// service and the ledger (the reverse of the order OpenServer opened them in). Closing
+// twice is a no-op. Errors: the phases that did not finish by the deadline, and the
+// ledger's close error, joined.
 func (s *Server) Close(ctx context.Context) error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	s.ready.Store(false)
-	s.log.Info("shutting down: refusing new turns, waiting for running ones", "running", s.runner.Running())
+	s.log.InfoContext(ctx, "shutting down: refusing new turns, waiting for running ones", "running", s.runner.Running())
+	errs := s.closers.closeAll(ctx)
+	s.log.InfoContext(ctx, "gateway stopped")
+	return errors.Join(errs...)
+}
+
+// stopServing stops the HTTP server and the WebSocket connections while the runner
+// closes (running turns go on until ctx is done), and waits for all three.
+func (s *Server) stopServing(ctx context.Context) error {
 	var errs []error
 	runnerDone := make(chan error, 1)
-	go func() { runnerDone <- s.runner.Close(ctx) }() // exits when every turn has ended
+	go func() { runnerDone <- s.closeRunner(ctx) }() // exits when every turn has ended
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		_ = s.http.Close()
@@ -257,20 +361,24 @@ func (s *Server) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("websocket connections still open at the deadline: %w", err))
 	}
 	if err := <-runnerDone; err != nil {
-		errs = append(errs, fmt.Errorf("running turns canceled at the deadline: %w", err))
+		errs = append(errs, err)
 	}
 	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
-	_ = s.locks.Close()
-	if c, ok := s.agent.(interface{ Close() error }); ok {
-		_ = c.Close()
-	}
-	if err := s.ledger.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close ledger: %w", err))
-	}
-	s.log.Info("gateway stopped")
 	return errors.Join(errs...)
+}
+
+// closeRunner closes the turn runner once (stopServing and the runner's own closer both
+// call it; the second call returns nil).
+func (s *Server) closeRunner(ctx context.Context) error {
+	if !s.runnerClosed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if err := s.runner.Close(ctx); err != nil {
+		return fmt.Errorf("running turns canceled at the deadline: %w", err)
+	}
+	return nil
 }
 
 // newAgent builds the configured agent backend.
