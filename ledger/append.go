@@ -115,7 +115,7 @@ func (s *Store) appendAlone(p *prepared) outcome {
 			return errNothingToCommit
 		}
 		out = res
-		return nil
+		return s.writeFault()
 	})
 	switch {
 	case errors.Is(err, errNothingToCommit):

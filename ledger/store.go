@@ -55,6 +55,14 @@ type Options struct {
 	// transaction that failed or in which every request was refused. Zero value: nothing
 	// is called.
 	OnCommit func(d time.Duration, appends int)
+	// WriteFault is a test-only knob that injects a storage failure where the ledger writes
+	// (see storage.go): when set, every write transaction that would commit appends calls
+	// it just before committing, and a non-nil error fails the transaction as a failed
+	// file write would (bbolt rolls it back: nothing of it is stored), and the storage
+	// probe of Ready calls it before writing. Tests return, for instance, an
+	// *os.PathError wrapping syscall.ENOSPC while a simulated disk is full. Zero value:
+	// no fault; production code never sets it.
+	WriteFault func() error
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -291,7 +299,7 @@ func (s *Store) commitBatch(batch []*pending) {
 		if accepted == 0 {
 			return errNothingToCommit
 		}
-		return nil
+		return s.writeFault()
 	})
 	if errors.Is(err, errNothingToCommit) {
 		err = nil

@@ -79,6 +79,7 @@ type serverOption func(*serverDeps)
 type serverDeps struct {
 	agent     agent.Agent
 	streaming func(*streaming.Config) // adjusts the WebSocket config before NewHandler; nil: none
+	ledger    func(*ledger.Options)    // adjusts the ledger's options before Open; nil: none
 }
 
 // withAgent makes the server use a instead of the configured backend.
@@ -109,7 +110,15 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		}
 		return s.streamStats()
 	})
-	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit}, logger)
+	deps := serverDeps{}
+	for _, o := range opts {
+		o(&deps)
+	}
+	lopts := ledger.Options{OnCommit: s.metrics.observeCommit}
+	if deps.ledger != nil {
+		deps.ledger(&lopts)
+	}
+	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), lopts, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
 	}
@@ -123,10 +132,6 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		s.locks = rl
 	} else {
 		s.locks = locking.NewLocal()
-	}
-	deps := serverDeps{}
-	for _, o := range opts {
-		o(&deps)
 	}
 	if deps.agent == nil {
 		ag, err := newAgent(cfg, logger)
