@@ -79,7 +79,7 @@ type serverOption func(*serverDeps)
 type serverDeps struct {
 	agent     agent.Agent
 	streaming func(*streaming.Config) // adjusts the WebSocket config before NewHandler; nil: none
-	ledger    func(*ledger.Options)    // adjusts the ledger's options before Open; nil: none
+	ledger    func(*ledger.Options)   // adjusts the ledger's options before Open; nil: none
 }
 
 // withAgent makes the server use a instead of the configured backend.
