@@ -115,14 +115,15 @@ func (s *Store) appendAlone(p *prepared) outcome {
 			return errNothingToCommit
 		}
 		out = res
-		return s.writeFault()
+		return s.writeFault("commit")
 	})
 	switch {
 	case errors.Is(err, errNothingToCommit):
 	case err != nil:
 		s.heads.clear()
-		out = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
+		out = outcome{err: s.commitFailed(err)}
 	default:
+		s.committed()
 		s.remember(p, out)
 		d := time.Since(start)
 		s.commits.Add(1)

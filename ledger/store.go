@@ -55,14 +55,16 @@ type Options struct {
 	// transaction that failed or in which every request was refused. Zero value: nothing
 	// is called.
 	OnCommit func(d time.Duration, appends int)
-	// WriteFault is a test-only knob that injects a storage failure where the ledger writes
-	// (see storage.go): when set, every write transaction that would commit appends calls
-	// it just before committing, and a non-nil error fails the transaction as a failed
-	// file write would (bbolt rolls it back: nothing of it is stored), and the storage
-	// probe of Ready calls it before writing. Tests return, for instance, an
-	// *os.PathError wrapping syscall.ENOSPC while a simulated disk is full. Zero value:
-	// no fault; production code never sets it.
-	WriteFault func() error
+	// WriteFault is a test-only knob that injects a storage failure where the ledger
+	// writes (see storage.go): when set, every write transaction that would commit
+	// appends calls it with op "commit" just before committing, and the storage probe
+	// (Ready) calls it with op "probe" before writing its file. A non-nil error fails that
+	// write as the file system's error would: a transaction is rolled back (nothing of it
+	// is stored) and the error is classified by its error number. Tests return, for
+	// instance, an *os.PathError wrapping syscall.ENOSPC while a simulated disk is full.
+	// It runs on the writing goroutine and must not call the Store. Zero value: no fault;
+	// production code never sets it.
+	WriteFault func(op string) error
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -100,6 +102,8 @@ type Store struct {
 
 	commits, requests, appends, rejected atomic.Uint64
 	commitNanos                          atomic.Int64
+
+	health storageHealth // whether the storage takes writes (storage.go)
 
 	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
 	guessHits, guessMisses atomic.Uint64
@@ -299,7 +303,7 @@ func (s *Store) commitBatch(batch []*pending) {
 		if accepted == 0 {
 			return errNothingToCommit
 		}
-		return s.writeFault()
+		return s.writeFault("commit")
 	})
 	if errors.Is(err, errNothingToCommit) {
 		err = nil
@@ -325,10 +329,15 @@ func (s *Store) commitBatch(batch []*pending) {
 			s.opts.OnCommit(d, entries)
 		}
 	}
+	if err != nil {
+		err = s.commitFailed(err)
+	} else if accepted > 0 {
+		s.committed()
+	}
 	for i, p := range batch {
 		r := results[i]
 		if err != nil && r.err == nil {
-			r = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
+			r = outcome{err: err}
 		}
 		s.count(p.req, r.err)
 		p.done <- r
@@ -339,13 +348,16 @@ func (s *Store) commitBatch(batch []*pending) {
 // costs no fsync.
 var errNothingToCommit = errors.New("ledger: nothing to commit")
 
+// errTxPanicked is the error of a write transaction that panicked (see safeUpdate).
+var errTxPanicked = errors.New("ledger: internal error: transaction panicked")
+
 // safeUpdate runs db.Update, turning a panic in fn into an error (bbolt has rolled the
 // transaction back by then) so that the committer survives it.
 func (s *Store) safeUpdate(fn func(*bolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("ledger transaction panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("ledger: internal error: transaction panicked: %v", r)
+			err = fmt.Errorf("%w: %v", errTxPanicked, r)
 		}
 	}()
 	return s.db.Update(fn)

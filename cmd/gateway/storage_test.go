@@ -23,8 +23,8 @@ type storageFault struct{ err atomic.Pointer[error] }
 func (f *storageFault) set(err error) { f.err.Store(&err) }
 func (f *storageFault) clear()        { f.err.Store(nil) }
 
-// writeFault is the ledger.Options.WriteFault hook.
-func (f *storageFault) writeFault() error {
+// writeFault is the ledger.Options.WriteFault hook: every write fails alike.
+func (f *storageFault) writeFault(string) error {
 	if p := f.err.Load(); p != nil {
 		return *p
 	}
