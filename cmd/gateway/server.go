@@ -234,6 +234,10 @@ func (s *Server) routes() http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
+		var se *ledger.StorageError
+		if errors.As(s.ledger.Ready(ctx), &se) {
+			return c.String(http.StatusServiceUnavailable, "ledger storage "+string(se.Cause)+": turns fail until it takes writes again\n")
+		}
 		if err := s.locks.Ping(ctx); err != nil {
 			return c.String(http.StatusServiceUnavailable, "lease service unavailable: turns fail closed until it is back\n")
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -41,23 +43,37 @@ type storageRPCError struct {
 	Code     int
 	Message  string
 	Reason   string
+	Domain   string
 	Metadata map[string]string
 }
 
-// sendStorage sends text to contextID (v0.3 message/send, blocking) and returns the
-// JSON-RPC error, or nil when the turn was accepted.
-func sendStorage(t *testing.T, c *http.Client, url, contextID, messageID, text string) *storageRPCError {
+// sendStorage sends text to contextID (blocking; v1 SendMessage or v0.3 message/send)
+// and returns the JSON-RPC error with its ErrorInfo, or nil when the turn was accepted.
+func sendStorage(t *testing.T, c *http.Client, url string, v1 bool, contextID, messageID, text string) *storageRPCError {
 	t.Helper()
-	r := postRPC(t, c, url, false, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":%q,"contextId":%q,"parts":[{"kind":"text","text":%q}]}}}`, messageID, contextID, text))
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":%q,"contextId":%q,"parts":[{"kind":"text","text":%q}]}}}`, messageID, contextID, text)
+	if v1 {
+		body = fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":%q,"contextId":%q,"parts":[{"text":%q}]}}}`, messageID, contextID, text)
+	}
+	r := postRPC(t, c, url, v1, body)
 	if r.Error == nil {
 		return nil
 	}
-	var data struct {
+	type errorInfo struct {
 		Reason   string            `json:"reason"`
+		Domain   string            `json:"domain"`
 		Metadata map[string]string `json:"metadata"`
 	}
-	_ = json.Unmarshal(r.Error.Data, &data)
-	return &storageRPCError{Code: r.Error.Code, Message: r.Error.Message, Reason: data.Reason, Metadata: data.Metadata}
+	var info errorInfo
+	if v1 { // an array of details, the ErrorInfo first
+		var details []errorInfo
+		if json.Unmarshal(r.Error.Data, &details) == nil && len(details) > 0 {
+			info = details[0]
+		}
+	} else {
+		_ = json.Unmarshal(r.Error.Data, &info)
+	}
+	return &storageRPCError{Code: r.Error.Code, Message: r.Error.Message, Reason: info.Reason, Domain: info.Domain, Metadata: info.Metadata}
 }
 
 // readyz returns /readyz's status and body.
@@ -85,17 +101,19 @@ func TestStorageFullNamesTheCause(t *testing.T) {
 	cfg := testConfig(t)
 	s := startServer(t, cfg, withStorageFault(fault))
 	c := newHTTPClient(t)
-	if e := sendStorage(t, c, s.URL(), "disk", "m-before", "before"); e != nil {
+	if e := sendStorage(t, c, s.URL(), false, "disk", "m-before", "before"); e != nil {
 		t.Fatalf("send before the fault = %+v, want ok", e)
 	}
 
 	fault.set(&os.PathError{Op: "write", Path: filepath.Join(cfg.DataDir, "ledger.db"), Err: syscall.ENOSPC})
-	got := sendStorage(t, c, s.URL(), "disk", "m-refused", "while full")
-	want := &storageRPCError{Code: -32000, Reason: "STORAGE_UNAVAILABLE",
+	want := &storageRPCError{Code: -32000, Reason: "STORAGE_UNAVAILABLE", Domain: "a2a-gateway",
 		Message:  "the gateway's storage is full; nothing of this request was stored; retry later",
 		Metadata: map[string]string{"cause": "full"}}
-	if got == nil || got.Code != want.Code || got.Reason != want.Reason || got.Message != want.Message || got.Metadata["cause"] != "full" {
-		t.Errorf("send while the disk is full = %+v, want %+v", got, want)
+	for _, v1 := range []bool{false, true} {
+		got := sendStorage(t, c, s.URL(), v1, "disk", "m-refused", "while full")
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("send (v1 %v) while the disk is full (-want +got):\n%s", v1, diff)
+		}
 	}
 	if code, body := readyz(t, c, s.URL()); code != http.StatusServiceUnavailable || !strings.Contains(body, "full") {
 		t.Errorf("/readyz while the disk is full = %d %q, want 503 naming the cause (full)", code, body)
@@ -111,7 +129,7 @@ func TestStorageFullNamesTheCause(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("/readyz after space came back = %d %q, want 200", code, body)
 	}
-	if e := sendStorage(t, c, s.URL(), "disk", "m-after", "after"); e != nil {
+	if e := sendStorage(t, c, s.URL(), true, "disk", "m-after", "after"); e != nil {
 		t.Fatalf("send after space came back = %+v, want ok", e)
 	}
 
