@@ -54,8 +54,11 @@ type AppendResult struct {
 // req.Epoch is stale; a [*ChainError] if the conversation's stored metadata is corrupt;
 // [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued (group
 // commit) or before its transaction began (NoGroupCommit). From then on Append waits for the commit even if ctx is canceled, so that a caller never believes a
-// committed append failed. Any other error is an I/O or internal failure of the commit:
-// the append was not acknowledged and nothing of it is visible (if the failure hit bbolt's
+// committed append failed. A [*StorageError] (it wraps [ErrStorage]) when the file system
+// refused the commit, naming the cause (full, not writable, failing); the Store then
+// reports it in [Store.Ready] until it can commit again. Any other error is an I/O or
+// internal failure of the commit. In both cases the append was not acknowledged and
+// nothing of it is visible (if the failure hit bbolt's
 // final metadata fsync, the entries may still reappear after a restart, complete and
 // correctly chained).
 func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
