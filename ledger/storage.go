@@ -150,18 +150,30 @@ func (s *Store) Ready(ctx context.Context) error {
 		return failed
 	}
 	h.lastProbe = now
+	var next *StorageError // what the probe found: nil, the storage takes writes
 	if err := s.probe(); err != nil {
-		if cause, ok := storageCause(err); ok {
-			failed = &StorageError{Op: "probe", Cause: cause, Err: err}
-			h.failed.Store(failed)
+		cause, ok := storageCause(err)
+		if !ok {
+			return failed // the probe says nothing about the storage
 		}
-		return failed
+		next = &StorageError{Op: "probe", Cause: cause, Err: err}
 	}
-	if h.failed.CompareAndSwap(failed, nil) {
+	if !h.failed.CompareAndSwap(failed, next) {
+		return h.err() // a commit decided meanwhile; it knows better
+	}
+	if next == nil {
 		s.logger.Info("ledger storage takes writes again (probe)")
 		return nil
 	}
-	return s.health.failed.Load() // a commit decided meanwhile; it knows better
+	return next
+}
+
+// err returns the recorded failure, or nil (never a nil *StorageError in an error).
+func (h *storageHealth) err() error {
+	if f := h.failed.Load(); f != nil {
+		return f
+	}
+	return nil
 }
 
 // probe writes one page to a new file next to the ledger file, fsyncs it and removes it:

@@ -210,3 +210,49 @@ func TestReadyCanceled(t *testing.T) {
 		t.Errorf("Ready(canceled) = %v after %d probes, want context.Canceled and none", err, faults.probes.Load())
 	}
 }
+
+// TestReadyConcurrent: Ready from many goroutines while appends fail and succeed (run
+// with -race); at the end, with the storage writable and a commit done, Ready is nil.
+func TestReadyConcurrent(t *testing.T) {
+	t.Parallel()
+	faults := &faultSwitch{}
+	s := mustOpen(t, Options{NoSync: true, Now: fakeClock(), WriteFault: faults.hook})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if err := s.Ready(ctx); err != nil && !errors.Is(err, ErrStorage) {
+					t.Errorf("Ready() = %v, want nil or ErrStorage", err)
+				}
+			}
+		})
+	}
+	for i := range 40 {
+		if i%2 == 0 {
+			faults.set("commit", pathErr("f", syscall.ENOSPC))
+		} else {
+			faults.set("commit", nil)
+		}
+		_, err := s.Append(ctx, AppendRequest{Owner: "peer", ContextID: "c", Entries: []Entry{userMsg(fmt.Sprint(i))}})
+		if (err != nil) != (i%2 == 0) {
+			t.Errorf("Append #%d error = %v", i, err)
+		}
+	}
+	wg.Wait()
+	if err := s.Ready(ctx); err != nil {
+		t.Errorf("Ready() after a commit succeeded = %v, want nil", err)
+	}
+	if n := countStored(t, s); n != 20 {
+		t.Errorf("entries stored = %d, want 20 (the appends that committed)", n)
+	}
+}
+
+func countStored(t *testing.T, s *Store) int {
+	t.Helper()
+	entries, err := s.Range(t.Context(), "peer", "c", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
