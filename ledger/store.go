@@ -310,12 +310,14 @@ func (s *Store) commitBatch(batch []*pending) {
 	}
 	if err != nil {
 		s.heads.clear() // rolled back: the heads computed in the transaction never were
+		err = s.commitFailed(err)
 	} else {
 		for i, p := range batch {
 			s.remember(p.req, results[i])
 		}
 	}
 	if err == nil && accepted > 0 {
+		s.committed()
 		d := time.Since(start)
 		s.commits.Add(1)
 		s.commitNanos.Add(int64(d))
@@ -328,11 +330,6 @@ func (s *Store) commitBatch(batch []*pending) {
 			}
 			s.opts.OnCommit(d, entries)
 		}
-	}
-	if err != nil {
-		err = s.commitFailed(err)
-	} else if accepted > 0 {
-		s.committed()
 	}
 	for i, p := range batch {
 		r := results[i]
