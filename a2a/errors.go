@@ -33,6 +33,11 @@ var (
 	// ErrLockUnavailable: the lease service is unreachable; turns fail closed
 	// (-32603, LOCK_UNAVAILABLE).
 	ErrLockUnavailable = fmt.Errorf("lock service unavailable: %w", ErrInternal)
+	// ErrStorageUnavailable: the gateway's storage cannot take writes (full, not
+	// writable, failing), so nothing of the request was stored; a retry later may pass.
+	// It is an [ErrUnavailable] with reason STORAGE_UNAVAILABLE (-32000), as the gateway
+	// is not ready (/readyz 503) meanwhile.
+	ErrStorageUnavailable = fmt.Errorf("storage unavailable: %w", ErrUnavailable)
 )
 
 // Error is a protocol error with detail for the caller: a message that replaces the

@@ -611,6 +611,7 @@ func TestJSONRPCProtocolErrors(t *testing.T) {
 		{ErrUnavailable, -32000, "UNAVAILABLE", "service unavailable; retry later"},
 		{ErrRateLimited, -32000, "RATE_LIMITED", "rate limit exceeded; retry later"},
 		{ErrLockUnavailable, -32603, "LOCK_UNAVAILABLE", "lock service unavailable; retry later"},
+		{ErrStorageUnavailable, -32000, "STORAGE_UNAVAILABLE", "the gateway's storage cannot take writes; retry later"},
 		{InvalidParams("message.parts", "bad"), -32602, "INVALID_PARAMS", "message.parts: bad"},
 	}
 	for _, tc := range tests {

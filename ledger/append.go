@@ -49,15 +49,18 @@ type AppendResult struct {
 // The returned entries equal what reads return.
 //
 // Errors, after which nothing of req was appended: [ErrInvalid] (wrapped, naming the field;
-// for a bad contextId it also wraps contextid.ErrInvalid) when req fails
-// validation, including a taskId that belongs to another conversation; [ErrFenced] when
-// req.Epoch is stale; a [*ChainError] if the conversation's stored metadata is corrupt;
-// [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued (group
-// commit) or before its transaction began (NoGroupCommit). From then on Append waits for the commit even if ctx is canceled, so that a caller never believes a
-// committed append failed. Any other error is an I/O or internal failure of the commit:
-// the append was not acknowledged and nothing of it is visible (if the failure hit bbolt's
-// final metadata fsync, the entries may still reappear after a restart, complete and
-// correctly chained).
+// for a bad contextId it also wraps contextid.ErrInvalid) when req fails validation,
+// including a taskId that belongs to another conversation; [ErrFenced] when req.Epoch is
+// stale; a [*ChainError] if the conversation's stored metadata is corrupt; [ErrClosed]
+// after Close; ctx.Err() when ctx is done before the request was queued (group commit) or
+// before its transaction began (NoGroupCommit). From then on Append waits for the commit
+// even if ctx is canceled, so that a caller never believes a committed append failed. A
+// [*StorageError] (it wraps [ErrStorage]) when the file system refused the commit, naming
+// the cause (full, not writable, failing); the Store then reports it in [Store.Ready]
+// until it can commit again. Any other error is an I/O or internal failure of the commit.
+// In both cases the append was not acknowledged and nothing of it is visible (if the
+// failure hit bbolt's final metadata fsync, the entries may still reappear after a
+// restart, complete and correctly chained).
 func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		s.rejected.Add(1)
@@ -115,14 +118,15 @@ func (s *Store) appendAlone(p *prepared) outcome {
 			return errNothingToCommit
 		}
 		out = res
-		return nil
+		return s.writeFault("commit")
 	})
 	switch {
 	case errors.Is(err, errNothingToCommit):
 	case err != nil:
 		s.heads.clear()
-		out = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
+		out = outcome{err: s.commitFailed(err)}
 	default:
+		s.committed()
 		s.remember(p, out)
 		d := time.Since(start)
 		s.commits.Add(1)

@@ -54,6 +54,12 @@
 // queued it waits for the commit even if its context is canceled, so a caller never
 // believes a committed write failed.
 //
+// A commit that the file system refuses (full, read-only, failing) fails with a
+// [*StorageError] that names the cause, classified from the error number; [Store.Ready]
+// reports it until a commit succeeds again or its probe of the storage passes (see
+// storage.go). bbolt formats the errors of growing its file as text, losing the error
+// number; for such a failure a probe of the storage decides whether it is a storage error.
+//
 // The hash covers encoding/json's encoding of [Entry] in its field order. Long text and
 // bytes of a part move to the artifact store before hashing, so the chain covers their
 // sha256 reference rather than the content itself (content addressing covers the rest).

@@ -55,6 +55,16 @@ type Options struct {
 	// transaction that failed or in which every request was refused. Zero value: nothing
 	// is called.
 	OnCommit func(d time.Duration, appends int)
+	// WriteFault is a test-only knob that injects a storage failure where the ledger
+	// writes (see storage.go): when set, every write transaction that would commit
+	// appends calls it with op "commit" just before committing, and the storage probe
+	// (Ready) calls it with op "probe" before writing its file. A non-nil error fails that
+	// write as the file system's error would: a transaction is rolled back (nothing of it
+	// is stored) and the error is classified by its error number. Tests return, for
+	// instance, an *os.PathError wrapping syscall.ENOSPC while a simulated disk is full.
+	// It runs on the writing goroutine and must not call the Store. Zero value: no fault;
+	// production code never sets it.
+	WriteFault func(op string) error
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -92,6 +102,8 @@ type Store struct {
 
 	commits, requests, appends, rejected atomic.Uint64
 	commitNanos                          atomic.Int64
+
+	health storageHealth // whether the storage takes writes (storage.go)
 
 	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
 	guessHits, guessMisses atomic.Uint64
@@ -291,19 +303,21 @@ func (s *Store) commitBatch(batch []*pending) {
 		if accepted == 0 {
 			return errNothingToCommit
 		}
-		return nil
+		return s.writeFault("commit")
 	})
 	if errors.Is(err, errNothingToCommit) {
 		err = nil
 	}
 	if err != nil {
 		s.heads.clear() // rolled back: the heads computed in the transaction never were
+		err = s.commitFailed(err)
 	} else {
 		for i, p := range batch {
 			s.remember(p.req, results[i])
 		}
 	}
 	if err == nil && accepted > 0 {
+		s.committed()
 		d := time.Since(start)
 		s.commits.Add(1)
 		s.commitNanos.Add(int64(d))
@@ -320,7 +334,7 @@ func (s *Store) commitBatch(batch []*pending) {
 	for i, p := range batch {
 		r := results[i]
 		if err != nil && r.err == nil {
-			r = outcome{err: fmt.Errorf("ledger: commit: %w", err)}
+			r = outcome{err: err}
 		}
 		s.count(p.req, r.err)
 		p.done <- r
@@ -331,13 +345,16 @@ func (s *Store) commitBatch(batch []*pending) {
 // costs no fsync.
 var errNothingToCommit = errors.New("ledger: nothing to commit")
 
+// errTxPanicked is the error of a write transaction that panicked (see safeUpdate).
+var errTxPanicked = errors.New("ledger: internal error: transaction panicked")
+
 // safeUpdate runs db.Update, turning a panic in fn into an error (bbolt has rolled the
 // transaction back by then) so that the committer survives it.
 func (s *Store) safeUpdate(fn func(*bolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("ledger transaction panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("ledger: internal error: transaction panicked: %v", r)
+			err = fmt.Errorf("%w: %v", errTxPanicked, r)
 		}
 	}()
 	return s.db.Update(fn)

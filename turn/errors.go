@@ -145,6 +145,7 @@ func refusalError(err error) error {
 		be *busyError
 		nf *taskNotFoundError
 		rl *rateLimitError
+		se *ledger.StorageError
 	)
 	switch {
 	case errors.As(err, &nf):
@@ -170,6 +171,10 @@ func refusalError(err error) error {
 		return a2a.Errorf(a2a.ErrUnavailable, "the gateway is shutting down; retry on another instance or later")
 	case errors.Is(err, locking.ErrUnavailable):
 		return a2a.Errorf(a2a.ErrLockUnavailable, "the lock service is unavailable; retry later")
+	case errors.As(err, &se):
+		// The ledger stores nothing of a write its storage refused (ledger.Append).
+		return &a2a.Error{Err: a2a.ErrStorageUnavailable, Metadata: map[string]string{"cause": string(se.Cause)},
+			Message: fmt.Sprintf("the gateway's storage is %s; nothing of this request was stored; retry later", se.Cause)}
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,6 +87,12 @@ func TestProtocolError(t *testing.T) {
 			wireError{-32000, "the gateway is shutting down; retry on another instance or later", "", nil}},
 		{"lock service down", fmt.Errorf("%w: dial tcp: refused", locking.ErrUnavailable), a2a.ErrLockUnavailable,
 			wireError{-32603, "the lock service is unavailable; retry later", "", nil}},
+		{"storage full", fmt.Errorf("append inbound message: %w", &ledger.StorageError{Op: "commit", Cause: ledger.CauseFull, Err: syscall.ENOSPC}), a2a.ErrStorageUnavailable,
+			wireError{-32000, "the gateway's storage is full; nothing of this request was stored; retry later", "", map[string]string{"cause": "full"}}},
+		{"storage read-only", &ledger.StorageError{Op: "commit", Cause: ledger.CauseNotWritable, Err: syscall.EROFS}, a2a.ErrUnavailable,
+			wireError{-32000, "the gateway's storage is not writable; nothing of this request was stored; retry later", "", map[string]string{"cause": "not writable"}}},
+		{"storage failing", &ledger.StorageError{Op: "commit", Cause: ledger.CauseFailing, Err: syscall.EIO}, a2a.ErrStorageUnavailable,
+			wireError{-32000, "the gateway's storage is failing (I/O error); nothing of this request was stored; retry later", "", map[string]string{"cause": "failing (I/O error)"}}},
 		{"a2a error", passThrough, a2a.ErrTaskNotCancelable,
 			wireError{-32002, `task "t1" is already completed`, "", nil}},
 	}

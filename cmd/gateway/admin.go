@@ -20,6 +20,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/ledger"
 )
 
 // adminPrefix is where the operator API lives.
@@ -264,6 +265,7 @@ const (
 	codeTooLarge         = "too_large"
 	codeUnsupportedMedia = "unsupported_media_type"
 	codeInternal         = "internal"
+	codeStorage          = "storage_unavailable"
 )
 
 // requestError is a request the admin API refuses before the service sees it.
@@ -289,12 +291,14 @@ type adminErrorBody struct {
 
 // adminAnswer is the one table from an error to the admin API's status and body: 404
 // not found, 409 ambiguous (with the owners), 400 invalid (with the fields), 413 and 415
-// for the body, 500 "internal error" for anything else.
+// for the body, 503 when the ledger's storage refuses writes (full, not writable), 500
+// "internal error" for anything else.
 func adminAnswer(err error) (int, adminErrorBody) {
 	var (
 		nf  *conversations.NotFoundError
 		amb *conversations.AmbiguousError
 		re  *requestError
+		se  *ledger.StorageError
 	)
 	switch {
 	case errors.As(err, &nf):
@@ -306,6 +310,9 @@ func adminAnswer(err error) (int, adminErrorBody) {
 		return http.StatusBadRequest, adminErrorBody{Error: err.Error(), Code: codeInvalid, Fields: conversations.FieldErrors(err)}
 	case errors.As(err, &re):
 		return re.status, adminErrorBody{Error: re.msg, Code: re.code}
+	case errors.As(err, &se):
+		return http.StatusServiceUnavailable, adminErrorBody{Code: codeStorage,
+			Error: fmt.Sprintf("the gateway's storage is %s; nothing was recorded; retry later", se.Cause)}
 	}
 	return http.StatusInternalServerError, adminErrorBody{Error: "internal error", Code: codeInternal}
 }

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/ledger"
 )
 
 // pollCondition waits until cond holds, checking every few milliseconds, and fails the
@@ -156,6 +158,7 @@ func TestAdminAnswer(t *testing.T) {
 		{errors.Join(&conversations.FieldError{Field: "a"}, &conversations.FieldError{Field: "b"}), 400, codeInvalid},
 		{&requestError{http.StatusRequestEntityTooLarge, codeTooLarge, "too big"}, 413, codeTooLarge},
 		{&requestError{http.StatusUnsupportedMediaType, codeUnsupportedMedia, "json"}, 415, codeUnsupportedMedia},
+		{fmt.Errorf("record: %w", &ledger.StorageError{Op: "commit", Cause: ledger.CauseFull, Err: syscall.ENOSPC}), 503, codeStorage},
 		{errors.New("disk on fire"), 500, codeInternal},
 	}
 	for _, tt := range tests {

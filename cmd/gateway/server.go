@@ -84,6 +84,7 @@ type serverOption func(*serverDeps)
 type serverDeps struct {
 	agent     agent.Agent
 	streaming func(*streaming.Config) // adjusts the WebSocket config before NewHandler; nil: none
+	ledger    func(*ledger.Options)   // adjusts the ledger's options before Open; nil: none
 }
 
 // withAgent makes the server use a instead of the configured backend.
@@ -127,7 +128,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 			err = errors.Join(err, cerr)
 		}
 	}()
-	if err := s.openStorage(ctx); err != nil {
+	if err := s.openStorage(ctx, deps); err != nil {
 		return nil, err
 	}
 	if err := s.openAgent(deps); err != nil {
@@ -159,11 +160,15 @@ func newServer(cfg Config, logger *slog.Logger, policy projection.Policy) *Serve
 
 // openStorage opens the ledger and the lease service (Redis when configured, else
 // in-process) and registers them for closing.
-func (s *Server) openStorage(ctx context.Context) error {
+func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	led, err := ledger.Open(filepath.Join(s.cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit}, s.log)
+	lopts := ledger.Options{OnCommit: s.metrics.observeCommit}
+	if deps.ledger != nil {
+		deps.ledger(&lopts)
+	}
+	led, err := ledger.Open(filepath.Join(s.cfg.DataDir, "ledger.db"), lopts, s.log)
 	if err != nil {
 		return fmt.Errorf("open ledger in %s: %w", s.cfg.DataDir, err)
 	}
@@ -323,6 +328,10 @@ func (s *Server) routes() http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
+		var se *ledger.StorageError
+		if errors.As(s.ledger.Ready(ctx), &se) {
+			return c.String(http.StatusServiceUnavailable, "ledger storage "+string(se.Cause)+": turns fail until it takes writes again\n")
+		}
 		if err := s.locks.Ping(ctx); err != nil {
 			return c.String(http.StatusServiceUnavailable, "lease service unavailable: turns fail closed until it is back\n")
 		}
