@@ -63,6 +63,10 @@ type Runner struct {
 
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
+	// handovers holds, by context key, the turns that gave their lease up on ending
+	// (turnRun.handOver) and have not yet published their end and left: the next turn of
+	// that context waits for the channel to close (awaitHandover).
+	handovers map[string]chan struct{}
 
 	feeds feeds // live events by context
 
@@ -98,6 +102,7 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
 		live:       map[string]*liveTask{},
+		handovers:  map[string]chan struct{}{},
 		audits:     make(chan auditItem, auditQueue),
 		auditsDone: make(chan struct{}),
 		obs:        cfg.Observe,
@@ -337,6 +342,9 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 		})
 	}
 	undo = append(undo, func() { r.releaseLease(ctx, lease) })
+	if err := r.awaitHandover(ctx, in.key); err != nil {
+		return nil, err
+	}
 	user := userEntry(in)
 	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), started: in.started, key: in.key,
 		chunks: chunks{wake: make(chan struct{}, 1)}}
@@ -594,6 +602,25 @@ func (r *Runner) auditRejected(ctx context.Context, peer string, m *a2a.Message,
 	r.audit(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
 }
 
+// awaitHandover waits until the turn of the context key that gave its lease up on ending
+// (turnRun.handOver) has published its end and left, so that the next turn's events
+// follow it on the context's feed in seq order. The wait is short: what that turn still
+// does is in memory. It returns ctx's error when ctx ends first.
+func (r *Runner) awaitHandover(ctx context.Context, key string) error {
+	r.mu.Lock()
+	done := r.handovers[key]
+	r.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // releaseLease releases l. It runs without ctx's cancellation (a lease is released even
 // after the caller has gone), bounded by FinalizeTimeout; a failure is logged, as the
 // lease expires by itself.
@@ -619,6 +646,10 @@ type turnRun struct {
 	key     string    // the context's key
 	feed    *feed     // the context's live feed, held while the turn runs
 
+	stopWatch  func()        // ends watchLease; idempotent
+	leaseGone  bool          // the lease was released (handOver or release)
+	handedOver chan struct{} // set by handOver: closed by release when the turn has left
+
 	chunks     chunks
 	chunkErr   error // set by the chunk writer before it exits
 	chunksMade int   // REPLY_CHUNK entries stored
@@ -642,7 +673,8 @@ func (tr *turnRun) run(ctx context.Context) {
 			tr.finish(ctx, fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
 	}()
-	defer tr.watchLease()()
+	tr.stopWatch = sync.OnceFunc(tr.watchLease())
+	defer tr.stopWatch()
 	emit := func(c string) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
@@ -667,12 +699,42 @@ func (tr *turnRun) run(ctx context.Context) {
 // the live tasks) and tells those waiting for the turn that it ended.
 func (tr *turnRun) release(ctx context.Context) {
 	r := tr.r
-	r.releaseLease(ctx, tr.lease)
+	if !tr.leaseGone {
+		tr.leaseGone = true
+		r.releaseLease(ctx, tr.lease)
+	}
 	r.feeds.unhold(tr.key, tr.feed)
 	r.mu.Lock()
 	delete(r.live, tr.lt.id)
+	if tr.handedOver != nil && r.handovers[tr.key] == tr.handedOver {
+		delete(r.handovers, tr.key)
+	}
 	r.mu.Unlock()
+	if tr.handedOver != nil {
+		close(tr.handedOver)
+	}
 	close(tr.lt.finished)
+}
+
+// handOver gives the context's lease up once the end of the turn is stored and before
+// anyone is told of it (the final status on the feed, a blocking send's answer): a client
+// that has seen the turn end can send the next turn at once, without a false
+// CONTEXT_BUSY. The agent has replied and the chunk writer has stopped, so two turns
+// never run at once; and the turn appends nothing more in its epoch. The next turn of the
+// context in this Runner waits (awaitHandover) until this one has published its end and
+// left (release), so the feed keeps seq order.
+func (tr *turnRun) handOver(ctx context.Context) {
+	if tr.leaseGone {
+		return
+	}
+	r := tr.r
+	tr.stopWatch() // a lease given up on purpose is not a lost one
+	tr.handedOver = make(chan struct{})
+	r.mu.Lock()
+	r.handovers[tr.key] = tr.handedOver
+	r.mu.Unlock()
+	tr.leaseGone = true
+	r.releaseLease(ctx, tr.lease)
 }
 
 // startWriter starts the goroutine that stores the reply's chunks (writeChunks). The
@@ -788,14 +850,17 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	defer cancel()
 	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
-		tr.recordFailure(fctx, err)
+		failed := tr.recordFailure(fctx, err)
 		tr.saveStored()
 		r.obs.TurnDone(string(a2a.StateFailed), time.Since(tr.started))
+		tr.handOver(fctx)
+		r.publish(fctx, tr.peer, lt.contextID, failed)
 		return
 	}
 	r.obs.TurnDone(string(state), time.Since(tr.started))
 	tr.keep(stored.Entries)
 	tr.saveStored()
+	tr.handOver(fctx) // before the final status is published: see handOver
 	r.publish(fctx, tr.peer, lt.contextID, stored.Entries)
 }
 
@@ -880,9 +945,10 @@ func (tr *turnRun) replyEntry(agentErr error, res agent.Result, reply string) le
 
 // recordFailure closes the task whose end could not be stored (err) without touching the
 // conversation: an audit-only FAILED status, so the task does not stay "working" and no
-// reply enters a newer turn. If even that fails, the task's streams end without a final
-// status (eventStream.ended).
-func (tr *turnRun) recordFailure(ctx context.Context, err error) {
+// reply enters a newer turn. It returns the stored status for the caller to publish. If
+// even that fails, it returns nil and the task's streams end without a final status
+// (eventStream.ended).
+func (tr *turnRun) recordFailure(ctx context.Context, err error) []ledger.Entry {
 	r, lt := tr.r, tr.lt
 	text := textNotSaved
 	if errors.Is(err, ledger.ErrFenced) {
@@ -898,10 +964,10 @@ func (tr *turnRun) recordFailure(ctx context.Context, err error) {
 	}}})
 	if err != nil {
 		r.log.ErrorContext(ctx, "recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", err)
-		return
+		return nil
 	}
 	tr.keep(failed.Entries)
-	r.publish(ctx, tr.peer, lt.contextID, failed.Entries)
+	return failed.Entries
 }
 
 // newTaskID returns a time-ordered (version 7) UUID: new tasks land at the right edge of
