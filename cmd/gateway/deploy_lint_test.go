@@ -143,7 +143,9 @@ func TestDeployLint_DockerfileDataDir(t *testing.T) {
 		if !s.has("VOLUME", func(a string) bool { return strings.Contains(a, "/data") }) {
 			t.Errorf("%s: no VOLUME /data", where)
 		}
-		if !s.has("USER", func(a string) bool { return regexp.MustCompile(`^` + nonrootIDs + `(:` + nonrootIDs + `)?$`).MatchString(a) }) {
+		if !s.has("USER", func(a string) bool {
+			return regexp.MustCompile(`^` + nonrootIDs + `(:` + nonrootIDs + `)?$`).MatchString(a)
+		}) {
 			t.Errorf("%s: does not run as the nonroot user (65532)", where)
 		}
 		if !dataOwnedByNonroot(s, stages) {
