@@ -77,9 +77,10 @@ func (s *dockerStage) runsGateway() bool {
 }
 
 var (
-	nonrootIDs  = `(?:65532|nonroot)`
-	chownDataRE = regexp.MustCompile(`\bchown\s+(?:-R\s+)?` + nonrootIDs + `:` + nonrootIDs + `\s+(\S+)`)
-	copyDataRE  = regexp.MustCompile(`^--from=(\S+)\s+--chown=` + nonrootIDs + `:` + nonrootIDs + `\s+(\S+)\s+/data/?$`)
+	nonrootIDs    = `(?:65532|nonroot)`
+	chownDataRE   = regexp.MustCompile(`\bchown\s+(?:-R\s+)?` + nonrootIDs + `:` + nonrootIDs + `\s+(\S+)`)
+	nonrootUserRE = regexp.MustCompile(`^` + nonrootIDs + `(?::` + nonrootIDs + `)?$`)
+	copyDataRE    = regexp.MustCompile(`^--from=(\S+)\s+--chown=` + nonrootIDs + `:` + nonrootIDs + `\s+(\S+)\s+/data/?$`)
 )
 
 // chowns reports whether stage s creates path and chowns it to the nonroot user.
@@ -143,9 +144,7 @@ func TestDeployLint_DockerfileDataDir(t *testing.T) {
 		if !s.has("VOLUME", func(a string) bool { return strings.Contains(a, "/data") }) {
 			t.Errorf("%s: no VOLUME /data", where)
 		}
-		if !s.has("USER", func(a string) bool {
-			return regexp.MustCompile(`^` + nonrootIDs + `(:` + nonrootIDs + `)?$`).MatchString(a)
-		}) {
+		if !s.has("USER", nonrootUserRE.MatchString) {
 			t.Errorf("%s: does not run as the nonroot user (65532)", where)
 		}
 		if !dataOwnedByNonroot(s, stages) {
