@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
@@ -89,4 +91,59 @@ func cmpFirst(first, err error) error {
 		return first
 	}
 	return err
+}
+
+// TestNextTurnAfterPolledEndIsNotBusy: a client that polls GetTask until the task is
+// terminal, then sends at once, is not refused either: the ledger shows the end as soon
+// as it is committed, before the lease is given up, so a send in that window waits for
+// the handover instead of being refused.
+func TestNextTurnAfterPolledEndIsNotBusy(t *testing.T) {
+	t.Parallel()
+	const rounds = 300
+	r, _ := newRunnerWith(t, Config{}, locking.NewLocal(), agent.Echo{})
+	ctx := t.Context()
+	busy, last := 0, ""
+	for i := range rounds {
+		res, err := r.SendMessage(ctx, &a2a.SendParams{
+			Message: a2a.Message{MessageID: fmt.Sprintf("poll-%d", i), ContextID: "polled", Role: a2a.RoleUser,
+				Parts: []a2a.Part{a2a.TextPart(fmt.Sprintf("poll %d", i))}},
+			Config: a2a.SendConfig{ReturnImmediately: true},
+		})
+		switch {
+		case errors.Is(err, a2a.ErrContextBusy):
+			if busy++; busy == 1 {
+				t.Logf("round %d: %v (after %s)", i, err, last)
+			}
+			waitIdle(t, r) // count the window once, not the rounds that would spin in it
+			continue
+		case err != nil:
+			t.Fatalf("round %d: send: %v", i, err)
+		}
+		last = res.Task.ID
+		for {
+			task, err := r.GetTask(ctx, &a2a.GetTaskParams{ID: res.Task.ID})
+			if err != nil {
+				t.Fatalf("round %d: GetTask: %v", i, err)
+			}
+			if task.Status.State.Terminal() {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	t.Logf("%d poll-then-send rounds on one context: %d CONTEXT_BUSY", rounds, busy)
+	if busy != 0 {
+		t.Fatalf("%d of %d rounds refused with CONTEXT_BUSY, want 0", busy, rounds)
+	}
+}
+
+// waitIdle polls until r runs no turn.
+func waitIdle(t *testing.T, r *Runner) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); r.Running() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("a turn still runs after 10s")
+		}
+		runtime.Gosched()
+	}
 }

@@ -27,7 +27,9 @@ type Config struct {
 	// without the turn's cancellation. 0: 10s.
 	FinalizeTimeout time.Duration
 	// BusyWait is how long a send to a busy context waits for the running task to end
-	// before it is refused with CONTEXT_BUSY. 0: refuse at once (the "reject" policy).
+	// before it is refused with CONTEXT_BUSY. 0: refuse at once (the "reject" policy),
+	// except while the running turn stores its end and gives the lease up: that short
+	// handover is waited for in either policy (see awaitEnding).
 	BusyWait time.Duration
 	// Policy is the projection policy (history limit, budgets, operator policy); the
 	// peer is filled in per turn. Its zero value gives the agent no history.
@@ -506,6 +508,9 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
 	t0 := time.Now()
 	lease, err := r.locks.Acquire(ctx, key, holder)
+	if errors.Is(err, locking.ErrHeld) && r.awaitEnding(ctx, key) {
+		lease, err = r.locks.Acquire(ctx, key, holder) // the ending turn gave the lease up
+	}
 	r.obs.LeaseAcquire(time.Since(t0), err)
 	if err == nil || r.cfg.BusyWait <= 0 || !errors.Is(err, locking.ErrHeld) {
 		return lease, err
@@ -621,6 +626,28 @@ func (r *Runner) awaitHandover(ctx context.Context, key string) error {
 	}
 }
 
+// awaitEnding waits, when the turn holding the context key is storing its end and giving
+// the lease up (beginHandover), until it has (bounded by FinalizeTimeout and ctx),
+// and reports whether it did. The ledger shows a turn's end from its commit on, so a
+// client that read it there (GetTask) and sends at once is admitted, not refused.
+func (r *Runner) awaitEnding(ctx context.Context, key string) bool {
+	r.mu.Lock()
+	done := r.handovers[key]
+	r.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	t := time.NewTimer(r.cfg.FinalizeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
 // releaseLease releases l. It runs without ctx's cancellation (a lease is released even
 // after the caller has gone), bounded by FinalizeTimeout; a failure is logged, as the
 // lease expires by itself.
@@ -727,14 +754,25 @@ func (tr *turnRun) handOver(ctx context.Context) {
 	if tr.leaseGone {
 		return
 	}
-	r := tr.r
+	tr.beginHandover()
 	tr.stopWatch() // a lease given up on purpose is not a lost one
-	tr.handedOver = make(chan struct{})
-	r.mu.Lock()
-	r.handovers[tr.key] = tr.handedOver
-	r.mu.Unlock()
 	tr.leaseGone = true
-	r.releaseLease(ctx, tr.lease)
+	tr.r.releaseLease(ctx, tr.lease)
+}
+
+// beginHandover marks the turn as ending, from just before its end is stored (the agent
+// has replied; a reader of the ledger sees the end from its commit on, before the lease
+// is given up): a send to the context that finds the lease still held waits for the
+// handover (awaitEnding) instead of being refused, and the next turn waits until this
+// one has left (awaitHandover). Idempotent.
+func (tr *turnRun) beginHandover() {
+	if tr.handedOver != nil {
+		return
+	}
+	tr.handedOver = make(chan struct{})
+	tr.r.mu.Lock()
+	tr.r.handovers[tr.key] = tr.handedOver
+	tr.r.mu.Unlock()
 }
 
 // startWriter starts the goroutine that stores the reply's chunks (writeChunks). The
@@ -848,6 +886,7 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	entries := tr.endEntries(agentErr, res, state, statusText)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
+	tr.beginHandover() // readers of the ledger see the end from its commit on: see handOver
 	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
 		failed := tr.recordFailure(fctx, err)
