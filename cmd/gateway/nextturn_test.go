@@ -38,11 +38,12 @@ func streamToEnd(ctx context.Context, c *a2a.Client, contextID, text string) err
 // TestNextTurnAfterStreamIsNotBusy is issue #15 item 1 over a real server: a client that
 // streams a turn (message/stream in v0.3, SendStreamingMessage in v1.0), reads it to the
 // final status and sends the next message at once (a blocking send) is never refused with
-// CONTEXT_BUSY; nor is the stream that follows the blocking send's answer. Before the
-// fix, 8 of 500 message/stream and 32 of 500 SendStreamingMessage follow-ups were.
+// CONTEXT_BUSY; nor is the stream that follows the blocking send's answer. The same over
+// the WebSocket (SendStreamingMessage, then SendMessage, on one socket). Before the fix,
+// 8 of 500 message/stream and 32 of 500 SendStreamingMessage follow-ups were.
 func TestNextTurnAfterStreamIsNotBusy(t *testing.T) {
 	t.Parallel()
-	const rounds = 250 // per dialect: 500 stream-then-send rounds, 1,000 turns
+	const rounds = 170 // per transport: 510 stream-then-send rounds, 1,020 turns
 	s := startServer(t, testConfig(t))
 	tests := []struct {
 		name    string
@@ -87,4 +88,38 @@ func TestNextTurnAfterStreamIsNotBusy(t *testing.T) {
 			}
 		})
 	}
+	t.Run("websocket SendStreamingMessage", func(t *testing.T) {
+		t.Parallel()
+		ws := wsDial(t, s, "")
+		busy := 0
+		for i := range rounds {
+			cid := "next-turn-ws"
+			wsWrite(t, ws, `{"jsonrpc":"2.0","id":"s%d","method":"SendStreamingMessage","params":{"message":{"role":"ROLE_USER","messageId":"ws-s%d","contextId":%q,"parts":[{"text":"stream %d"}]}}}`, i, i, cid, i)
+			f, err := wsReadFrame(ws)
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			if f.Error == nil {
+				// The first frame is the stream's first event; read on to its final status.
+				if _, err := wsCollect(ws, fmt.Sprintf(`"s%d"`, i), finalOf("")); err != nil {
+					t.Fatalf("round %d: stream: %v", i, err)
+				}
+				wsWrite(t, ws, `{"jsonrpc":"2.0","id":"b%d","method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"ws-b%d","contextId":%q,"parts":[{"text":"send %d"}]}}}`, i, i, cid, i)
+				if f, err = wsReadFrame(ws); err != nil {
+					t.Fatalf("round %d: blocking send: %v", i, err)
+				}
+			}
+			switch {
+			case f.Error != nil && f.Error.Code == -32004:
+				busy++
+				t.Logf("round %d: frame %s: %s", i, f.ID, f.Error.Message)
+			case f.Error != nil:
+				t.Fatalf("round %d: frame %s: error %d %s", i, f.ID, f.Error.Code, f.Error.Message)
+			}
+		}
+		t.Logf("websocket: %d stream-then-send rounds on one context: %d CONTEXT_BUSY", rounds, busy)
+		if busy != 0 {
+			t.Errorf("%d of %d rounds refused with CONTEXT_BUSY, want 0", busy, rounds)
+		}
+	})
 }
