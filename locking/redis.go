@@ -94,7 +94,8 @@ func (c RedisConfig) withDefaults() (RedisConfig, error) {
 }
 
 // Lua scripts: compare the stored value (holder NUL token) with ours, then act. Both
-// return 1 when the key was ours and 0 otherwise.
+// return 1 when the key was ours and 0 otherwise. Close's giveBack runs releaseScript
+// (EVALSHA); the batched commands send the source with EVAL, which Redis caches.
 var releaseScript = redis.NewScript(releaseSource)
 
 // renewSource is the compare-and-PEXPIRE script.
@@ -117,10 +118,9 @@ return 0`
 // renewal timer (time.AfterFunc, so a lease costs no goroutine while it waits) that fires
 // every CheckInterval; each firing runs one renewal attempt (sent in the shared pipeline
 // of the batcher, so the renewals of concurrent leases cost one round trip) and re-arms
-// the timer. [Lease.Lost] is closed when a
-// renewal finds the key gone or someone else's, when no renewal has succeeded for a
-// whole TTL (counted from the moment the last successful one was sent, so never after the
-// key can have expired), and on Close.
+// the timer. [Lease.Lost] is closed when a renewal finds the key gone or someone else's,
+// when no renewal has succeeded for a whole TTL (counted from the moment the last
+// successful one was sent, so never after the key can have expired), and on Close.
 //
 // [Lease.Release] stops the timer, cancels and waits for an attempt in flight, then
 // deletes the key if it still holds our token. It returns nil when it did, an error
