@@ -94,8 +94,8 @@ func (c RedisConfig) withDefaults() (RedisConfig, error) {
 }
 
 // Lua scripts: compare the stored value (holder NUL token) with ours, then act. Both
-// return 1 when the key was ours and 0 otherwise. Close's giveBack runs releaseScript
-// (EVALSHA); the batched commands send the source with EVAL, which Redis caches.
+// return 1 when the key was ours and 0 otherwise. deleteIfOurs runs releaseScript
+// (EVALSHA); the other callers send the source with EVAL, which Redis caches.
 var releaseScript = redis.NewScript(releaseSource)
 
 // renewSource is the compare-and-PEXPIRE script.
