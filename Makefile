@@ -22,11 +22,12 @@ test-unit:
 build:
 	$(GO) build -o $(BIN) ./cmd/gateway
 
-## lint: gofmt, go vet and the dependency-direction test
+## lint: gofmt, go vet, the dependency-direction test and the deploy/ checks
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 ./internal/depcheck/
+	GO=$(GO) ./scripts/lint-deploy.sh
 
 ## bench: gateway vs bare echo (concurrency 1 and 64, both dialects) and the ledger benchmarks
 bench: build

@@ -19,13 +19,16 @@ import (
 const (
 	// DefaultKeyPrefix is put in front of every leased key.
 	DefaultKeyPrefix = "gateway:lease:"
-	// DefaultTTL is the lease lifetime in Redis; leases are renewed every TTL/3.
+	// DefaultTTL is the lease lifetime in Redis.
 	DefaultTTL = 30 * time.Second
+	// DefaultCheckInterval is the longest a held lease goes without a renewal, which also
+	// checks that the key is still ours; it is TTL/3 for a shorter TTL.
+	DefaultCheckInterval = 500 * time.Millisecond
 	// DefaultOpTimeout bounds each Redis call.
 	DefaultOpTimeout = 2 * time.Second
 )
 
-// minTTL is the shortest lease TTL accepted: it is renewed every TTL/3.
+// minTTL is the shortest lease TTL accepted: it is renewed at least every TTL/3.
 const minTTL = 10 * time.Millisecond
 
 // maxWaitPoll bounds the polling interval of [Redis.Wait].
@@ -42,10 +45,17 @@ type RedisConfig struct {
 	DB int
 	// KeyPrefix is put in front of every leased key; "" means [DefaultKeyPrefix].
 	KeyPrefix string
-	// TTL is the lease lifetime in Redis, renewed every TTL/3 while the lease is held; a
-	// holder that stops renewing loses the key after at most TTL. 0 means [DefaultTTL];
-	// it must be at least 10ms.
+	// TTL is the lease lifetime in Redis, renewed every CheckInterval while the lease is
+	// held; a holder that stops renewing loses the key after at most TTL. 0 means
+	// [DefaultTTL]; it must be at least 10ms.
 	TTL time.Duration
+	// CheckInterval is how often a held lease is renewed. Each renewal is a
+	// compare-and-PEXPIRE, so it also checks that the key is still ours: a lease whose key
+	// is gone or someone else's (Redis restarted empty, a takeover) is lost, and its
+	// holder told through [Lease.Lost], within about CheckInterval plus one OpTimeout. A
+	// second holder can run meanwhile, so keep it short. 0 means the smaller of TTL/3 and
+	// [DefaultCheckInterval]; it must not exceed TTL/3.
+	CheckInterval time.Duration
 	// OpTimeout bounds every Redis call (and the dial); 0 means [DefaultOpTimeout].
 	OpTimeout time.Duration
 }
@@ -61,12 +71,18 @@ func (c RedisConfig) withDefaults() (RedisConfig, error) {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
 	}
+	if c.CheckInterval == 0 {
+		c.CheckInterval = max(min(c.TTL/3, DefaultCheckInterval), time.Millisecond)
+	}
 	var errs []error
 	if c.Addr == "" {
 		errs = append(errs, errors.New("redis addr is required"))
 	}
 	if c.TTL < minTTL {
 		errs = append(errs, fmt.Errorf("lease ttl %v is below %v", c.TTL, minTTL))
+	}
+	if c.CheckInterval < 0 || c.CheckInterval > c.TTL/3 {
+		errs = append(errs, fmt.Errorf("lease check interval %v is not within (0, ttl/3 = %v]", c.CheckInterval, c.TTL/3))
 	}
 	if c.OpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("redis op timeout %v is negative", c.OpTimeout))
@@ -78,14 +94,15 @@ func (c RedisConfig) withDefaults() (RedisConfig, error) {
 }
 
 // Lua scripts: compare the stored value (holder NUL token) with ours, then act. Both
-// return 1 when the key was ours and 0 otherwise.
-var (
-	renewScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then
+// return 1 when the key was ours and 0 otherwise. deleteIfOurs runs releaseScript
+// (EVALSHA); the other callers send the source with EVAL, which Redis caches.
+var releaseScript = redis.NewScript(releaseSource)
+
+// renewSource is the compare-and-PEXPIRE script.
+const renewSource = `if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
-return 0`)
-	releaseScript = redis.NewScript(releaseSource)
-)
+return 0`
 
 // releaseSource is the compare-and-DEL script.
 const releaseSource = `if redis.call("GET", KEYS[1]) == ARGV[1] then
@@ -98,11 +115,12 @@ return 0`
 // Its methods are safe for concurrent use.
 //
 // A key is stored as KeyPrefix+key with the value holder NUL token. Each lease has a
-// renewal timer (time.AfterFunc, so a lease costs no goroutine while it waits); each
-// firing runs one renewal attempt and re-arms the timer. [Lease.Lost] is closed when a
-// renewal finds the key gone or someone else's, when no renewal has succeeded for a
-// whole TTL (counted from the moment the last successful one was sent, so never after the
-// key can have expired), and on Close.
+// renewal timer (time.AfterFunc, so a lease costs no goroutine while it waits) that fires
+// every CheckInterval; each firing runs one renewal attempt (sent in the shared pipeline
+// of the batcher, so the renewals of concurrent leases cost one round trip) and re-arms
+// the timer. [Lease.Lost] is closed when a renewal finds the key gone or someone else's,
+// when no renewal has succeeded for a whole TTL (counted from the moment the last
+// successful one was sent, so never after the key can have expired), and on Close.
 //
 // [Lease.Release] stops the timer, cancels and waits for an attempt in flight, then
 // deletes the key if it still holds our token. It returns nil when it did, an error
@@ -241,7 +259,7 @@ func holderOf(value string) string {
 	return value
 }
 
-// Acquire takes key for holder with SET NX PX TTL and renews it every TTL/3 until
+// Acquire takes key for holder with SET NX PX TTL and renews it every CheckInterval until
 // [Lease.Release]; the caller must release every lease it gets. It returns a
 // [*HeldError] (unwrapping to [ErrHeld]) naming the current holder when the key is held
 // (Holder is "" if it could not be read), an error wrapping [ErrUnavailable] when Redis
@@ -316,7 +334,7 @@ func (r *Redis) newLease(key, holder, token, rkey, value string, sent time.Time)
 	}
 	r.leases[rl] = struct{}{}
 	rl.mu.Lock() // the first firing reads rl.timer under rl.mu
-	rl.timer = time.AfterFunc(time.Until(sent.Add(r.cfg.TTL/3)), func() { r.renewDue(rl) })
+	rl.timer = time.AfterFunc(time.Until(sent.Add(r.cfg.CheckInterval)), func() { r.renewDue(rl) })
 	rl.mu.Unlock()
 	r.mu.Unlock()
 	return rl.lease, nil
@@ -412,8 +430,8 @@ func (r *Redis) renewDue(l *redisLease) {
 // is due, and again=false when there is none: a reply of 0 (the key is gone or someone
 // else's) loses the lease at once, and so does reaching the TTL since the last
 // successful renewal was sent (the key may have expired); ctx canceled (Release, Close)
-// ends the renewals. After a success the next attempt is TTL/3 away; while Redis fails
-// it retries every TTL/10 (at most 1s).
+// ends the renewals. After a success the next attempt is CheckInterval away; while Redis
+// fails it retries every TTL/10 (at most 1s, and at most CheckInterval).
 func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, again bool) {
 	if r.renewHook != nil {
 		r.renewHook(ctx, l.lease.key)
@@ -434,8 +452,15 @@ func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, a
 		deadline = l.valid // a reply after valid could not save the lease
 	}
 	octx, cancel := context.WithDeadline(ctx, deadline)
-	n, err := renewScript.Run(octx, r.client, []string{l.rkey}, l.value, ttl.Milliseconds()).Int()
+	var cmd *redis.Cmd
+	err := r.batch.do(octx, func(ctx context.Context, p redis.Pipeliner) {
+		cmd = p.Eval(ctx, renewSource, []string{l.rkey}, l.value, ttl.Milliseconds()) // EVAL hits Redis's script cache
+	})
 	cancel()
+	var n int
+	if err == nil {
+		n, err = cmd.Int()
+	}
 	switch {
 	case err == nil && n == 1:
 		l.valid = now.Add(ttl)
@@ -443,7 +468,7 @@ func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, a
 			r.log.InfoContext(ctx, "lease renewal recovered", "lease_key", l.lease.key)
 			l.failing = false
 		}
-		return ttl / 3, true
+		return r.cfg.CheckInterval, true
 	case err == nil:
 		if l.markLost(ErrLost, false) {
 			r.log.WarnContext(ctx, "lease lost: key expired or taken over", "lease_key", l.lease.key)
@@ -459,7 +484,7 @@ func (r *Redis) renew(ctx context.Context, l *redisLease) (next time.Duration, a
 		} else {
 			r.log.DebugContext(ctx, "lease renewal failed again", "lease_key", l.lease.key, "err", err)
 		}
-		retry := min(max(ttl/10, time.Millisecond), time.Second)
+		retry := min(max(ttl/10, time.Millisecond), time.Second, r.cfg.CheckInterval)
 		return max(min(retry, time.Until(l.valid)), 0), true
 	}
 }

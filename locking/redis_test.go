@@ -21,13 +21,20 @@ func TestRedisConfig_withDefaults(t *testing.T) {
 		{
 			name: "zero fields take defaults",
 			in:   RedisConfig{Addr: "127.0.0.1:7000"},
-			want: RedisConfig{Addr: "127.0.0.1:7000", KeyPrefix: DefaultKeyPrefix, TTL: DefaultTTL, OpTimeout: DefaultOpTimeout},
+			want: RedisConfig{Addr: "127.0.0.1:7000", KeyPrefix: DefaultKeyPrefix, TTL: DefaultTTL, OpTimeout: DefaultOpTimeout, CheckInterval: DefaultCheckInterval},
 		},
 		{
 			name: "set fields are kept",
 			in:   RedisConfig{Addr: "r:1", Password: "pw", DB: 2, KeyPrefix: "p:", TTL: time.Second, OpTimeout: time.Millisecond},
-			want: RedisConfig{Addr: "r:1", Password: "pw", DB: 2, KeyPrefix: "p:", TTL: time.Second, OpTimeout: time.Millisecond},
+			want: RedisConfig{Addr: "r:1", Password: "pw", DB: 2, KeyPrefix: "p:", TTL: time.Second, OpTimeout: time.Millisecond, CheckInterval: time.Second / 3},
 		},
+		{
+			name: "check interval kept",
+			in:   RedisConfig{Addr: "r:1", TTL: 3 * time.Second, CheckInterval: time.Second},
+			want: RedisConfig{Addr: "r:1", KeyPrefix: DefaultKeyPrefix, TTL: 3 * time.Second, OpTimeout: DefaultOpTimeout, CheckInterval: time.Second},
+		},
+		{name: "check interval above ttl/3", in: RedisConfig{Addr: "r:1", TTL: 3 * time.Second, CheckInterval: 1001 * time.Millisecond}, wantErr: true},
+		{name: "negative check interval", in: RedisConfig{Addr: "r:1", CheckInterval: -1}, wantErr: true},
 		{name: "no addr", in: RedisConfig{}, wantErr: true},
 		{name: "ttl too short", in: RedisConfig{Addr: "r:1", TTL: time.Millisecond}, wantErr: true},
 		{name: "negative ttl", in: RedisConfig{Addr: "r:1", TTL: -time.Second}, wantErr: true},

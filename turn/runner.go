@@ -29,7 +29,9 @@ type Config struct {
 	// without the turn's cancellation. 0: 10s.
 	FinalizeTimeout time.Duration
 	// BusyWait is how long a send to a busy context waits for the running task to end
-	// before it is refused with CONTEXT_BUSY. 0: refuse at once (the "reject" policy).
+	// before it is refused with CONTEXT_BUSY. 0: refuse at once (the "reject" policy),
+	// except while the running turn stores its end and gives the lease up: that short
+	// handover is waited for in either policy (see awaitEnding).
 	BusyWait time.Duration
 	// Policy is the projection policy (history limit, budgets, operator policy); the
 	// peer is filled in per turn. Its zero value gives the agent no history.
@@ -65,6 +67,10 @@ type Runner struct {
 
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
+	// handovers holds, by context key, the turns that gave their lease up on ending
+	// (turnRun.handOver) and have not yet published their end and left: the next turn of
+	// that context waits for the channel to close (awaitHandover).
+	handovers map[string]chan struct{}
 
 	feeds streaming.Feeds // live events by context
 
@@ -100,6 +106,7 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
 		live:       map[string]*liveTask{},
+		handovers:  map[string]chan struct{}{},
 		audits:     make(chan auditItem, auditQueue),
 		auditsDone: make(chan struct{}),
 		obs:        cfg.Observe,
@@ -339,6 +346,9 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 		})
 	}
 	undo = append(undo, func() { r.releaseLease(ctx, lease) })
+	if err := r.awaitHandover(ctx, in.key); err != nil {
+		return nil, err
+	}
 	user := userEntry(in)
 	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), started: in.started, key: in.key,
 		chunks: chunks{wake: make(chan struct{}, 1)}}
@@ -503,6 +513,9 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
 	t0 := time.Now()
 	lease, err := r.locks.Acquire(ctx, key, holder)
+	if errors.Is(err, locking.ErrHeld) && r.awaitEnding(ctx, key) {
+		lease, err = r.locks.Acquire(ctx, key, holder) // the ending turn gave the lease up
+	}
 	r.obs.LeaseAcquire(time.Since(t0), err)
 	if err == nil || r.cfg.BusyWait <= 0 || !errors.Is(err, locking.ErrHeld) {
 		return lease, err
@@ -599,6 +612,47 @@ func (r *Runner) auditRejected(ctx context.Context, peer string, m *a2a.Message,
 	r.audit(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
 }
 
+// awaitHandover waits until the turn of the context key that gave its lease up on ending
+// (turnRun.handOver) has published its end and left, so that the next turn's events
+// follow it on the context's feed in seq order. The wait is short: what that turn still
+// does is in memory. It returns ctx's error when ctx ends first.
+func (r *Runner) awaitHandover(ctx context.Context, key string) error {
+	r.mu.Lock()
+	done := r.handovers[key]
+	r.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// awaitEnding waits, when the turn holding the context key is storing its end and giving
+// the lease up (beginHandover), until it has (bounded by FinalizeTimeout and ctx),
+// and reports whether it did. The ledger shows a turn's end from its commit on, so a
+// client that read it there (GetTask) and sends at once is admitted, not refused.
+func (r *Runner) awaitEnding(ctx context.Context, key string) bool {
+	r.mu.Lock()
+	done := r.handovers[key]
+	r.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	t := time.NewTimer(r.cfg.FinalizeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
 // releaseLease releases l. It runs without ctx's cancellation (a lease is released even
 // after the caller has gone), bounded by FinalizeTimeout; a failure is logged, as the
 // lease expires by itself.
@@ -624,6 +678,10 @@ type turnRun struct {
 	key     string          // the context's key
 	feed    *streaming.Feed // the context's live feed, held while the turn runs
 
+	stopWatch  func()        // ends watchLease; idempotent
+	leaseGone  bool          // the lease was released (handOver or release)
+	handedOver chan struct{} // set by handOver: closed by release when the turn has left
+
 	chunks     chunks
 	chunkErr   error // set by the chunk writer before it exits
 	chunksMade int   // REPLY_CHUNK entries stored
@@ -647,7 +705,8 @@ func (tr *turnRun) run(ctx context.Context) {
 			tr.finish(ctx, fmt.Errorf("%w: panic: %v", agent.ErrBackend, p), agent.Result{})
 		}
 	}()
-	defer tr.watchLease()()
+	tr.stopWatch = sync.OnceFunc(tr.watchLease())
+	defer tr.stopWatch()
 	emit := func(c string) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
@@ -672,12 +731,53 @@ func (tr *turnRun) run(ctx context.Context) {
 // the live tasks) and tells those waiting for the turn that it ended.
 func (tr *turnRun) release(ctx context.Context) {
 	r := tr.r
-	r.releaseLease(ctx, tr.lease)
+	if !tr.leaseGone {
+		tr.leaseGone = true
+		r.releaseLease(ctx, tr.lease)
+	}
 	r.feeds.Unhold(tr.key, tr.feed)
 	r.mu.Lock()
 	delete(r.live, tr.lt.id)
+	if tr.handedOver != nil && r.handovers[tr.key] == tr.handedOver {
+		delete(r.handovers, tr.key)
+	}
 	r.mu.Unlock()
+	if tr.handedOver != nil {
+		close(tr.handedOver)
+	}
 	close(tr.lt.finished)
+}
+
+// handOver gives the context's lease up once the end of the turn is stored and before
+// anyone is told of it (the final status on the feed, a blocking send's answer): a client
+// that has seen the turn end can send the next turn at once, without a false
+// CONTEXT_BUSY. The agent has replied and the chunk writer has stopped, so two turns
+// never run at once; and the turn appends nothing more in its epoch. The next turn of the
+// context in this Runner waits (awaitHandover) until this one has published its end and
+// left (release), so the feed keeps seq order.
+func (tr *turnRun) handOver(ctx context.Context) {
+	if tr.leaseGone {
+		return
+	}
+	tr.beginHandover()
+	tr.stopWatch() // a lease given up on purpose is not a lost one
+	tr.leaseGone = true
+	tr.r.releaseLease(ctx, tr.lease)
+}
+
+// beginHandover marks the turn as ending, from just before its end is stored (the agent
+// has replied; a reader of the ledger sees the end from its commit on, before the lease
+// is given up): a send to the context that finds the lease still held waits for the
+// handover (awaitEnding) instead of being refused, and the next turn waits until this
+// one has left (awaitHandover). Idempotent.
+func (tr *turnRun) beginHandover() {
+	if tr.handedOver != nil {
+		return
+	}
+	tr.handedOver = make(chan struct{})
+	tr.r.mu.Lock()
+	tr.r.handovers[tr.key] = tr.handedOver
+	tr.r.mu.Unlock()
 }
 
 // startWriter starts the goroutine that stores the reply's chunks (writeChunks). The
@@ -791,16 +891,20 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	entries := tr.endEntries(agentErr, res, state, statusText)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
+	tr.beginHandover() // readers of the ledger see the end from its commit on: see handOver
 	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
-		tr.recordFailure(fctx, err)
+		failed := tr.recordFailure(fctx, err)
 		tr.saveStored()
 		r.obs.TurnDone(string(a2a.StateFailed), time.Since(tr.started))
+		tr.handOver(fctx)
+		r.publish(fctx, tr.peer, lt.contextID, failed)
 		return
 	}
 	r.obs.TurnDone(string(state), time.Since(tr.started))
 	tr.keep(stored.Entries)
 	tr.saveStored()
+	tr.handOver(fctx) // before the final status is published: see handOver
 	r.publish(fctx, tr.peer, lt.contextID, stored.Entries)
 }
 
@@ -885,9 +989,10 @@ func (tr *turnRun) replyEntry(agentErr error, res agent.Result, reply string) le
 
 // recordFailure closes the task whose end could not be stored (err) without touching the
 // conversation: an audit-only FAILED status, so the task does not stay "working" and no
-// reply enters a newer turn. If even that fails, the task's streams end without a final
-// status (eventStream.ended).
-func (tr *turnRun) recordFailure(ctx context.Context, err error) {
+// reply enters a newer turn. It returns the stored status for the caller to publish. If
+// even that fails, it returns nil and the task's streams end without a final status
+// (eventStream.ended).
+func (tr *turnRun) recordFailure(ctx context.Context, err error) []ledger.Entry {
 	r, lt := tr.r, tr.lt
 	text := textNotSaved
 	if errors.Is(err, ledger.ErrFenced) {
@@ -903,10 +1008,10 @@ func (tr *turnRun) recordFailure(ctx context.Context, err error) {
 	}}})
 	if err != nil {
 		r.log.ErrorContext(ctx, "recording a turn's failure failed; its streams end without a final status", "task_id", lt.id, "err", err)
-		return
+		return nil
 	}
 	tr.keep(failed.Entries)
-	r.publish(ctx, tr.peer, lt.contextID, failed.Entries)
+	return failed.Entries
 }
 
 // newTaskID returns a time-ordered (version 7) UUID: new tasks land at the right edge of
