@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/internal/jsonenc"
 )
 
 // DefaultMaxBodyBytes is the request body limit when TransportConfig.MaxBodyBytes is 0.
@@ -32,9 +34,19 @@ type Request struct {
 var nullID = json.RawMessage("null")
 
 // DecodeRequest decodes a JSON-RPC 2.0 request envelope. Errors wrap [ErrParseError]
-// (not JSON) or [ErrInvalidRequest] (JSON, but not a request object); the returned
+// (not JSON, including a body that is not valid UTF-8 anywhere: the message names the
+// byte offset) or [ErrInvalidRequest] (JSON, but not a request object); the returned
 // Request carries the id whenever it could be read, for the error response.
+//
+// Invalid UTF-8 is refused before anything is decoded because encoding/json replaces it
+// with U+FFFD: "ctx-\xff" and "ctx-\xfe" would otherwise both become "ctx-\uFFFD", one
+// conversation. It is a parse error (-32700) rather than invalid params: JSON text must
+// be UTF-8 (RFC 8259 §8.1), the bad byte may be anywhere (the id, the method), and the id
+// cannot be read from such a body with certainty, so the answer has a null id.
 func DecodeRequest(body []byte) (*Request, error) {
+	if off := jsonenc.FirstInvalidUTF8(body); off >= 0 {
+		return &Request{ID: nullID}, Errorf(ErrParseError, "invalid JSON: invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", off)
+	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if !json.Valid(trimmed) {

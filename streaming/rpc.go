@@ -54,9 +54,13 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 	d := c.h.d
 	req, err := a2a.DecodeRequest(data)
 	if err != nil {
-		if p, ok := unsubscribeNotification(data); ok {
-			c.unsubscribe(p, pendingUnsub{start: start}) // notifications are not answered
-			return
+		// A notification is valid JSON without an id; a frame that is not JSON (or not
+		// UTF-8, which json.Unmarshal would let through) is answered as a parse error.
+		if !errors.Is(err, a2a.ErrParseError) {
+			if p, ok := unsubscribeNotification(data); ok {
+				c.unsubscribe(p, pendingUnsub{start: start}) // notifications are not answered
+				return
+			}
 		}
 		c.fail(ctx, req, "", a2a.V1, err, start)
 		return
