@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a2a-gateway/gateway/internal/jsonenc"
 )
@@ -249,7 +248,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !versionOK {
-		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %q is not supported; use 1.0 or 0.3", truncate(version, 32)), start))
+		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %s is not supported; use 1.0 or 0.3", EchoQuote(version)), start))
 		return
 	}
 	ctx := r.Context()
@@ -261,17 +260,6 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, t.d.call(ctx, r, req, start))
 }
 
-// truncate shortens s to at most n bytes without splitting a UTF-8 character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // lastEventID parses the SSE Last-Event-ID header as the resume point ("" means 0).
 func lastEventID(h string) func() (uint64, error) {
 	return func() (uint64, error) {
@@ -280,7 +268,7 @@ func lastEventID(h string) func() (uint64, error) {
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(h), 10, 64)
 		if err != nil {
-			return 0, InvalidParams("Last-Event-ID", "must be an event sequence number, got %q", truncate(h, 32))
+			return 0, InvalidParams("Last-Event-ID", "must be an event sequence number, got %s", EchoQuote(h))
 		}
 		return n, nil
 	}

@@ -174,7 +174,7 @@ func (c *conn) startStream(ctx context.Context, req *a2a.Request, dl a2a.Dialect
 	}
 	if _, dup := c.streams[key]; dup {
 		c.mu.Unlock()
-		c.fail(ctx, req, req.Method, dl, a2a.Errorf(a2a.ErrInvalidRequest, "id %s is in use by a running stream on this connection", truncate(key, 64)), start)
+		c.fail(ctx, req, req.Method, dl, a2a.Errorf(a2a.ErrInvalidRequest, "id %s is in use by a running stream on this connection", a2a.Echo(key)), start)
 		return
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -410,7 +410,7 @@ func decodeSeq(raw json.RawMessage) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return 0, a2a.InvalidParams("afterSeq", "must be a non-negative integer (an event seq), got %s", truncate(string(raw), 32))
+		return 0, a2a.InvalidParams("afterSeq", "must be a non-negative integer (an event seq), got %s", a2a.Echo(string(raw)))
 	}
 	return n, nil
 }
