@@ -164,7 +164,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	if deps.streaming != nil {
 		deps.streaming(&wscfg)
 	}
-	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: logger}), s.runner, wscfg)
+	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: logger, ExtendedCard: s.extendedCard}), s.runner, wscfg)
 	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns }
 	if n, err := s.runner.Recover(ctx); err != nil {
 		_ = s.locks.Close()
@@ -210,10 +210,10 @@ func (s *Server) routes() http.Handler {
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestID())
 	// The card stays public; it declares the bearer scheme when peers authenticate.
-	card := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
+	card := s.cardConfig()
 	tcfg := a2a.TransportConfig{
 		Logger:       s.log,
-		ExtendedCard: func(r *http.Request) ([]byte, error) { return a2a.CardJSON(card, r) },
+		ExtendedCard: s.extendedCard,
 		Observe:      s.metrics.observeRequest,
 	}
 	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, tcfg))
