@@ -95,7 +95,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 		Name: "gateway_rate_limited_total", Help: "Requests refused with RATE_LIMITED, by peer.",
 	}, []string{"peer"})
 	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_limit_rejections_total", Help: "Requests refused for a size or count limit, by limit (parts, part_bytes, message_bytes, streams).",
+		Name: "gateway_limit_rejections_total", Help: "Requests refused for a size or count limit, by limit (parts, part_bytes, message_bytes, streams, ws_conns).",
 	}, []string{"limit"})
 	m.leaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "gateway_lease_acquire_seconds", Help: "Time to take a context's lease, by outcome (ok, held, error).", Buckets: leaseBuckets,
@@ -157,7 +157,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	for _, r := range []string{"missing", "invalid"} {
 		m.authFailures.WithLabelValues(r)
 	}
-	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams"} {
+	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams", "ws_conns"} {
 		m.limitRejections.WithLabelValues(l)
 	}
 	return m

@@ -160,7 +160,8 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		tcfg.BusyWait = cfg.BusyWait
 	}
 	s.runner = turn.New(tcfg, led, s.locks, ag, logger)
-	wscfg := streaming.Config{AllowedOrigins: cfg.wsOrigins(), Logger: logger}
+	wscfg := streaming.Config{AllowedOrigins: cfg.wsOrigins(), Logger: logger,
+		MaxConnsPerPeer: cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded}
 	if deps.streaming != nil {
 		deps.streaming(&wscfg)
 	}
