@@ -121,7 +121,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 		Buckets: ratioBuckets,
 	})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_auth_failures_total", Help: "A2A requests refused with 401, by reason (missing or invalid bearer token).",
+		Name: "gateway_auth_failures_total", Help: "A2A requests refused for authentication, by reason: missing or invalid bearer token (401), throttled (429: the source sent too many invalid tokens).",
 	}, []string{"reason"})
 	for _, c := range []prometheus.Collector{
 		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.rateLimited, m.limitRejections,
@@ -154,7 +154,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	for _, o := range []string{"ok", "held", "error"} {
 		m.leaseSeconds.WithLabelValues(o)
 	}
-	for _, r := range []string{"missing", "invalid"} {
+	for _, r := range []string{"missing", "invalid", "throttled"} {
 		m.authFailures.WithLabelValues(r)
 	}
 	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams", "ws_conns"} {

@@ -60,6 +60,8 @@ type Server struct {
 	// tokens authenticates peers on the A2A routes (see peerAuth); empty: everyone is
 	// "local".
 	tokens *peerTokens
+	// authFails throttles sources that present invalid tokens (see authlimit.go).
+	authFails *authLimiter
 	// metrics is the Prometheus registry and the turn.Observer (see metrics.go).
 	metrics *metrics
 	// streamStats reports the open A2A streams and WebSocket connections for the
@@ -102,7 +104,8 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	if err != nil {
 		return nil, err // Validate reported it already; kept for a direct caller
 	}
-	s := &Server{cfg: cfg, log: logger, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers)}
+	s := &Server{cfg: cfg, log: logger, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers),
+		authFails: newAuthLimiter(authFailMax, authFailWindow, authFailSources)}
 	s.metrics = newMetrics(func() (int, int) {
 		if s.streamStats == nil {
 			return 0, 0
