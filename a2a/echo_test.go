@@ -37,7 +37,7 @@ func TestEcho(t *testing.T) {
 func FuzzEcho(f *testing.F) {
 	f.Add("✓✓✓", 3)
 	f.Fuzz(func(t *testing.T, prefix string, n int) {
-		s := prefix + strings.Repeat("é", n%100)
+		s := prefix + strings.Repeat("é", int(uint(n)%100))
 		got := Echo(s)
 		if len(s) <= MaxEchoBytes && got != s {
 			t.Fatalf("Echo(%q) = %q, want it unchanged", s, got)
