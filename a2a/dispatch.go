@@ -73,7 +73,7 @@ func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, st
 }
 
 func methodNotFound(method string) error {
-	return Errorf(ErrMethodNotFound, "method %q not found", truncate(method, 64))
+	return Errorf(ErrMethodNotFound, "method %s not found", EchoQuote(method))
 }
 
 // fail encodes err as an error frame and observes the request's end.

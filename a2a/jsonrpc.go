@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/internal/jsonenc"
 )
 
 // DefaultMaxBodyBytes is the request body limit when TransportConfig.MaxBodyBytes is 0.
@@ -32,9 +33,19 @@ type Request struct {
 var nullID = json.RawMessage("null")
 
 // DecodeRequest decodes a JSON-RPC 2.0 request envelope. Errors wrap [ErrParseError]
-// (not JSON) or [ErrInvalidRequest] (JSON, but not a request object); the returned
+// (not JSON, including a body that is not valid UTF-8 anywhere: the message names the
+// byte offset) or [ErrInvalidRequest] (JSON, but not a request object); the returned
 // Request carries the id whenever it could be read, for the error response.
+//
+// Invalid UTF-8 is refused before anything is decoded because encoding/json replaces it
+// with U+FFFD: "ctx-\xff" and "ctx-\xfe" would otherwise both become "ctx-\uFFFD", one
+// conversation. It is a parse error (-32700) rather than invalid params: JSON text must
+// be UTF-8 (RFC 8259 §8.1), the bad byte may be anywhere (the id, the method), and the id
+// cannot be read from such a body with certainty, so the answer has a null id.
 func DecodeRequest(body []byte) (*Request, error) {
+	if off := jsonenc.FirstInvalidUTF8(body); off >= 0 {
+		return &Request{ID: nullID}, Errorf(ErrParseError, "invalid JSON: invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", off)
+	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if !json.Valid(trimmed) {
@@ -237,7 +248,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !versionOK {
-		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %q is not supported; use 1.0 or 0.3", truncate(version, 32)), start))
+		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, Errorf(ErrVersionNotSupported, "A2A-Version %s is not supported; use 1.0 or 0.3", EchoQuote(version)), start))
 		return
 	}
 	ctx := r.Context()
@@ -249,17 +260,6 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, t.d.call(ctx, r, req, start))
 }
 
-// truncate shortens s to at most n bytes without splitting a UTF-8 character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // lastEventID parses the SSE Last-Event-ID header as the resume point ("" means 0).
 func lastEventID(h string) func() (uint64, error) {
 	return func() (uint64, error) {
@@ -268,7 +268,7 @@ func lastEventID(h string) func() (uint64, error) {
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(h), 10, 64)
 		if err != nil {
-			return 0, InvalidParams("Last-Event-ID", "must be an event sequence number, got %q", truncate(h, 32))
+			return 0, InvalidParams("Last-Event-ID", "must be an event sequence number, got %s", EchoQuote(h))
 		}
 		return n, nil
 	}

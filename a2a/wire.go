@@ -445,7 +445,7 @@ func decodePart(w *wirePart, field string, d Dialect) (Part, error) {
 		}
 		p.Kind, p.Data = PartData, w.Data
 	default:
-		return Part{}, InvalidParams(field+".kind", "unknown part kind %q", kind)
+		return Part{}, InvalidParams(field+".kind", "unknown part kind %s", EchoQuote(kind))
 	}
 	return p, nil
 }
@@ -459,7 +459,7 @@ func decodeMessage(w *wireMessage, field string, d Dialect) (Message, error) {
 	}
 	role, ok := decodeRole(w.Role)
 	if !ok {
-		return Message{}, InvalidParams(field+".role", "must be user or agent (ROLE_USER or ROLE_AGENT), got %q", w.Role)
+		return Message{}, InvalidParams(field+".role", "must be user or agent (ROLE_USER or ROLE_AGENT), got %s", EchoQuote(w.Role))
 	}
 	if len(w.Parts) == 0 {
 		return Message{}, InvalidParams(field+".parts", "at least one part is required")
@@ -512,7 +512,10 @@ func unmarshalParams(raw json.RawMessage, v any, required bool) error {
 func describeJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Sprintf("field %s must be %s, got %s", te.Field, te.Type.String(), te.Value)
+		return fmt.Sprintf("field %s must be %s, got %s", Echo(te.Field), te.Type.String(), Echo(te.Value))
+	}
+	if te != nil {
+		return fmt.Sprintf("must be %s, got %s", te.Type.String(), Echo(te.Value))
 	}
 	return err.Error()
 }
@@ -620,7 +623,7 @@ func DecodeListTasksParams(raw json.RawMessage) (*ListTasksParams, error) {
 	if w.Status != "" && w.Status != "TASK_STATE_UNSPECIFIED" {
 		st, ok := DecodeState(w.Status)
 		if !ok {
-			return nil, InvalidParams("status", "unknown task state %q", w.Status)
+			return nil, InvalidParams("status", "unknown task state %s", EchoQuote(w.Status))
 		}
 		p.Status = st
 	}

@@ -130,7 +130,7 @@ func DecodeEvent(raw json.RawMessage) (Event, error) {
 	for _, k := range wrapperKeys {
 		if _, ok := obj[k]; ok {
 			if key != "" {
-				return Event{}, invalidResponse("result: has both %q and %q; a response has exactly one", key, k)
+				return Event{}, invalidResponse("result: has both %s and %s; a response has exactly one", EchoQuote(key), EchoQuote(k))
 			}
 			key = k
 		}
@@ -160,7 +160,7 @@ func DecodeEvent(raw json.RawMessage) (Event, error) {
 	case "":
 		return Event{}, invalidResponse("result: not a task, message, status update or artifact update")
 	default:
-		return Event{}, invalidResponse("result.kind: unknown kind %q", kind)
+		return Event{}, invalidResponse("result.kind: unknown kind %s", EchoQuote(kind))
 	}
 	return decodeEventAs(raw, kind, "result", d)
 }
@@ -298,7 +298,7 @@ func decodeTask(w *wireTask, field string, d Dialect) (Task, error) {
 func decodeStatus(w *wireStatus, field string, d Dialect) (TaskStatus, error) {
 	state, ok := DecodeState(w.State)
 	if !ok {
-		return TaskStatus{}, invalidResponse("%s.state: unknown task state %q", field, truncate(w.State, 64))
+		return TaskStatus{}, invalidResponse("%s.state: unknown task state %s", field, EchoQuote(w.State))
 	}
 	s := TaskStatus{State: state}
 	if w.Message != nil {

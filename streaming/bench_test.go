@@ -27,7 +27,7 @@ type idleServer struct {
 // ourServer serves this package's Handler.
 func ourServer(tb testing.TB) idleServer {
 	discard := slog.New(slog.DiscardHandler)
-	h := NewHandler(a2a.NewDispatcher(worldHandler(), a2a.TransportConfig{Logger: discard}), newContextLog(), Config{Logger: discard})
+	h := NewHandler(a2a.NewDispatcher(worldHandler(), a2a.TransportConfig{Logger: discard}), newContextLog(), Config{Logger: discard, MaxConnsPerPeer: -1})
 	mux := http.NewServeMux()
 	mux.Handle("/ws", h)
 	srv := httptest.NewServer(mux)

@@ -62,7 +62,17 @@ type Config struct {
 	// that lags), so waiting here holds up only this stream, and a fast consumer that
 	// takes a long replay in a burst is not evicted.
 	SlowAfter time.Duration
-	Logger    *slog.Logger // nil: slog.Default()
+	// MaxConnsPerPeer is the most connections one peer (see PeerOf) may hold open at
+	// once; one more is refused before the upgrade with 429. 0: DefaultMaxConnsPerPeer;
+	// negative: no limit.
+	MaxConnsPerPeer int
+	// PeerOf names the peer of an upgrade request for MaxConnsPerPeer, e.g. the identity
+	// the authentication middleware put in its context; nil: the remote IP.
+	PeerOf func(r *http.Request) string
+	// OnLimit, when set, is called with "ws_conns" for every connection refused by
+	// MaxConnsPerPeer (for a metric). It must not block.
+	OnLimit func(limit string)
+	Logger  *slog.Logger // nil: slog.Default()
 }
 
 // Stats is a snapshot of the handler's load, for metrics gauges.
@@ -85,6 +95,7 @@ type Handler struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	perPeer  map[string]int // connections and upgrades in progress per peer (Config.PeerOf)
 	shutdown bool
 	drained  chan struct{} // closed when conns becomes empty; nil while nobody waits
 }
@@ -110,11 +121,14 @@ func NewHandler(d *a2a.Dispatcher, src Source, cfg Config) *Handler {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
+	if cfg.MaxConnsPerPeer == 0 {
+		cfg.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	}
 	l := cfg.Logger
 	if l == nil {
 		l = slog.Default()
 	}
-	h := &Handler{d: d, src: src, cfg: cfg, log: l.With("component", "websocket"), conns: map[*conn]struct{}{}}
+	h := &Handler{d: d, src: src, cfg: cfg, log: l.With("component", "websocket"), conns: map[*conn]struct{}{}, perPeer: map[string]int{}}
 	for _, o := range cfg.AllowedOrigins {
 		o = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(o), "/"))
 		if o == "*" {
@@ -139,8 +153,9 @@ func NewHandler(d *a2a.Dispatcher, src Source, cfg Config) *Handler {
 }
 
 // ServeHTTP upgrades a GET request to a WebSocket and serves it until the connection
-// closes; it answers 405 to other methods, 403 to a disallowed Origin and 503 once
-// [Handler.Shutdown] has been called, all before upgrading. The request's context (which
+// closes; it answers 405 to other methods, 403 to a disallowed Origin, 503 once
+// [Handler.Shutdown] has been called and 429 to a peer at Config.MaxConnsPerPeer, all
+// before upgrading. The request's context (which
 // carries the caller's authentication) is the parent of every call and stream on the
 // connection and stays valid because ServeHTTP runs the connection's reader.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +172,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	peer := h.peerOf(r)
+	if !h.admitPeer(peer) {
+		h.refusePeer(w, r, peer)
+		return
+	}
+	defer h.releasePeer(peer)
 	// Headers set on w before the upgrade (a middleware's X-Request-Id) go out with the
 	// 101 response: the upgrader writes its own.
 	ws, err := h.up.Upgrade(w, r, w.Header())

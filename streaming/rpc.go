@@ -54,9 +54,13 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 	d := c.h.d
 	req, err := a2a.DecodeRequest(data)
 	if err != nil {
-		if p, ok := unsubscribeNotification(data); ok {
-			c.unsubscribe(p, pendingUnsub{start: start}) // notifications are not answered
-			return
+		// A notification is valid JSON without an id; a frame that is not JSON (or not
+		// UTF-8, which json.Unmarshal would let through) is answered as a parse error.
+		if !errors.Is(err, a2a.ErrParseError) {
+			if p, ok := unsubscribeNotification(data); ok {
+				c.unsubscribe(p, pendingUnsub{start: start}) // notifications are not answered
+				return
+			}
 		}
 		c.fail(ctx, req, "", a2a.V1, err, start)
 		return
@@ -170,7 +174,7 @@ func (c *conn) startStream(ctx context.Context, req *a2a.Request, dl a2a.Dialect
 	}
 	if _, dup := c.streams[key]; dup {
 		c.mu.Unlock()
-		c.fail(ctx, req, req.Method, dl, a2a.Errorf(a2a.ErrInvalidRequest, "id %s is in use by a running stream on this connection", truncate(key, 64)), start)
+		c.fail(ctx, req, req.Method, dl, a2a.Errorf(a2a.ErrInvalidRequest, "id %s is in use by a running stream on this connection", a2a.Echo(key)), start)
 		return
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -406,7 +410,7 @@ func decodeSeq(raw json.RawMessage) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return 0, a2a.InvalidParams("afterSeq", "must be a non-negative integer (an event seq), got %s", truncate(string(raw), 32))
+		return 0, a2a.InvalidParams("afterSeq", "must be a non-negative integer (an event seq), got %s", a2a.Echo(string(raw)))
 	}
 	return n, nil
 }

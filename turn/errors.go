@@ -73,9 +73,9 @@ type rateLimitError struct {
 
 func (e *rateLimitError) Error() string {
 	if e.Streams > 0 {
-		return fmt.Sprintf("peer %q has %d streams open, the limit; close one and retry", e.Peer, e.Streams)
+		return fmt.Sprintf("peer %s has %d streams open, the limit; close one and retry", a2a.EchoQuote(e.Peer), e.Streams)
 	}
-	return fmt.Sprintf("rate limit exceeded for peer %q; retry in %ds", e.Peer, e.RetryAfter)
+	return fmt.Sprintf("rate limit exceeded for peer %s; retry in %ds", a2a.EchoQuote(e.Peer), e.RetryAfter)
 }
 
 // busyError is a request refused because task Holder ("" when the lease service could
@@ -89,9 +89,9 @@ type busyError struct {
 func (e *busyError) Error() string {
 	running := "another task is running"
 	if e.Holder != "" {
-		running = "task " + e.Holder + " is running"
+		running = "task " + a2a.Echo(e.Holder) + " is running"
 	}
-	return fmt.Sprintf("context %q is busy: %s; retry when it completes", e.ContextID, running)
+	return fmt.Sprintf("context %s is busy: %s; retry when it completes", a2a.EchoQuote(e.ContextID), running)
 }
 
 // Unwrap returns the cause.
@@ -103,13 +103,16 @@ type taskNotFoundError struct {
 	TaskID string
 }
 
-func (e *taskNotFoundError) Error() string { return fmt.Sprintf("task %q not found", e.TaskID) }
+func (e *taskNotFoundError) Error() string {
+	return fmt.Sprintf("task %s not found", a2a.EchoQuote(e.TaskID))
+}
 
 // Unwrap returns ledger.ErrNotFound.
 func (e *taskNotFoundError) Unwrap() error { return ledger.ErrNotFound }
 
 // protocolError is hop 1 of the error mapping (house style B4), the one place where turn
-// chooses the a2a error a peer gets: every a2a.Handler method and stream of the Runner
+// chooses the a2a error a peer gets (values from the request that it repeats, in messages
+// and ErrorInfo metadata, are capped by a2a.Echo / a2a.EchoQuote): every a2a.Handler method and stream of the Runner
 // returns its error through it. It turns the typed errors and sentinels of turn and of the
 // packages a turn calls into a2a errors that tell the peer what to fix. The field and the
 // reason travel as values; nothing here reads error text. An *a2a.Error is returned as it
@@ -151,9 +154,9 @@ func refusalError(err error) error {
 	case errors.As(err, &nf):
 		return a2a.Errorf(a2a.ErrTaskNotFound, "%s", nf.Error())
 	case errors.As(err, &be):
-		meta := map[string]string{"contextId": be.ContextID}
+		meta := map[string]string{"contextId": a2a.Echo(be.ContextID)}
 		if be.Holder != "" {
-			meta["taskId"] = be.Holder
+			meta["taskId"] = a2a.Echo(be.Holder)
 		}
 		return &a2a.Error{Err: a2a.ErrContextBusy, Message: be.Error(), Metadata: meta}
 	case errors.As(err, &rl):
@@ -162,7 +165,7 @@ func refusalError(err error) error {
 			retry = fmt.Sprint(rl.RetryAfter)
 		}
 		return &a2a.Error{Err: a2a.ErrRateLimited, Message: rl.Error(),
-			Metadata: map[string]string{"peer": rl.Peer, "retryAfterSeconds": retry}}
+			Metadata: map[string]string{"peer": a2a.Echo(rl.Peer), "retryAfterSeconds": retry}}
 	case errors.Is(err, locking.ErrHeld):
 		return a2a.Errorf(a2a.ErrContextBusy, "another task is running in this context; retry when it completes")
 	case errors.Is(err, ledger.ErrFenced):

@@ -168,7 +168,7 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			if errors.Is(err, streaming.ErrEnded) {
 				s.done = true
 				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
-					"task %q ended without a recorded final status (the ledger failed); read it with GetTask", s.taskID)
+					"task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(s.taskID))
 			}
 			if errors.Is(err, streaming.ErrLagged) {
 				// Too far behind the feed: rejoin at its end and catch up from the ledger.

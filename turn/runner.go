@@ -423,12 +423,12 @@ func (r *Runner) continueTask(ctx context.Context, in *inbound) error {
 	if m.ContextID == "" {
 		m.ContextID = conv.ContextID
 	} else if m.ContextID != conv.ContextID {
-		return &paramError{Field: "message.contextId", Reason: fmt.Sprintf("does not match the context of task %q", m.TaskID)}
+		return &paramError{Field: "message.contextId", Reason: fmt.Sprintf("does not match the context of task %s", a2a.EchoQuote(m.TaskID))}
 	}
 	if st := foldTask(conv, m.TaskID, entries).Status.State; st.Terminal() {
 		r.auditRejected(ctx, in.peer, m, "TASK_TERMINAL", m.TaskID)
 		return a2a.Errorf(a2a.ErrUnsupportedOperation,
-			"task %q is %s and accepts no more messages; send without taskId to start a new task in the same context", m.TaskID, st)
+			"task %s is %s and accepts no more messages; send without taskId to start a new task in the same context", a2a.EchoQuote(m.TaskID), st)
 	}
 	in.continuing = true
 	return nil

@@ -186,7 +186,7 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Ta
 	case st == a2a.StateCanceled:
 		return t, nil
 	case st.Terminal():
-		return nil, a2a.Errorf(a2a.ErrTaskNotCancelable, "task %q is already %s", p.ID, st)
+		return nil, a2a.Errorf(a2a.ErrTaskNotCancelable, "task %s is already %s", a2a.EchoQuote(p.ID), st)
 	}
 	r.mu.Lock()
 	lt := r.live[p.ID]
@@ -279,7 +279,7 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	case p.AfterSeq > 0 && p.AfterSeq < lastSeq || running:
 		// resuming, or a running task: replay and follow below
 	case st.Terminal() && p.AfterSeq == 0:
-		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %q is %s; use GetTask to read it", p.ID, st)
+		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %s is %s; use GetTask to read it", a2a.EchoQuote(p.ID), st)
 	case p.AfterSeq >= lastSeq && (st.Terminal() || !running):
 		return &sliceStream{}, nil // nothing missed, and nothing more will come here
 	case !running && p.AfterSeq == 0:

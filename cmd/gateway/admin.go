@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/jsonenc"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -216,13 +218,21 @@ func decodeOutbound(c echo.Context) (conversations.OutboundRecord, error) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return rec, &requestError{http.StatusUnsupportedMediaType, codeUnsupportedMedia, "send the record as Content-Type: application/json"}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), r.Body, maxOutboundBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxOutboundBody))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return rec, &requestError{http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the record exceeds %d bytes", maxOutboundBody)}
 		}
+		return rec, &conversations.FieldError{Field: "body", Reason: "could not be read"}
+	}
+	// encoding/json would turn invalid UTF-8 into U+FFFD (two contextIds into one).
+	if off := jsonenc.FirstInvalidUTF8(body); off >= 0 {
+		return rec, &conversations.FieldError{Field: "body", Reason: fmt.Sprintf("invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", off)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
 		return rec, &conversations.FieldError{Field: "body", Reason: "not an outbound record: " + err.Error()}
 	}
 	if dec.Decode(new(json.RawMessage)) != io.EOF {

@@ -70,7 +70,9 @@ func bearerToken(r *http.Request) (string, bool) {
 // peer tokens configured, a request must carry "Authorization: Bearer <token>" of a
 // configured peer; that peer's name becomes the request's identity (turn.WithPeer), which
 // owns the conversations it creates. Anything else is answered 401 with a Bearer
-// challenge and no detail, before the body is read. The identity comes from the
+// challenge and no detail, before the body is read; a source (remote IP) that presented
+// too many invalid tokens is answered 429 without its token being compared (authlimit.go).
+// The identity comes from the
 // credential only: nothing in the body or its metadata can name a peer. Without peer
 // tokens every request is the peer "local".
 //
@@ -87,6 +89,9 @@ func (s *Server) peerAuth(next http.Handler) http.Handler {
 	log := s.log.With("component", "auth")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = s.tagRequest(w, r)
+		if s.authThrottled(w, r) {
+			return
+		}
 		tok, ok := bearerToken(r)
 		reason := "missing"
 		if ok {
@@ -96,6 +101,7 @@ func (s *Server) peerAuth(next http.Handler) http.Handler {
 				return
 			}
 			reason = "invalid"
+			s.authFailed(r, log)
 		}
 		s.metrics.authFailure(reason)
 		log.DebugContext(r.Context(), "peer authentication failed", "reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path)

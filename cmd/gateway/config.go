@@ -50,6 +50,7 @@ type Config struct {
 	MaxPartBytes      int
 	MaxMessageBytes   int
 	MaxStreamsPerPeer int
+	MaxWSConnsPerPeer int
 
 	// WSAllowedOrigins lists (comma-separated) the browser Origins allowed on GET /ws
 	// besides same-host ones; "*" allows any.
@@ -185,6 +186,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Int(&cfg.MaxPartBytes, "max-part-bytes", 256<<10, "most bytes of one part's content (text, data or file bytes; 0: no limit); more is -32602 invalid params and nothing is stored")
 	e.Int(&cfg.MaxMessageBytes, "max-message-bytes", 960<<10, "most bytes of all of a message's parts together (0: no limit; the request body is capped at 1 MiB regardless); more is -32602 invalid params and nothing is stored")
 	e.Int(&cfg.MaxStreamsPerPeer, "max-streams-per-peer", 32, "most streams (SSE and WebSocket subscriptions) one peer may have open at once (0: no limit); beyond it RATE_LIMITED")
+	e.Int(&cfg.MaxWSConnsPerPeer, "max-ws-conns-per-peer", 16, "most WebSocket connections one peer may hold open at once (0: no limit); beyond it GET /ws answers 429")
 	return e
 }
 
@@ -236,7 +238,7 @@ func (c *Config) Validate() error {
 	for _, l := range []struct {
 		name string
 		v    int
-	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}} {
+	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}, {"max-ws-conns-per-peer", c.MaxWSConnsPerPeer}} {
 		if l.v < 0 {
 			errs = append(errs, fmt.Errorf("--%s %d: want 0 (no limit) or more", l.name, l.v))
 		}

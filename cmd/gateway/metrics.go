@@ -90,10 +90,10 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	for _, o := range []string{"ok", "held", "error"} {
 		m.leaseSeconds.WithLabelValues(o)
 	}
-	for _, r := range []string{"missing", "invalid"} {
+	for _, r := range []string{"missing", "invalid", "throttled"} {
 		m.authFailures.WithLabelValues(r)
 	}
-	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams"} {
+	for _, l := range []string{"parts", "part_bytes", "message_bytes", "streams", "ws_conns"} {
 		m.limitRejections.WithLabelValues(l)
 	}
 	return m
@@ -142,10 +142,10 @@ func (m *metrics) newRequestMetrics() {
 		Name: "gateway_rate_limited_total", Help: "Requests refused with RATE_LIMITED, by peer.",
 	}, []string{"peer"})
 	m.limitRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_limit_rejections_total", Help: "Requests refused for a size or count limit, by limit (parts, part_bytes, message_bytes, streams).",
+		Name: "gateway_limit_rejections_total", Help: "Requests refused for a size or count limit, by limit (parts, part_bytes, message_bytes, streams, ws_conns).",
 	}, []string{"limit"})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gateway_auth_failures_total", Help: "A2A requests refused with 401, by reason (missing or invalid bearer token).",
+		Name: "gateway_auth_failures_total", Help: "A2A requests refused for authentication, by reason: missing or invalid bearer token (401), throttled (429: the source sent too many invalid tokens).",
 	}, []string{"reason"})
 }
 

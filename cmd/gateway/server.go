@@ -65,6 +65,8 @@ type Server struct {
 	// tokens authenticates peers on the A2A routes (see peerAuth); empty: everyone is
 	// "local".
 	tokens *peerTokens
+	// authFails throttles sources that present invalid tokens (see authlimit.go).
+	authFails *authLimiter
 	// metrics is the Prometheus registry and the turn.Observer (see metrics.go).
 	metrics *metrics
 	// streamStats reports the open A2A streams and WebSocket connections for the
@@ -148,7 +150,8 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 
 // newServer returns a Server with nothing opened yet.
 func newServer(cfg Config, logger *slog.Logger, policy projection.Policy) *Server {
-	s := &Server{cfg: cfg, log: logger, policy: policy, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers)}
+	s := &Server{cfg: cfg, log: logger, policy: policy, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers),
+		authFails: newAuthLimiter(authFailMax, authFailWindow, authFailSources)}
 	s.metrics = newMetrics(func() (int, int) {
 		if s.streamStats == nil {
 			return 0, 0
@@ -234,11 +237,12 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	}
 	s.runner = turn.New(tcfg, s.ledger, s.locks, s.agent, s.log)
 	s.closers.add(s.closeRunner)
-	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsOrigins(), Logger: s.log}
+	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsOrigins(), Logger: s.log,
+		MaxConnsPerPeer: s.cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded}
 	if deps.streaming != nil {
 		deps.streaming(&wscfg)
 	}
-	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: s.log}), s.runner, wscfg)
+	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard}), s.runner, wscfg)
 	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns }
 }
 
@@ -309,10 +313,10 @@ func (s *Server) routes() http.Handler {
 	e.Use(s.requestIDMiddleware) // first: a request's every log line names it
 	e.Use(middleware.Recover())
 	// The card stays public; it declares the bearer scheme when peers authenticate.
-	card := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
+	card := s.cardConfig()
 	tcfg := a2a.TransportConfig{
 		Logger:       s.log,
-		ExtendedCard: func(r *http.Request) ([]byte, error) { return a2a.CardJSON(card, r) },
+		ExtendedCard: s.extendedCard,
 		Observe:      s.metrics.observeRequest,
 	}
 	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, tcfg))

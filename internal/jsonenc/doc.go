@@ -5,7 +5,8 @@
 // and of the ledger's entries (ledger, whose hashes cover the encoding) share them, so
 // that the ledger does not import the protocol layer for them. Their tests compare them
 // with json.Marshal; a2a's FuzzWireEncoding and ledger's FuzzAppendEntryJSON fuzz them
-// through the encoders.
+// through the encoders. FirstInvalidUTF8 finds the byte where a request body stops being
+// UTF-8, which decoders check before encoding/json replaces such bytes with U+FFFD.
 //
 // # Imports
 //
