@@ -28,12 +28,15 @@ type unknownCommandError struct {
 	Commands     []string
 }
 
+// As makes errors.As find a usageError (exit status 2) in e.
+func (e *unknownCommandError) As(target any) bool { return asUsageError(e, target) }
+
 func (e *unknownCommandError) Error() string {
 	prefix, help := "", "gateway --help"
 	if e.Parent != "" {
 		prefix, help = e.Parent+": ", "gateway "+e.Parent+" --help"
 	}
-	return fmt.Sprintf("%sunknown command %q; the commands are %s (see '%s')", prefix, e.Name, strings.Join(e.Commands, ", "), help)
+	return fmt.Sprintf("%sunknown command %q; commands: %s (see '%s')", prefix, e.Name, strings.Join(e.Commands, ", "), help)
 }
 
 // flagError is a mistake in the flags of the command Cmd ("serve", "conversations
@@ -62,6 +65,18 @@ func (e *flagError) Error() string {
 }
 
 func (e *flagError) Unwrap() error { return e.Err }
+
+// As makes errors.As find a usageError (exit status 2) in e.
+func (e *flagError) As(target any) bool { return asUsageError(e, target) }
+
+// asUsageError sets target to the usageError of err when it points to one.
+func asUsageError(err error, target any) bool {
+	u, ok := target.(*usageError)
+	if ok {
+		*u = usageError{err.Error()}
+	}
+	return ok
+}
 
 // newFlagSet is a flag set that prints nothing itself: parseFlags prints the help and
 // returns the errors.

@@ -219,3 +219,34 @@ func TestFlagSuggestion(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownFlag: the scan reads a command line as fs.Parse does, so a flag's value or
+// a positional argument that looks like a flag is not taken for an unknown flag.
+func TestUnknownFlag(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet("t")
+	fs.String("message", "", "")
+	fs.Bool("json", false, "")
+	tests := []struct {
+		args         []string
+		interspersed bool
+		want         string
+	}{
+		{[]string{"--message", "--port", "x"}, true, ""},
+		{[]string{"--message=--port", "--port"}, true, "port"},
+		{[]string{"--json", "--port"}, true, "port"},
+		{[]string{"-json=true", "-port=1"}, true, "port"},
+		{[]string{"x", "--port"}, true, "port"},
+		{[]string{"x", "--port"}, false, ""},
+		{[]string{"--", "--port"}, true, ""},
+		{[]string{"-", "--port"}, false, ""},
+		{[]string{"--help", "--port"}, true, ""},
+		{[]string{"-h"}, true, ""},
+		{[]string{"---port"}, true, ""},
+	}
+	for _, tt := range tests {
+		if got, _ := unknownFlag(fs, tt.args, tt.interspersed); got != tt.want {
+			t.Errorf("unknownFlag(%q, interspersed %v) = %q, want %q", tt.args, tt.interspersed, got, tt.want)
+		}
+	}
+}

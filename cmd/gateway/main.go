@@ -62,8 +62,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext),
-		errors.As(err, new(*flagError)) || errors.As(err, new(*unknownCommandError)):
+	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext):
 		return 2
 	}
 	return 1
