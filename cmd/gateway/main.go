@@ -218,6 +218,7 @@ http://127.0.0.1:9900/ serving:
   GET  /ws                         WebSocket: JSON-RPC frames, any A2A method, conversations/subscribe
                                    {contextId, afterSeq} to watch (and resume) a whole context
   GET  /.well-known/agent-card.json   the agent card
+  GET  /                           a short page for a browser: the agent, these URLs, the docs
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down)
   GET  /metrics                    Prometheus metrics (loopback, or --admin-token)
   GET  /debug/pprof/               Go profiles (same rule)
