@@ -46,11 +46,15 @@ func (g adminGate) authorized(r *http.Request) bool {
 	return err == nil && ip != nil && ip.IsLoopback()
 }
 
+// adminUnauthorized is the body of a 401 of the admin gate: where the token comes from
+// (never the token).
+const adminUnauthorized = `unauthorized: send "Authorization: Bearer <token>" with the admin token this gateway was started with (serve --admin-token or GATEWAY_ADMIN_TOKEN; gateway conversations, ledger and send take the same --admin-token)`
+
 // refuse answers an unauthorized request; what names the endpoint in the 403.
 func (g adminGate) refuse(w http.ResponseWriter, what string) {
 	if g.token != "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		http.Error(w, adminUnauthorized, http.StatusUnauthorized)
 		return
 	}
 	http.Error(w, what+" answers loopback clients only when no admin token is configured", http.StatusForbidden)

@@ -90,8 +90,8 @@ type benchOptions struct {
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
 // load (or the interleaved comparison with --baseline) until done or ctx ends,
 // and prints the report to stdout. --help prints the help to stdout and
-// returns an error matching flag.ErrHelp; a bad command line returns a
-// benchUsageError. Failed requests are part of the report, not an error.
+// returns an error matching flag.ErrHelp; a bad command line returns a *flagError
+// (flags) or a benchUsageError. Failed requests are part of the report, not an error.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts, err := benchParse(args, stdout, stderr)
 	if err != nil {
@@ -150,14 +150,9 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 		concurrency int
 	)
 	fs := benchFlags(&o, &dialect, &concurrency)
-	positional, err := parseInterleaved(fs, args)
+	positional, err := parseFlags(fs, "bench", args, true, func() { benchHelp(fs, stdout) })
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			benchHelp(fs, stdout)
-			return o, err
-		}
-		fmt.Fprintln(stderr, "usage: gateway bench [flags] URL   (see 'gateway bench --help')")
-		return o, benchUsageError{err}
+		return o, err // flag.ErrHelp, or a *flagError: one line
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -171,9 +166,7 @@ func benchParse(args []string, stdout, stderr io.Writer) (benchOptions, error) {
 // benchFlags defines bench's flags on o (dialect and concurrency are checked before they
 // go into o.cfg).
 func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSet {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned; --help is printed below
-	fs.Usage = func() {}
+	fs := newFlagSet("bench") // errors are returned; --help is printed by benchParse
 	fs.IntVar(concurrency, "concurrency", 1, "run `N` workers, each with one request in flight")
 	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "measure for `D` (each round, with --baseline)")
 	fs.StringVar(dialect, "dialect", "0.3", "speak dialect `V`: 0.3 (message/send, \"kind\" fields) or\n1.0 (SendMessage, ProtoJSON enums, header A2A-Version: 1.0)")
@@ -192,28 +185,6 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
 	return fs
-}
-
-// parseInterleaved parses fs's flags wherever they stand among the positional arguments
-// (everything after "--" is positional) and returns the positional ones; its error is
-// fs.Parse's.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return nil, err
-		}
-		left := fs.Args()
-		if len(left) == 0 {
-			return positional, nil
-		}
-		if consumed := len(rest) - len(left); consumed > 0 && rest[consumed-1] == "--" {
-			return append(positional, left...), nil
-		}
-		positional = append(positional, left[0])
-		rest = left[1:]
-	}
 }
 
 // benchProblems completes o from the parsed flags (set: the names given) and returns

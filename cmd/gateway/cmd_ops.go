@@ -60,9 +60,10 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 	return conversations.New(led, conversations.Config{Policy: o.policy}), func() { _ = led.Close() }, nil
 }
 
-// parseOps parses an operator command's flags; usage errors are usageError.
-func parseOps(fs *flag.FlagSet, ef *envFlags, args []string, nargs int, argName string) error {
-	positional, err := parseInterspersed(fs, args)
+// parseOps parses an operator command's flags (help: see parseFlags); usage errors are
+// a *flagError or a usageError.
+func parseOps(fs *flag.FlagSet, ef *envFlags, args []string, nargs int, argName string, help func()) error {
+	positional, err := parseFlags(fs, fs.Name(), args, true, help)
 	if err != nil {
 		return err
 	}
@@ -115,15 +116,19 @@ type convCmd struct {
 	maxTokens            int
 }
 
+// conversationsCommands are the commands of `gateway conversations`.
+var conversationsCommands = []string{"list", "show", "export", "replay"}
+
 func runConversations(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		fmt.Fprint(stderr, conversationsUsage)
-		if len(args) == 0 {
-			return usageError{"conversations needs a command: list, show or export"}
-		}
+		return usageError{"conversations needs a command: " + strings.Join(conversationsCommands, ", ")}
+	case isHelpArg(args[0]):
+		fmt.Fprint(stdout, conversationsUsage)
 		return flag.ErrHelp
 	}
-	cmd, err := parseConversations(args[0], args[1:], lookup, stderr)
+	cmd, err := parseConversations(args[0], args[1:], lookup, stdout)
 	if err != nil {
 		return err
 	}
@@ -135,29 +140,28 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 	return cmd.run(ctx, svc, stdout, stderr)
 }
 
-// parseConversations parses the flags and argument of the conversations command sub.
-func parseConversations(sub string, rest []string, lookup func(string) (string, bool), stderr io.Writer) (*convCmd, error) {
-	fs := flag.NewFlagSet("conversations "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// parseConversations parses the flags and argument of the conversations command sub;
+// its --help goes to stdout.
+func parseConversations(sub string, rest []string, lookup func(string) (string, bool), stdout io.Writer) (*convCmd, error) {
+	fs := newFlagSet("conversations " + sub)
 	cmd := &convCmd{sub: sub}
 	ef := bindOps(fs, lookup, &cmd.o)
 	if !cmd.bind(fs, ef) {
-		fmt.Fprint(stderr, conversationsUsage)
-		return nil, usageError{fmt.Sprintf("unknown conversations command %q", sub)}
+		return nil, &unknownCommandError{Parent: "conversations", Name: sub, Commands: conversationsCommands}
 	}
-	fs.Usage = func() {
+	help := func() {
 		arg := ""
 		if sub != "list" {
 			arg = " CONTEXT_ID"
 		}
-		fmt.Fprintf(stderr, "Usage: gateway conversations %s [flags]%s\n\nFlags:\n", sub, arg)
-		printFlags(stderr, fs)
+		fmt.Fprintf(stdout, "Usage: gateway conversations %s [flags]%s\n\nFlags:\n", sub, arg)
+		printFlags(stdout, fs)
 	}
 	nargs := 1
 	if sub == "list" {
 		nargs = 0
 	}
-	if err := parseOps(fs, ef, rest, nargs, "a CONTEXT_ID"); err != nil {
+	if err := parseOps(fs, ef, rest, nargs, "a CONTEXT_ID", help); err != nil {
 		return nil, err
 	}
 	if cmd.limit < 0 {
@@ -255,7 +259,20 @@ func printReplay(w io.Writer, res replayResult, format, model string, maxTokens 
 	return err
 }
 
-const ledgerUsage = `Usage: gateway ledger verify [flags] [CONTEXT_ID]
+// ledgerUsage is `gateway ledger --help`.
+const ledgerUsage = `Usage: gateway ledger COMMAND [flags]
+
+Checks the ledger, through the running gateway's admin API (--server, --admin-token) or,
+when no gateway answers there, in --data-dir directly.
+
+Commands:
+  verify [CONTEXT_ID]  walk the hash chains of every conversation (or of one)
+
+Run 'gateway ledger COMMAND --help' for its flags.
+`
+
+// ledgerVerifyUsage heads `gateway ledger verify --help`; the flags follow.
+const ledgerVerifyUsage = `Usage: gateway ledger verify [flags] [CONTEXT_ID]
 
 Walks the hash chains of every conversation (or of one) and checks that each entry's
 hash, its link to the previous entry, and the gap-free sequence all hold. Exits 0 when
@@ -264,24 +281,29 @@ everything verifies, 1 and names each break otherwise.
 Flags:
 `
 
+// ledgerCommands are the commands of `gateway ledger`.
+var ledgerCommands = []string{"verify"}
+
 func runLedger(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "verify" {
+	switch {
+	case len(args) == 0:
 		fmt.Fprint(stderr, ledgerUsage)
-		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			return flag.ErrHelp
-		}
-		return usageError{"ledger needs a command: verify"}
+		return usageError{"ledger needs a command: " + strings.Join(ledgerCommands, ", ")}
+	case isHelpArg(args[0]):
+		fmt.Fprint(stdout, ledgerUsage)
+		return flag.ErrHelp
+	case args[0] != "verify":
+		return &unknownCommandError{Parent: "ledger", Name: args[0], Commands: ledgerCommands}
 	}
-	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("ledger verify")
 	var o opsFlags
 	ef := bindOps(fs, lookup, &o)
 	var peer string
 	var asJSON bool
 	fs.StringVar(&peer, "peer", "", "the owner of CONTEXT_ID, when several peers use it")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.Usage = func() { fmt.Fprint(stderr, ledgerUsage); printFlags(stderr, fs) }
-	if err := parseOps(fs, ef, args[1:], -1, "at most one CONTEXT_ID"); err != nil {
+	help := func() { fmt.Fprint(stdout, ledgerVerifyUsage); printFlags(stdout, fs) }
+	if err := parseOps(fs, ef, args[1:], -1, "at most one CONTEXT_ID", help); err != nil {
 		return err
 	}
 	svc, closeSvc, err := openService(ctx, o, stderr)
@@ -419,15 +441,13 @@ func oneLine(s string, n int) string {
 }
 
 // parseInterspersed parses flags that may come before or after positional arguments
-// ("show CTX --json" and "show --json CTX" both work); "--" ends the flags.
+// ("show CTX --json" and "show --json CTX" both work); "--" ends the flags. Its error is
+// fs.Parse's.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err.Error()}
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -150,7 +150,24 @@ func (e *envFlags) Level(p *slog.Level, name string, def slog.Level, usage strin
 		}
 	}
 	*p = def
-	e.fs.TextVar(p, name, def, usage+" (env "+envName(name)+")")
+	e.fs.Var(levelFlag{p}, name, usage+" (env "+envName(name)+")")
+}
+
+// levelFlag is a log level flag whose error lists the levels.
+type levelFlag struct{ p *slog.Level }
+
+func (f levelFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f levelFlag) Set(s string) error {
+	if err := f.p.UnmarshalText([]byte(s)); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	return nil
 }
 
 // bindServe defines serve's flags on fs.

@@ -111,12 +111,12 @@ func TestConfigErrors(t *testing.T) {
 
 func TestServeHelp(t *testing.T) {
 	t.Parallel()
-	_, stderr, err := runCLI(t, "serve", "--help")
+	stdout, _, err := runCLI(t, "serve", "--help")
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("serve --help error = %v", err)
 	}
 	for _, want := range []string{"--data-dir", "GATEWAY_DATA_DIR", "--echo-delay", "--busy-policy", "--config", "agent-card.json"} {
-		if !strings.Contains(stderr, want) {
+		if !strings.Contains(stdout, want) {
 			t.Errorf("serve --help lacks %q", want)
 		}
 	}

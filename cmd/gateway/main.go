@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 
 	"github.com/google/uuid"
@@ -28,7 +29,7 @@ one conversation, kept in a durable append-only ledger; one task runs per contex
 Usage:
   gateway serve [flags]        run the gateway (embedded defaults: bbolt in ./data,
                                in-process lease, echo agent, 127.0.0.1:9900)
-  gateway conversations list|show|export   operator view of the ledger
+  gateway conversations list|show|export|replay   operator view of the ledger
   gateway ledger verify [CONTEXT_ID]      check the ledger's hash chains
   gateway send TARGET [MESSAGE|-]         talk to a peer agent (--list: the targets)
   gateway bench [flags] URL    load-test an A2A JSON-RPC server (requests/s, latency)
@@ -36,6 +37,9 @@ Usage:
 
 Run 'gateway COMMAND --help' for a command's flags.
 `
+
+// commands are the top-level commands, as an unknown one lists them.
+var commands = []string{"serve", "conversations", "ledger", "send", "bench", "help"}
 
 func main() {
 	// Random (v4) UUIDs name messages and artifacts on every turn: take their randomness
@@ -52,7 +56,8 @@ func main() {
 }
 
 // exitCode is the exit status for run's error: 0 for none (or --help), 2 for a usage
-// error (including a contextId several peers use, given without --peer), 1 otherwise.
+// error (an unknown command or flag included, and a contextId several peers use, given
+// without --peer), 1 otherwise.
 func exitCode(err error) int {
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
@@ -69,7 +74,9 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 // run dispatches a command line; it returns when the command is done (serve: when ctx is
-// canceled and shutdown has finished).
+// canceled and shutdown has finished). Help asked for is printed on stdout (the error is
+// nil or flag.ErrHelp); a usage error is returned for main to print, after the usage on
+// stderr only when no command was given.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -77,7 +84,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
-		return runServe(ctx, rest, lookupEnv, stderr)
+		return runServe(ctx, rest, lookupEnv, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "conversations":
@@ -87,20 +94,30 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	case "send":
 		return runSend(ctx, rest, lookupEnv, os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(rest) > 0 {
-			return run(ctx, []string{rest[0], "--help"}, lookupEnv, stdout, stderr)
-		}
-		fmt.Fprint(stdout, usage)
-		return nil
+		return runHelp(ctx, rest, lookupEnv, stdout, stderr)
 	default:
-		fmt.Fprint(stderr, usage)
-		return usageError{fmt.Sprintf("unknown command %q", cmd)}
+		return &unknownCommandError{Name: cmd, Commands: commands}
 	}
 }
 
-// runServe runs `gateway serve` until ctx is done, then shuts the server down.
-func runServe(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) error {
-	cfg, err := serveConfig(args, lookupEnv, stderr)
+// runHelp is `gateway help [COMMAND [SUBCOMMAND]]` (or -h, --help): the usage, or the
+// command's help as `gateway COMMAND [SUBCOMMAND] --help` prints it. Help about help is
+// the usage: the command line is never dispatched back to help.
+func runHelp(ctx context.Context, topic []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(topic) == 0 || isHelpArg(topic[0]) {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if !slices.Contains(commands, topic[0]) {
+		return &unknownCommandError{Name: topic[0], Commands: commands}
+	}
+	return run(ctx, append(slices.Clone(topic), "--help"), lookupEnv, stdout, stderr)
+}
+
+// runServe runs `gateway serve` until ctx is done, then shuts the server down. ctx done
+// (SIGINT, SIGTERM) is a clean stop, also while the server is still starting: nil.
+func runServe(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
+	cfg, err := serveConfig(args, lookupEnv, stdout)
 	if err != nil {
 		return err
 	}
@@ -116,6 +133,10 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 	}
 	s, err := OpenServer(ctx, cfg, logger)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			logger.InfoContext(ctx, "start-up interrupted: nothing is left running", "reason", err)
+			return nil
+		}
 		return err
 	}
 	<-ctx.Done()
@@ -129,29 +150,26 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 }
 
 // serveConfig reads serve's configuration: the config file, the environment, the flags
-// (in rising precedence), the agent's API key. Errors are usageErrors, or flag.ErrHelp.
-func serveConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (Config, error) {
+// (in rising precedence), the agent's API key. --help prints serve's help on stdout and
+// returns flag.ErrHelp; other errors are a *flagError or a usageError.
+func serveConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (Config, error) {
 	var cfg Config
 	file, peers, err := readServeConfigFile(args, lookupEnv)
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Peers = peers
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve")
 	ef := bindServe(fs, lookupEnv, file, &cfg)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		printFlags(stderr, fs)
+	positional, err := parseFlags(fs, "serve", args, false, func() {
+		fmt.Fprint(stdout, serveUsage)
+		printFlags(stdout, fs)
+	})
+	if err != nil {
+		return cfg, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return cfg, usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
+	if len(positional) > 0 {
+		return cfg, usageError{fmt.Sprintf("serve takes no arguments, got %q", positional)}
 	}
 	if err := errors.Join(ef.errs...); err != nil {
 		return cfg, usageError{err.Error()}
@@ -200,6 +218,7 @@ http://127.0.0.1:9900/ serving:
   GET  /ws                         WebSocket: JSON-RPC frames, any A2A method, conversations/subscribe
                                    {contextId, afterSeq} to watch (and resume) a whole context
   GET  /.well-known/agent-card.json   the agent card
+  GET  /                           a short page for a browser: the agent, these URLs, the docs
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down or while the ledger cannot commit)
   GET  /metrics                    Prometheus metrics (loopback, or --admin-token)
   GET  /debug/pprof/               Go profiles (same rule)

@@ -82,7 +82,7 @@ type sendOptions struct {
 
 // runSend is `gateway send`.
 func runSend(ctx context.Context, args []string, lookup func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
-	cmd, err := parseSend(args, lookup, stderr)
+	cmd, err := parseSend(args, lookup, stdout)
 	if err != nil {
 		return err
 	}
@@ -133,14 +133,14 @@ func sendConfig(args []string, lookup func(string) (string, bool)) ([]Peer, map[
 	return peerList, sendFileDefaults(m), nil
 }
 
-// parseSend parses send's command line; usage errors are usageError.
-func parseSend(args []string, lookup func(string) (string, bool), stderr io.Writer) (*sendCommand, error) {
+// parseSend parses send's command line; --help prints the help on stdout (flag.ErrHelp);
+// usage errors are a *flagError or a usageError.
+func parseSend(args []string, lookup func(string) (string, bool), stdout io.Writer) (*sendCommand, error) {
 	peerList, file, err := sendConfig(args, lookup)
 	if err != nil {
 		return nil, err
 	}
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("send")
 	cmd := &sendCommand{peerList: peerList}
 	o := &cmd.o
 	e := &envFlags{fs: fs, lookup: lookup, file: file}
@@ -154,11 +154,11 @@ func parseSend(args []string, lookup func(string) (string, bool), stderr io.Writ
 	e.String(&o.ops.server, "server", "http://127.0.0.1:9900", "the local gateway whose ledger records the conversation (its admin API)")
 	e.String(&o.ops.token, "admin-token", "", "admin token of that gateway")
 	e.String(&o.ops.dataDir, "data-dir", "./data", "ledger directory to use directly when no gateway answers at --server")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sendUsage)
-		printFlags(stderr, fs)
+	help := func() {
+		fmt.Fprint(stdout, sendUsage)
+		printFlags(stdout, fs)
 	}
-	if cmd.positional, err = parseInterspersed(fs, args); err != nil {
+	if cmd.positional, err = parseFlags(fs, "send", args, true, help); err != nil {
 		return nil, err
 	}
 	if err := errors.Join(e.errs...); err != nil {

@@ -132,13 +132,13 @@ func TestSendUsageErrors(t *testing.T) {
 
 func TestSendHelp(t *testing.T) {
 	t.Parallel()
-	_, stderr, err := runSendCLI(t, "", "--help")
+	stdout, _, err := runSendCLI(t, "", "--help")
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("send --help error = %v, want flag.ErrHelp (exit 0)", err)
 	}
 	for _, w := range []string{"TARGET", `"a2a:"`, "unique prefix", "CONTEXT_ID", "Exit status", "CONTEXT_BUSY", "--context", "--new", "--dialect", "--list", "--server", "--admin-token", "--data-dir", "--timeout"} {
-		if !strings.Contains(stderr, w) {
-			t.Errorf("send --help does not mention %q:\n%s", w, stderr)
+		if !strings.Contains(stdout, w) {
+			t.Errorf("send --help does not mention %q:\n%s", w, stdout)
 		}
 	}
 }

@@ -98,13 +98,14 @@ func withStreaming(f func(*streaming.Config)) serverOption {
 	return func(d *serverDeps) { d.streaming = f }
 }
 
-// OpenServer validates cfg, opens the ledger and the lease service, builds the agent and
-// the turn runner, marks turns interrupted by the last stop as failed, and starts
-// listening on cfg.Addr. On error nothing it opened is left open or running: every
+// OpenServer validates cfg, binds cfg.Addr (first, so that a start that cannot listen
+// creates no data dir and no ledger), opens the ledger and the lease service, builds the
+// agent and the turn runner, marks turns interrupted by the last stop as failed, and
+// starts serving. On error nothing it opened is left open or running: every
 // resource is registered as it is opened and closed again, in the order [Server.Close]
-// uses, before OpenServer returns. Errors: cfg's validation error; the data dir or the
-// ledger (wrapping the ledger's error); the lease service; the agent backend; recovery
-// (wrapping ctx.Err() when ctx is done); the listener.
+// uses, before OpenServer returns. Errors: cfg's validation error; the listener; the data
+// dir or the ledger (wrapping the ledger's error); the lease service; the agent backend;
+// recovery (wrapping ctx.Err() when ctx is done).
 func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...serverOption) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -130,6 +131,9 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 			err = errors.Join(err, cerr)
 		}
 	}()
+	if err := s.bind(); err != nil {
+		return nil, err
+	}
 	if err := s.openStorage(ctx, deps); err != nil {
 		return nil, err
 	}
@@ -246,14 +250,27 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns }
 }
 
-// listen opens the listener and starts serving on it; the HTTP server is registered
-// for closing (see stopServing).
-func (s *Server) listen(ctx context.Context) error {
+// bind opens the listener (nothing is served on it before listen) and registers it for
+// closing, for a start that fails before listen.
+func (s *Server) bind() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	s.closers.add(func(context.Context) error {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("close listener: %w", err)
+		}
+		return nil // closed already by the HTTP server's Shutdown
+	})
+	return nil
+}
+
+// listen starts serving on the listener of bind; the HTTP server is registered for
+// closing (see stopServing).
+func (s *Server) listen(ctx context.Context) error {
+	ln := s.ln
 	// GET /ws is served before echo: a hijacked connection's reader goroutine lives in
 	// this handler for the connection's life, and behind echo's call chain its stack
 	// grows to 8 KiB; served directly it stays at 4 KiB (idle connections: 22.8 KiB
@@ -321,6 +338,7 @@ func (s *Server) routes() http.Handler {
 	}
 	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, tcfg))
 	e.POST("/", echo.WrapHandler(rpc))
+	e.GET("/", s.rootPage(card))
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
