@@ -32,6 +32,7 @@ var rules = map[string]rule{
 	"streaming":               {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
 	"agent":                   {[]string{"a2a", "projection", "history"}, nil, "backends see the protocol model and the pure projection at most"},
 	"peers":                   {[]string{"a2a", "conversations/contextid"}, nil, "peer directory"},
+	"internal/testutil":       {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
 	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
