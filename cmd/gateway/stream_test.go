@@ -29,6 +29,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/streaming"
 )
@@ -1091,101 +1092,120 @@ func TestStreamResumeUnwatched(t *testing.T) {
 // TestStreamSlowConsumer (W-4): through the gateway, a WebSocket subscriber that stops
 // reading is disconnected with 1008 and a reason naming afterSeq=N once its send queue has
 // been full for SlowAfter; resuming from N gives the rest with no gap; a second subscriber
-// gets every event, and the turn takes no longer than the same turn without the stalled
-// subscriber (measured first, in the same run) allows.
+// gets every event, and the stalled subscriber does not hold the turn up.
+//
+// It is built to need no wall clock: the agent emits one piece, then waits until the
+// reading subscriber has received it as an event (so every piece is one frame of a known
+// size, however slow commits are), and goes on until the stalled subscriber has been
+// evicted, then emits a few more and ends. So it produces just what fills the stalled
+// socket (~100 KB) and queue, and the turn can only finish if the stalled subscriber
+// held nothing up: the reader's progress is what paces the agent. The only timeouts are
+// hang guards derived from the test's deadline.
 func TestStreamSlowConsumer(t *testing.T) {
 	const (
-		pieces    = 384
-		pieceSize = 2 << 10 // 768 KiB in all: several times what the stalled socket holds (~100 KB) plus 16 frames
+		pieceSize = 8 << 10 // ~13 frames fill the stalled socket; then SendBuffer, then one waits SlowAfter
+		maxPieces = 256     // 2 MiB: far beyond what the stalled socket and queue hold; reaching it is a failure
+		after     = 3       // pieces emitted once the stalled subscriber is gone
 		cid       = "ctx-slow"
 	)
 	piece := strings.Repeat("abcdefg ", pieceSize/8)
+	var (
+		s        *Server
+		read     atomic.Int64 // artifact events the reading subscriber has received
+		progress = make(chan struct{}, 1)
+		evicted  atomic.Bool // the agent saw the stalled subscriber's stream end
+		emitted  atomic.Int64
+	)
+	guard := testutil.Deadline(t)
 	ag := scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
-		for range pieces {
+		tm := time.NewTimer(time.Until(guard))
+		defer tm.Stop()
+		left := -1 // pieces still to emit once the stalled subscriber is gone
+		for i := int64(1); left != 0; i++ {
+			if i > maxPieces {
+				return agent.Result{}, fmt.Errorf("the stalled subscriber was not evicted after %d pieces (%d KiB)", maxPieces, maxPieces*pieceSize>>10)
+			}
 			if err := emit(piece); err != nil {
 				return agent.Result{}, err
 			}
-			// Paced over ~1 s: the gateway stores (and streams) about one chunk per
-			// commit, so the pace, not the piece count, sets how many frames there are;
-			// enough of them must come to fill the stalled socket and queue even when a
-			// loaded machine makes commits slow.
-			if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
-				return agent.Result{}, err
+			emitted.Store(i)
+			for read.Load() < i { // the reading subscriber has this piece: one piece, one frame
+				select {
+				case <-progress:
+				case <-ctx.Done():
+					return agent.Result{}, ctx.Err()
+				case <-tm.C:
+					return agent.Result{}, fmt.Errorf("the reading subscriber got %d of %d pieces: the stream is held up", read.Load(), i)
+				}
+			}
+			if left < 0 && s.ws.Stats().Streams == 1 {
+				evicted.Store(true)
+				left = after
+			}
+			if left > 0 {
+				left--
 			}
 		}
 		return agent.Result{}, nil
 	}}
-	s := startWSServer(t, testConfig(t), withAgent(ag), withStreaming(func(c *streaming.Config) {
-		c.SendBuffer = 2 // frames are large and few when commits are slow (e.g. under -race)
+	s = startWSServer(t, testConfig(t), withAgent(ag), withStreaming(func(c *streaming.Config) {
+		// The reading subscriber has at most one piece and the turn's first events in
+		// flight: 8 frames never fill for it, even when its reader is descheduled.
+		c.SendBuffer = 8
 		c.SlowAfter = 200 * time.Millisecond
 		// The close frame reaches the stalled client only once it reads again (after the
-		// turn): keep its blocked write alive until then, even on a loaded machine.
-		c.WriteTimeout = 30 * time.Second
+		// turn): its blocked write must outlive the turn, so the timeout is a hang guard.
+		c.WriteTimeout = time.Until(guard)
 	}))
 	c := newHTTPClient(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-
-	type result struct {
-		evs  []streamEvent
-		err  error
-		took time.Duration
-	}
-	// runTurn sends a turn on contextID, watched by ws's subscription id, and returns what
-	// the subscriber read (its took: from the send to the final status).
-	runTurn := func(ws *websocket.Conn, id, contextID string, during func()) (result, sendDone) {
-		t.Helper()
-		done := make(chan result, 1)
-		start := time.Now()
-		go func() { // exits at the final status or when the socket fails
-			evs, err := wsCollect(ws, strconv.Quote(id), finalOf(""))
-			done <- result{evs, err, time.Since(start)}
-		}()
-		turn := sendAsync(ctx, c, s.URL(), "", contextID, "flood")
-		if during != nil {
-			during()
-		}
-		var d sendDone
-		select {
-		case d = <-turn:
-		case <-ctx.Done():
-			t.Fatal("the turn did not complete within 20s")
-		}
-		if d.err != nil {
-			t.Fatalf("message/send: %v", d.err)
-		}
-		r := <-done
-		if r.err != nil {
-			t.Fatalf("subscriber %s: %v", id, r.err)
-		}
-		if err := checkIncreasing(r.evs); err != nil {
-			t.Errorf("subscriber %s: %v", id, err)
-		}
-		return r, d
-	}
-
-	// The baseline: the same turn with one subscriber that reads.
-	base := wsDial(t, s, "")
-	wsWrite(t, base, "%s", subscribeFrame("base", "ctx-base", 0))
-	waitUntil(t, "the baseline subscription", func() bool { return s.ws.Stats().Streams == 1 })
-	b, _ := runTurn(base, "base", "ctx-base", nil)
-	base.Close()
-	waitUntil(t, "the baseline subscription to end", func() bool { return s.ws.Stats().Streams == 0 })
+	ctx := testutil.Context(t)
 
 	slow := wsDial(t, s, "", smallRcvBuf)
 	fast := wsDial(t, s, "")
 	wsWrite(t, slow, "%s", subscribeFrame("slow", cid, 0))
 	wsWrite(t, fast, "%s", subscribeFrame("fast", cid, 0))
-	waitUntil(t, "both subscriptions", func() bool { return s.ws.Stats().Streams == 2 })
-	var evictedAfter time.Duration
-	start := time.Now()
-	f, d := runTurn(fast, "fast", cid, func() {
-		// The slow consumer never reads: its stream ends (evicted) while the turn goes on.
-		waitUntil(t, "the slow consumer's eviction", func() bool { return s.ws.Stats().Streams == 1 })
-		evictedAfter = time.Since(start)
-	})
-	if bound := 2*b.took + 2*time.Second; f.took > bound {
-		t.Errorf("with a stalled subscriber the turn ended (final status at the other subscriber) after %v, want ≤ %v (2× the %v without it, + 2s): the slow consumer held it up", f.took, bound, b.took)
+	testutil.WaitFor(t, "both subscriptions", func() bool { return s.ws.Stats().Streams == 2 })
+
+	type result struct {
+		evs []streamEvent
+		err error
+	}
+	fastDone := make(chan result, 1)
+	go func() { // exits at the final status or when the socket fails (closed at cleanup)
+		var r result
+		for {
+			ev, err := wsReadEvent(fast, `"fast"`)
+			if err != nil {
+				r.err = fmt.Errorf("after %d events: %w", len(r.evs), err)
+				break
+			}
+			r.evs = append(r.evs, ev)
+			if ev.Kind == "artifact" {
+				read.Add(1)
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+			}
+			if ev.final() {
+				break
+			}
+		}
+		fastDone <- r
+	}()
+	d := testutil.Receive(t, sendAsync(ctx, c, s.URL(), "", cid, "flood"), "message/send")
+	if d.err != nil {
+		t.Fatalf("message/send: %v", d.err)
+	}
+	f := testutil.Receive(t, fastDone, "the reading subscriber's final status")
+	if f.err != nil {
+		t.Fatalf("reading subscriber: %v", f.err)
+	}
+	if err := checkIncreasing(f.evs); err != nil {
+		t.Errorf("reading subscriber: %v", err)
+	}
+	if !evicted.Load() {
+		t.Fatalf("the turn ended (%d pieces) before the stalled subscriber was evicted", emitted.Load())
 	}
 
 	// Now it reads: what was written to its socket, then the close frame naming the seq.
@@ -1210,7 +1230,7 @@ func TestStreamSlowConsumer(t *testing.T) {
 		t.Errorf("close = %d %q, want %d %q", closeErr.Code, closeErr.Text, websocket.ClosePolicyViolation, wantReason)
 	}
 
-	// Resuming from the named seq yields the rest: together, exactly the fast consumer's.
+	// Resuming from the named seq yields the rest: together, exactly the reading one's.
 	again := wsDial(t, s, "")
 	n, _ := strconv.ParseUint(closeErr.Text[strings.LastIndexByte(closeErr.Text, '=')+1:], 10, 64)
 	wsWrite(t, again, "%s", subscribeFrame("again", cid, n))
@@ -1220,10 +1240,10 @@ func TestStreamSlowConsumer(t *testing.T) {
 	}
 	all := append(got, rest...)
 	if diff := cmp.Diff(f.evs, all); diff != "" {
-		t.Errorf("slow consumer's events, then resumed (-fast consumer +slow then resumed):\n%.3000s", diff)
+		t.Errorf("slow consumer's events, then resumed (-reading subscriber +slow then resumed):\n%.3000s", diff)
 	}
-	t.Logf("turn of %d events (%d KiB): %v with a stalled subscriber (evicted after %v at afterSeq=%d, %d events read), %v without; message/send returned after %v",
-		len(f.evs), pieces*pieceSize>>10, f.took.Round(time.Millisecond), evictedAfter.Round(time.Millisecond), last, len(got), b.took.Round(time.Millisecond), d.took.Round(time.Millisecond))
+	t.Logf("turn of %d events (%d pieces, %d KiB); the stalled subscriber read %d events and was evicted at afterSeq=%d; message/send returned after %v",
+		len(f.evs), emitted.Load(), emitted.Load()*pieceSize>>10, len(got), last, d.took.Round(time.Millisecond))
 }
 
 // ---- 4. concurrent subscribers ----
