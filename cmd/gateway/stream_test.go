@@ -102,29 +102,20 @@ func startWSServer(t *testing.T, cfg Config, opts ...serverOption) *Server {
 	return s
 }
 
-// waitWSIdle waits (≤ 10 s) until s has no WebSocket connection and no open stream.
+// waitWSIdle waits until s has no WebSocket connection and no open stream (a hang guard
+// from the test's deadline bounds the wait).
 func waitWSIdle(t testing.TB, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.ws.Stats() != (streaming.Stats{}) || s.runner.Streams() != 0 {
-		if time.Now().After(deadline) {
-			t.Errorf("after the test: websocket stats %+v, runner streams %d; want all 0", s.ws.Stats(), s.runner.Streams())
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	idle := func() bool { return s.ws.Stats() == (streaming.Stats{}) && s.runner.Streams() == 0 }
+	if !testutil.Until(testutil.Deadline(t), idle) {
+		t.Errorf("after the test: websocket stats %+v, runner streams %d; want all 0", s.ws.Stats(), s.runner.Streams())
 	}
 }
 
-// waitUntil polls cond every 2 ms for up to 10 s.
+// waitUntil polls cond until it holds (see testutil.WaitFor).
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 10s waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, cond)
 }
 
 // ---- events, whatever transport and dialect brought them ----
@@ -322,9 +313,13 @@ type wsFrameMsg struct {
 	} `json:"error"`
 }
 
-// wsReadFrame reads one frame (within 15 s); every frame must be valid UTF-8 JSON-RPC.
+// readGuard bounds a wait for one frame: a hang guard, far beyond any wait of a passing
+// test on a busy machine.
+const readGuard = 2 * time.Minute
+
+// wsReadFrame reads one frame (within readGuard); every frame must be valid UTF-8 JSON-RPC.
 func wsReadFrame(ws *websocket.Conn) (wsFrameMsg, error) {
-	_ = ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_ = ws.SetReadDeadline(time.Now().Add(readGuard))
 	typ, b, err := ws.ReadMessage()
 	if err != nil {
 		return wsFrameMsg{}, err
@@ -649,8 +644,7 @@ func TestStreamRepliesByteExact(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
+			ctx := testutil.Context(t)
 			t.Cleanup(func() { waitWSIdle(t, s) }) // runs after this subtest's sockets close
 			want := replies[tt.reply].text
 			cid := fmt.Sprintf("exact-%d", i)
@@ -761,11 +755,11 @@ func TestStreamRepliesByteExact(t *testing.T) {
 // ---- 2. resume from the middle of a stream ----
 
 // flowAgent emits a numbered piece every 2 ms until stop is closed, then 20 more, so
-// that events keep coming before, during and after a client's reconnect. It gives up
-// after 15 s (a failed test never closes stop).
-func flowAgent(stop <-chan struct{}) scriptAgent {
+// that events keep coming before, during and after a client's reconnect; it counts the
+// pieces in emitted. It gives up at t's hang guard (a failed test never closes stop).
+func flowAgent(t testing.TB, stop <-chan struct{}, emitted *atomic.Int64) scriptAgent {
+	deadline := testutil.Deadline(t)
 	return scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
-		deadline := time.Now().Add(15 * time.Second)
 		after := -1
 		for i := 0; after != 0; i++ {
 			if after < 0 {
@@ -784,6 +778,7 @@ func flowAgent(stop <-chan struct{}) scriptAgent {
 			if err := emit(fmt.Sprintf("piece %04d ✓ ", i)); err != nil {
 				return agent.Result{}, err
 			}
+			emitted.Add(1)
 			if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
 				return agent.Result{}, err
 			}
@@ -828,11 +823,7 @@ func startRefReader(t *testing.T, s *Server, contextID string) *refReader {
 
 func (r *refReader) wait(t *testing.T) []streamEvent {
 	t.Helper()
-	select {
-	case <-r.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the reference reader did not see the task end within 15s")
-	}
+	testutil.Closed(t, r.done, "the reference reader to see the task end")
 	if r.err != nil {
 		t.Fatalf("reference reader: %v", r.err)
 	}
@@ -860,13 +851,12 @@ func TestStreamResume(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
+			ctx := testutil.Context(t)
 			stop := make(chan struct{})
 			var stopOnce sync.Once
 			stopAgent := func() { stopOnce.Do(func() { close(stop) }) }
 			defer stopAgent()
-			s := startWSServer(t, testConfig(t), withAgent(flowAgent(stop)))
+			s := startWSServer(t, testConfig(t), withAgent(flowAgent(t, stop, new(atomic.Int64))))
 			c := newHTTPClient(t)
 			const cid = "resume-ctx"
 			ref := startRefReader(t, s, cid)
@@ -1005,13 +995,13 @@ func TestStreamResume(t *testing.T) {
 // the text produced while it was away, and drop plus resume equal a replay of the whole
 // context from the ledger: append-only chunks that concatenate to the stored reply.
 func TestStreamResumeUnwatched(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	stop := make(chan struct{})
 	var stopOnce sync.Once
 	stopAgent := func() { stopOnce.Do(func() { close(stop) }) }
 	defer stopAgent()
-	s := startWSServer(t, testConfig(t), withAgent(flowAgent(stop)))
+	var emitted atomic.Int64
+	s := startWSServer(t, testConfig(t), withAgent(flowAgent(t, stop, &emitted)))
 	c := newHTTPClient(t)
 	const cid = "resume-alone"
 	r, err := sseOpen(ctx, c, s.URL(), "", false, "", sendBody(true, cid, "go", "", ""))
@@ -1031,7 +1021,9 @@ func TestStreamResumeUnwatched(t *testing.T) {
 	}
 	r.close()
 	waitUntil(t, "the dropped stream to close", func() bool { return s.runner.Streams() == 0 })
-	time.Sleep(50 * time.Millisecond) // the agent goes on producing, unwatched
+	// The agent goes on producing, unwatched: 20 pieces the resumed stream must get.
+	unwatched := emitted.Load()
+	waitUntil(t, "20 pieces produced unwatched", func() bool { return emitted.Load() >= unwatched+20 })
 	lastSeen := first[len(first)-1].Seq
 	r, err = sseOpen(ctx, c, s.URL(), "", false, strconv.FormatUint(lastSeen, 10), fmt.Sprintf(`{"jsonrpc":"2.0","id":"s2","method":"tasks/resubscribe","params":{"id":%q}}`, first[0].TaskID))
 	if err != nil {
@@ -1264,8 +1256,7 @@ func TestStreamConcurrentSubscribers(t *testing.T) {
 	}}
 	s := startWSServer(t, testConfig(t), withAgent(ag))
 	c := newHTTPClient(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 
 	type result struct {
 		evs []streamEvent
@@ -1349,8 +1340,7 @@ func TestStreamConcurrentSubscribers(t *testing.T) {
 func TestStreamAuth(t *testing.T) {
 	s := startWSServer(t, peersConfig(t))
 	c := newHTTPClient(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 
 	refused := []struct {
 		name   string

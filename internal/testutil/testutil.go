@@ -85,3 +85,16 @@ func Receive[T any](t testing.TB, ch <-chan T, what string) T {
 	}
 	panic("unreachable")
 }
+
+// Closed waits until done is closed (or yields a value); if that has not happened by
+// [Deadline], the test fails naming what it waited for. Call it from the test's goroutine.
+func Closed[T any](t testing.TB, done <-chan T, what string) {
+	t.Helper()
+	tm := time.NewTimer(time.Until(Deadline(t)))
+	defer tm.Stop()
+	select {
+	case <-done:
+	case <-tm.C:
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
