@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
@@ -399,16 +400,10 @@ func readEvent(t testing.TB, ws *websocket.Conn, id string) eventResult {
 	return ev
 }
 
-// waitFor polls cond for up to 10 s.
+// waitFor polls cond until it holds (see testutil.WaitFor).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, cond)
 }
 
 func waitIdle(t testing.TB, h *Handler) {
