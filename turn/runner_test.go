@@ -19,6 +19,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -146,14 +147,12 @@ func TestBusyContextAndCancel(t *testing.T) {
 	// The rejected request is audit-only: not in the task, recorded as AUDIT (written off
 	// the request path, so wait for it).
 	var last []ledger.Entry
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testutil.Until(testutil.Deadline(t), func() bool { // short of it, the count below says so
 		if last, err = st.Last(t.Context(), "local", "busy", 10, nil); err != nil {
 			t.Fatal(err)
 		}
-		if last[len(last)-1].Kind == ledger.KindAudit {
-			break
-		}
-	}
+		return last[len(last)-1].Kind == ledger.KindAudit
+	})
 	audits := 0
 	for _, e := range last {
 		if e.Kind == ledger.KindAudit && e.Visibility == ledger.VisibilityAudit {
@@ -209,10 +208,7 @@ func TestDetachedFromRequest(t *testing.T) {
 	}
 	close(ag.release)
 	// The turn finishes anyway and is recorded.
-	deadline := time.Now().Add(5 * time.Second)
-	for r.Running() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the turn to finish", func() bool { return r.Running() == 0 })
 	list, err := r.ListTasks(t.Context(), &a2a.ListTasksParams{ContextID: "detach", PageSize: 10, IncludeArtifacts: true})
 	if err != nil || len(list.Tasks) != 1 || list.Tasks[0].Status.State != a2a.StateCompleted || a2a.PartsText(list.Tasks[0].Artifacts[0].Parts) != "partial done" {
 		t.Fatalf("after disconnect: %+v, %v; want the turn completed", list, err)
@@ -443,7 +439,7 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	var audit *ledger.Entry
-	for deadline := time.Now().Add(5 * time.Second); audit == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testutil.Until(testutil.Deadline(t), func() bool { // short of it, the check below says so
 		last, err := st.Last(t.Context(), "local", "parked", 10, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -451,7 +447,8 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 		if e := last[len(last)-1]; e.Kind == ledger.KindAudit {
 			audit = &e
 		}
-	}
+		return audit != nil
+	})
 	if audit == nil {
 		t.Fatal("no audit entry for the refused cancel")
 	}
