@@ -325,6 +325,8 @@ func TestRun_Contexts(t *testing.T) {
 					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32004,"message":"context busy"}}`, req.ID)
 					return
 				}
+				// not ordering: a turn takes time, so workers sharing a contextId overlap (the
+				// refusals counted below); nothing waits for this sleep to end.
 				time.Sleep(2 * time.Millisecond)
 				mu.Lock()
 				inFlight[id]--
