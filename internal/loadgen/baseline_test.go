@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/google/go-cmp/cmp"
