@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 func TestRun_Baseline(t *testing.T) {
@@ -305,12 +307,14 @@ func TestRun_Contexts(t *testing.T) {
 				inFlight = map[string]int{}
 				seen     = map[string]int{}
 				overlaps int
+				arrivals atomic.Int64 // requests the server has received
 			)
 			// The server refuses a second request on a busy contextId, like
 			// a gateway that runs one task per context.
 			url := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				req := decodeRequest(t, r)
 				id := req.Params.Message.ContextID
+				arrivals.Add(1)
 				mu.Lock()
 				seen[id]++
 				busy := inFlight[id] > 0
@@ -325,9 +329,11 @@ func TestRun_Contexts(t *testing.T) {
 					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32004,"message":"context busy"}}`, req.ID)
 					return
 				}
-				// not ordering: a turn takes time, so workers sharing a contextId overlap (the
-				// refusals counted below); nothing waits for this sleep to end.
-				time.Sleep(2 * time.Millisecond)
+				// A turn lasts until the server has seen another request (or the run
+				// is over): workers sharing a contextId are then sure to overlap (the
+				// refusals counted below), and the others never wait on each other.
+				mine := arrivals.Load()
+				testutil.Until(testutil.Deadline(t), func() bool { return arrivals.Load() > mine || r.Context().Err() != nil })
 				mu.Lock()
 				inFlight[id]--
 				mu.Unlock()
