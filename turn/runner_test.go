@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -297,41 +298,48 @@ func TestRecoverMarksInterruptedTurnsFailed(t *testing.T) {
 	}
 }
 
+// TestBusyWaitPolicy runs in a synctest bubble (fake clock; bbolt in a temp dir, no
+// network): a send to a busy context waits until the running task ends, and gives up
+// with CONTEXT_BUSY at exactly BusyWait when it does not.
 func TestBusyWaitPolicy(t *testing.T) {
 	t.Parallel()
-	ag := newBlockingAgent()
-	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	r := New(Config{BusyWait: 2 * time.Second}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { close(ag.release); _ = r.Close(context.Background()); _ = st.Close() })
-	first, err := r.SendMessage(t.Context(), &a2a.SendParams{
-		Message: a2a.Message{MessageID: "m1", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("one")}},
-		Config:  a2a.SendConfig{ReturnImmediately: true},
+	synctest.Test(t, func(t *testing.T) {
+		const busyWait, cancelAfter = 2 * time.Second, 100 * time.Millisecond
+		ag := newBlockingAgent()
+		st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+		r := New(Config{BusyWait: busyWait}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
+		defer func() { close(ag.release); _ = r.Close(context.Background()); _ = st.Close() }()
+		first, err := r.SendMessage(t.Context(), &a2a.SendParams{
+			Message: a2a.Message{MessageID: "m1", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("one")}},
+			Config:  a2a.SendConfig{ReturnImmediately: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-ag.started
+		// The second send waits; the first is canceled 100ms (of the bubble's clock) later,
+		// which frees the context.
+		time.AfterFunc(cancelAfter, func() { _, _ = r.CancelTask(context.Background(), &a2a.TaskIDParams{ID: first.Task.ID}) })
+		start := time.Now()
+		res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+			Message: a2a.Message{MessageID: "m2", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("two")}},
+			Config:  a2a.SendConfig{ReturnImmediately: true},
+		})
+		if err != nil || res.Task.ID == first.Task.ID {
+			t.Fatalf("waiting send = %v, %v; want a new task after the first ended", res.Task, err)
+		}
+		if d := time.Since(start); d != cancelAfter {
+			t.Fatalf("waiting send returned after %v, want %v: when the first task ended", d, cancelAfter)
+		}
+		<-ag.started
+		// A bound shorter than the running turn still ends in CONTEXT_BUSY, at the bound.
+		r.cfg.BusyWait = 50 * time.Millisecond
+		start = time.Now()
+		_, err = send(t.Context(), r, "wait", "", "three")
+		if d := time.Since(start); !errors.Is(err, a2a.ErrContextBusy) || d != r.cfg.BusyWait {
+			t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after %v", err, d, r.cfg.BusyWait)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-ag.started
-	// The second send waits; cancel the first after 100ms so the context frees up.
-	time.AfterFunc(100*time.Millisecond, func() { _, _ = r.CancelTask(context.Background(), &a2a.TaskIDParams{ID: first.Task.ID}) })
-	start := time.Now()
-	res, err := r.SendMessage(t.Context(), &a2a.SendParams{
-		Message: a2a.Message{MessageID: "m2", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("two")}},
-		Config:  a2a.SendConfig{ReturnImmediately: true},
-	})
-	if err != nil || res.Task.ID == first.Task.ID {
-		t.Fatalf("waiting send = %v, %v; want a new task after the first ended", res.Task, err)
-	}
-	if d := time.Since(start); d < 80*time.Millisecond {
-		t.Fatalf("waiting send returned after %v, before the first task ended", d)
-	}
-	<-ag.started
-	// A bound shorter than the running turn still ends in CONTEXT_BUSY.
-	r.cfg.BusyWait = 50 * time.Millisecond
-	start = time.Now()
-	_, err = send(t.Context(), r, "wait", "", "three")
-	if !errors.Is(err, a2a.ErrContextBusy) || time.Since(start) < 50*time.Millisecond {
-		t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after >= 50ms", err, time.Since(start))
-	}
 }
 
 // TestRejectedContentIsAudited: an empty message to an existing conversation, and a
