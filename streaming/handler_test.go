@@ -634,16 +634,14 @@ func TestShutdown(t *testing.T) {
 	waitFor(t, "the subscription", func() bool { return src.open() == 1 })
 	h.Shutdown()
 	for i, ws := range []*websocket.Conn{a, b} {
-		_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = ws.SetReadDeadline(testutil.Deadline(t))
 		_, _, err := ws.ReadMessage()
 		var ce *websocket.CloseError
 		if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
 			t.Errorf("conn %d: %v, want close %d", i, err, websocket.CloseGoingAway)
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := h.Wait(ctx); err != nil {
+	if err := h.Wait(testutil.Context(t)); err != nil {
 		t.Fatalf("Wait() = %v, want nil", err)
 	}
 	if got := h.Stats(); got != (Stats{}) {
@@ -686,11 +684,7 @@ func TestKeepAlive(t *testing.T) {
 		}
 	}()
 	for range 3 {
-		select {
-		case <-pinged:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no ping within 5s")
-		}
+		testutil.Receive(t, pinged, "a ping")
 	}
 	// The answering peer is still connected after several pong waits.
 	if got := h.Stats().Conns; got != 1 {
@@ -807,13 +801,8 @@ func TestRequestContextReachesCalls(t *testing.T) {
 	sendText(t, ws, `{"jsonrpc":"2.0","id":2,"method":"SubscribeToTask","params":{"id":"t-1"}}`)
 	sendText(t, ws, subscribeReq("3", "c", 0))
 	for i := range 3 {
-		select {
-		case p := <-peers:
-			if p != "alice" {
-				t.Errorf("call %d saw peer %v, want alice", i, p)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("calls did not arrive")
+		if p := testutil.Receive(t, peers, "the calls"); p != "alice" {
+			t.Errorf("call %d saw peer %v, want alice", i, p)
 		}
 	}
 }

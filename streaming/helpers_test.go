@@ -353,10 +353,11 @@ func sendText(t testing.TB, ws *websocket.Conn, s string) {
 	}
 }
 
-// readFrame reads the next response frame (within 10 s) and checks its envelope.
+// readFrame reads the next response frame (a hang guard from the test's deadline bounds
+// the wait) and checks its envelope.
 func readFrame(t testing.TB, ws *websocket.Conn) wsFrame {
 	t.Helper()
-	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = ws.SetReadDeadline(testutil.Deadline(t))
 	typ, b, err := ws.ReadMessage()
 	if err != nil {
 		t.Fatalf("ReadMessage() error = %v, want a frame", err)

@@ -52,11 +52,10 @@ func splitBytes(s string, n int) []string {
 	return append(out, s)
 }
 
-// readAll reads st until io.EOF (or until stop says so), bounded by 20s.
+// readAll reads st until io.EOF (or until stop says so), bounded by a hang guard.
 func readAll(t *testing.T, st a2a.Stream, stop func(a2a.Event) bool) []a2a.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	var evs []a2a.Event
 	for {
 		ev, err := st.Next(ctx)
@@ -267,8 +266,7 @@ func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
 
 func readN(t *testing.T, st a2a.Stream, n int) []a2a.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	out := make([]a2a.Event, 0, n)
 	for range n {
 		ev, err := st.Next(ctx)
@@ -458,8 +456,7 @@ func TestStreamEndsWhenTurnCannotRecordItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	var taskID string
 	var lastSeq uint64
 	for {

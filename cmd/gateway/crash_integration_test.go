@@ -77,7 +77,7 @@ func startProc(t *testing.T, bin string, args ...string) *gatewayProc {
 	case p.addr = <-addrCh:
 	case <-p.done:
 		t.Fatal("gateway exited before listening")
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Until(testutil.Deadline(t))):
 		_ = cmd.Process.Kill()
 		t.Fatal("gateway did not start listening")
 	}
@@ -90,7 +90,7 @@ func (p *gatewayProc) stop(t *testing.T, sig syscall.Signal) {
 	_ = p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Until(testutil.Deadline(t))):
 		t.Fatalf("gateway did not exit after %v", sig)
 	}
 }
