@@ -1107,9 +1107,15 @@ func TestStreamSlowConsumer(t *testing.T) {
 		progress = make(chan struct{}, 1)
 		evicted  atomic.Bool // the agent saw the stalled subscriber's stream end
 		emitted  atomic.Int64
+		agentErr atomic.Pointer[error] // why the agent gave up, if it did
 	)
 	guard := testutil.Deadline(t)
-	ag := scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
+	ag := scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (_ agent.Result, err error) {
+		defer func() {
+			if err != nil {
+				agentErr.Store(&err)
+			}
+		}()
 		tm := time.NewTimer(time.Until(guard))
 		defer tm.Stop()
 		left := -1 // pieces still to emit once the stalled subscriber is gone
@@ -1186,6 +1192,9 @@ func TestStreamSlowConsumer(t *testing.T) {
 		fastDone <- r
 	}()
 	d := testutil.Receive(t, sendAsync(ctx, c, s.URL(), "", cid, "flood"), "message/send")
+	if e := agentErr.Load(); e != nil {
+		t.Fatalf("the agent gave up: %v", *e)
+	}
 	if d.err != nil {
 		t.Fatalf("message/send: %v", d.err)
 	}
