@@ -662,9 +662,12 @@ func TestShutdown(t *testing.T) {
 
 // TestKeepAlive: the server pings every PingInterval; a peer that never answers (it does
 // not read, so its pongs never go out) is dropped after twice that.
+//
+// The interval is a second: the answering peer must get its pong through within two,
+// which a busy machine does (at 200 ms, a descheduled reader was dropped under load).
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
-	h, url := newServer(t, worldHandler(), nil, Config{PingInterval: 200 * time.Millisecond})
+	h, url := newServer(t, worldHandler(), nil, Config{PingInterval: time.Second})
 	pinged := make(chan struct{}, 16)
 	live := dial(t, url)
 	live.SetPingHandler(func(data string) error {
@@ -683,8 +686,14 @@ func TestKeepAlive(t *testing.T) {
 			}
 		}
 	}()
-	for range 3 {
-		testutil.Receive(t, pinged, "a ping")
+	for i := range 3 {
+		select {
+		case <-pinged:
+		case <-readDone:
+			t.Fatalf("the answering peer was dropped before ping %d", i+1)
+		case <-time.After(time.Until(testutil.Deadline(t))):
+			t.Fatalf("no ping %d", i+1)
+		}
 	}
 	// The answering peer is still connected after several pong waits.
 	if got := h.Stats().Conns; got != 1 {
