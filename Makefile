@@ -4,7 +4,7 @@ BIN       ?= bin/gateway
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: run test test-unit build lint bench fuzz redis clean
+.PHONY: run test test-unit test-load build lint bench fuzz redis clean
 
 ## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
@@ -15,6 +15,10 @@ run: build
 ## test: every test, integration included, with the race detector
 test: redis
 	$(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m $(PKGS)
+
+## test-load: `make test` 3 times (RUNS=N) while two CPU burners keep both cores busy
+test-load:
+	./scripts/test-under-load.sh -n $(or $(RUNS),3)
 
 ## test-unit: the quick subset (no integration tag)
 test-unit:

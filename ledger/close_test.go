@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,6 +26,7 @@ func TestClose_DuringAppends(t *testing.T) {
 		}
 		const writers = 16
 		acked := make([]int, writers)
+		var total atomic.Int64 // acknowledged appends, all writers
 		var wg sync.WaitGroup
 		for w := range writers {
 			wg.Go(func() {
@@ -38,10 +41,13 @@ func TestClose_DuringAppends(t *testing.T) {
 						return
 					}
 					acked[w]++
+					total.Add(1)
 				}
 			})
 		}
-		time.Sleep(20 * time.Millisecond)
+		// Close while the writers are in full flow: each has had appends acknowledged
+		// on average, and each is appending again.
+		testutil.WaitFor(t, "appends in flight", func() bool { return total.Load() >= 2*writers })
 		if err := s.Close(); err != nil {
 			t.Fatalf("Close() error = %v", err)
 		}

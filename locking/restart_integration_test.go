@@ -36,7 +36,7 @@ func TestRedis_RestartedEmptyOverlap(t *testing.T) {
 		<-time.After(phase) // where in the renewal cycle the restart falls, not ordering
 		srv.Restart()       // empty: no persistence
 		var newLease *Lease
-		eventually(t, 5*time.Second, "Acquire by the new holder", func() error {
+		eventually(t, "Acquire by the new holder", func() error {
 			var err error
 			newLease, err = next.Acquire(t.Context(), key, "new-turn")
 			return err

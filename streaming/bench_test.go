@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/gorilla/websocket"
 )
 
@@ -75,10 +76,8 @@ func bareServer(tb testing.TB) idleServer {
 		addr:  srv.Listener.Addr().String(),
 		conns: func() int { return int(live.Load()) },
 		stop: func(error) {
-			deadline := time.Now().Add(30 * time.Second)
-			for live.Load() > 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			// Give the connections until the hang guard to end; Close ends the rest.
+			testutil.Until(testutil.Deadline(tb), func() bool { return live.Load() == 0 })
 			srv.Close()
 		},
 	}
@@ -137,15 +136,15 @@ func idleBytesPerConn(b *testing.B, n int, start func(testing.TB) idleServer) fl
 		}
 		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for srv.conns() < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d connections served after 30s", srv.conns(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // every server goroutine parks
+	testutil.WaitFor(b, fmt.Sprintf("%d connections served", n), func() bool { return srv.conns() >= n })
+	// Every server goroutine has parked once two samples in a row agree within 1% (a
+	// connection still starting up allocates its buffers).
 	after := heapAndStacks()
+	testutil.WaitFor(b, "the memory in use to settle", func() bool {
+		prev := after
+		after = heapAndStacks()
+		return max(after-prev, prev-after)*100 <= prev
+	})
 	runtime.KeepAlive(conns)
 	return float64(after-before) / float64(n)
 }

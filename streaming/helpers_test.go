@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
@@ -352,10 +353,11 @@ func sendText(t testing.TB, ws *websocket.Conn, s string) {
 	}
 }
 
-// readFrame reads the next response frame (within 10 s) and checks its envelope.
+// readFrame reads the next response frame (a hang guard from the test's deadline bounds
+// the wait) and checks its envelope.
 func readFrame(t testing.TB, ws *websocket.Conn) wsFrame {
 	t.Helper()
-	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = ws.SetReadDeadline(testutil.Deadline(t))
 	typ, b, err := ws.ReadMessage()
 	if err != nil {
 		t.Fatalf("ReadMessage() error = %v, want a frame", err)
@@ -399,16 +401,10 @@ func readEvent(t testing.TB, ws *websocket.Conn, id string) eventResult {
 	return ev
 }
 
-// waitFor polls cond for up to 10 s.
+// waitFor polls cond until it holds (see testutil.WaitFor).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, cond)
 }
 
 func waitIdle(t testing.TB, h *Handler) {

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -53,10 +53,7 @@ func TestFencingStaleHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(ag.release) // both agents finish now: the stale one tries to append its reply
-	deadline := time.Now().Add(5 * time.Second)
-	for r.Running() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "both turns to end", func() bool { return r.Running() == 0 })
 	// The newer turn completed and is intact.
 	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: fresh.Task.ID})
 	if err != nil || got.Status.State != a2a.StateCompleted || a2a.PartsText(got.Artifacts[0].Parts) != "partial done" {

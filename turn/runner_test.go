@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,6 +20,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -146,14 +148,12 @@ func TestBusyContextAndCancel(t *testing.T) {
 	// The rejected request is audit-only: not in the task, recorded as AUDIT (written off
 	// the request path, so wait for it).
 	var last []ledger.Entry
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testutil.Until(testutil.Deadline(t), func() bool { // short of it, the count below says so
 		if last, err = st.Last(t.Context(), "local", "busy", 10, nil); err != nil {
 			t.Fatal(err)
 		}
-		if last[len(last)-1].Kind == ledger.KindAudit {
-			break
-		}
-	}
+		return last[len(last)-1].Kind == ledger.KindAudit
+	})
 	audits := 0
 	for _, e := range last {
 		if e.Kind == ledger.KindAudit && e.Visibility == ledger.VisibilityAudit {
@@ -209,10 +209,7 @@ func TestDetachedFromRequest(t *testing.T) {
 	}
 	close(ag.release)
 	// The turn finishes anyway and is recorded.
-	deadline := time.Now().Add(5 * time.Second)
-	for r.Running() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the turn to finish", func() bool { return r.Running() == 0 })
 	list, err := r.ListTasks(t.Context(), &a2a.ListTasksParams{ContextID: "detach", PageSize: 10, IncludeArtifacts: true})
 	if err != nil || len(list.Tasks) != 1 || list.Tasks[0].Status.State != a2a.StateCompleted || a2a.PartsText(list.Tasks[0].Artifacts[0].Parts) != "partial done" {
 		t.Fatalf("after disconnect: %+v, %v; want the turn completed", list, err)
@@ -301,41 +298,48 @@ func TestRecoverMarksInterruptedTurnsFailed(t *testing.T) {
 	}
 }
 
+// TestBusyWaitPolicy runs in a synctest bubble (fake clock; bbolt in a temp dir, no
+// network): a send to a busy context waits until the running task ends, and gives up
+// with CONTEXT_BUSY at exactly BusyWait when it does not.
 func TestBusyWaitPolicy(t *testing.T) {
 	t.Parallel()
-	ag := newBlockingAgent()
-	st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
-	r := New(Config{BusyWait: 2 * time.Second}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
-	t.Cleanup(func() { close(ag.release); _ = r.Close(context.Background()); _ = st.Close() })
-	first, err := r.SendMessage(t.Context(), &a2a.SendParams{
-		Message: a2a.Message{MessageID: "m1", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("one")}},
-		Config:  a2a.SendConfig{ReturnImmediately: true},
+	synctest.Test(t, func(t *testing.T) {
+		const busyWait, cancelAfter = 2 * time.Second, 100 * time.Millisecond
+		ag := newBlockingAgent()
+		st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+		r := New(Config{BusyWait: busyWait}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
+		defer func() { close(ag.release); _ = r.Close(context.Background()); _ = st.Close() }()
+		first, err := r.SendMessage(t.Context(), &a2a.SendParams{
+			Message: a2a.Message{MessageID: "m1", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("one")}},
+			Config:  a2a.SendConfig{ReturnImmediately: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-ag.started
+		// The second send waits; the first is canceled 100ms (of the bubble's clock) later,
+		// which frees the context.
+		time.AfterFunc(cancelAfter, func() { _, _ = r.CancelTask(context.Background(), &a2a.TaskIDParams{ID: first.Task.ID}) })
+		start := time.Now()
+		res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+			Message: a2a.Message{MessageID: "m2", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("two")}},
+			Config:  a2a.SendConfig{ReturnImmediately: true},
+		})
+		if err != nil || res.Task.ID == first.Task.ID {
+			t.Fatalf("waiting send = %v, %v; want a new task after the first ended", res.Task, err)
+		}
+		if d := time.Since(start); d != cancelAfter {
+			t.Fatalf("waiting send returned after %v, want %v: when the first task ended", d, cancelAfter)
+		}
+		<-ag.started
+		// A bound shorter than the running turn still ends in CONTEXT_BUSY, at the bound.
+		r.cfg.BusyWait = 50 * time.Millisecond
+		start = time.Now()
+		_, err = send(t.Context(), r, "wait", "", "three")
+		if d := time.Since(start); !errors.Is(err, a2a.ErrContextBusy) || d != r.cfg.BusyWait {
+			t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after %v", err, d, r.cfg.BusyWait)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-ag.started
-	// The second send waits; cancel the first after 100ms so the context frees up.
-	time.AfterFunc(100*time.Millisecond, func() { _, _ = r.CancelTask(context.Background(), &a2a.TaskIDParams{ID: first.Task.ID}) })
-	start := time.Now()
-	res, err := r.SendMessage(t.Context(), &a2a.SendParams{
-		Message: a2a.Message{MessageID: "m2", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("two")}},
-		Config:  a2a.SendConfig{ReturnImmediately: true},
-	})
-	if err != nil || res.Task.ID == first.Task.ID {
-		t.Fatalf("waiting send = %v, %v; want a new task after the first ended", res.Task, err)
-	}
-	if d := time.Since(start); d < 80*time.Millisecond {
-		t.Fatalf("waiting send returned after %v, before the first task ended", d)
-	}
-	<-ag.started
-	// A bound shorter than the running turn still ends in CONTEXT_BUSY.
-	r.cfg.BusyWait = 50 * time.Millisecond
-	start = time.Now()
-	_, err = send(t.Context(), r, "wait", "", "three")
-	if !errors.Is(err, a2a.ErrContextBusy) || time.Since(start) < 50*time.Millisecond {
-		t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after >= 50ms", err, time.Since(start))
-	}
 }
 
 // TestRejectedContentIsAudited: an empty message to an existing conversation, and a
@@ -443,7 +447,7 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	var audit *ledger.Entry
-	for deadline := time.Now().Add(5 * time.Second); audit == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testutil.Until(testutil.Deadline(t), func() bool { // short of it, the check below says so
 		last, err := st.Last(t.Context(), "local", "parked", 10, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -451,7 +455,8 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 		if e := last[len(last)-1]; e.Kind == ledger.KindAudit {
 			audit = &e
 		}
-	}
+		return audit != nil
+	})
 	if audit == nil {
 		t.Fatal("no audit entry for the refused cancel")
 	}

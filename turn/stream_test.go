@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -51,11 +52,10 @@ func splitBytes(s string, n int) []string {
 	return append(out, s)
 }
 
-// readAll reads st until io.EOF (or until stop says so), bounded by 20s.
+// readAll reads st until io.EOF (or until stop says so), bounded by a hang guard.
 func readAll(t *testing.T, st a2a.Stream, stop func(a2a.Event) bool) []a2a.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	var evs []a2a.Event
 	for {
 		ev, err := st.Next(ctx)
@@ -118,14 +118,38 @@ func TestStreamedReplyEqualsStoredReply(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer stream.Close()
-			go func() { // released piece by piece, with pauses, so several chunks are stored
-				for i := range pieces {
-					if i%50 == 0 {
-						time.Sleep(time.Millisecond)
+			// Released piece by piece; after each of the first 4 runs of 50 pieces, wait
+			// until one more chunk is stored, so the reply is stored in several chunks
+			// however fast the agent is against the commits.
+			chunksStored := func() int {
+				entries, err := st.Range(t.Context(), "local", "bytes", 0, 0)
+				if err != nil {
+					return -1
+				}
+				n := 0
+				for _, e := range entries {
+					if e.Kind == ledger.KindReplyChunk {
+						n++
 					}
-					g.gate <- struct{}{}
+				}
+				return n
+			}
+			released := make(chan struct{})
+			guard := testutil.Deadline(t)
+			go func() { // exits once every piece is released, or at the hang guard
+				defer close(released)
+				for i := range pieces {
+					if k := i / 50; i%50 == 0 && k > 0 && k <= 4 {
+						testutil.Until(guard, func() bool { return t.Context().Err() != nil || chunksStored() >= k })
+					}
+					select {
+					case g.gate <- struct{}{}:
+					case <-t.Context().Done():
+						return
+					}
 				}
 			}()
+			t.Cleanup(func() { <-released }) // after t.Context() is canceled
 			direct := readAll(t, stream, nil)
 			watched := readAll(t, sub, isFinal)
 			if got := replyText(t, direct); got != tc.reply {
@@ -242,8 +266,7 @@ func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
 
 func readN(t *testing.T, st a2a.Stream, n int) []a2a.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	out := make([]a2a.Event, 0, n)
 	for range n {
 		ev, err := st.Next(ctx)
@@ -433,8 +456,7 @@ func TestStreamEndsWhenTurnCannotRecordItsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	var taskID string
 	var lastSeq uint64
 	for {
@@ -457,11 +479,7 @@ func TestStreamEndsWhenTurnCannotRecordItsEnd(t *testing.T) {
 	if taskID == "" || lastSeq == 0 {
 		t.Fatalf("no event of the task before the end (task %q, seq %d)", taskID, lastSeq)
 	}
-	for deadline := time.Now().Add(5 * time.Second); r.Running() != 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the turn did not end")
-		}
-	}
+	testutil.WaitFor(t, "the turn to end", func() bool { return r.Running() == 0 })
 	resumed, err := r.SubscribeToTask(ctx, &a2a.SubscribeParams{ID: taskID, AfterSeq: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // buildGateway builds the real binary once per test binary.
@@ -75,7 +77,7 @@ func startProc(t *testing.T, bin string, args ...string) *gatewayProc {
 	case p.addr = <-addrCh:
 	case <-p.done:
 		t.Fatal("gateway exited before listening")
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Until(testutil.Deadline(t))):
 		_ = cmd.Process.Kill()
 		t.Fatal("gateway did not start listening")
 	}
@@ -88,7 +90,7 @@ func (p *gatewayProc) stop(t *testing.T, sig syscall.Signal) {
 	_ = p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Until(testutil.Deadline(t))):
 		t.Fatalf("gateway did not exit after %v", sig)
 	}
 }
@@ -215,7 +217,14 @@ func TestCrashKeepsAcknowledged(t *testing.T) {
 		for g := range 12 {
 			wg.Go(func() { sendLoop(ctx, c, url, fmt.Sprintf("crash-%d-%d", iter, g), g%3 == 0, &mu, &got) })
 		}
-		time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
+		// A random moment: after a random number (1..40) of acknowledged sends, so that
+		// something was acknowledged however slow the machine, with more in flight.
+		killAt := 1 + rand.IntN(40)
+		testutil.WaitFor(t, fmt.Sprintf("%d acknowledged sends", killAt), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) >= killAt
+		})
 		p.stop(t, syscall.SIGKILL)
 		cancel()
 		wg.Wait()

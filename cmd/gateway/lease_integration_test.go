@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/internal/redistest"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // countingAgent measures how many turns run at once per context, and holds each turn for
@@ -226,9 +227,7 @@ func TestRedisOutageFailsClosed(t *testing.T) {
 		ID string `json:"id"`
 	}
 	_ = json.Unmarshal(first.Result, &task)
-	for ag.turns.Load() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the long turn to start", func() bool { return ag.turns.Load() > 0 })
 	rs.Stop()
 	if got := readyz(); got != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with Redis down = %d, want 503", got)
@@ -238,9 +237,8 @@ func TestRedisOutageFailsClosed(t *testing.T) {
 		t.Fatalf("send while Redis is down = %+v, want -32603 LOCK_UNAVAILABLE", r)
 	}
 	// The running turn loses its lease (no renewal for a TTL) and ends FAILED.
-	deadline := time.Now().Add(5 * time.Second)
 	var state string
-	for time.Now().Before(deadline) {
+	if !testutil.Until(testutil.Deadline(t), func() bool {
 		got := postRPC(t, c, s.URL(), false, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":%q}}`, task.ID))
 		var tk struct {
 			Status struct {
@@ -248,22 +246,13 @@ func TestRedisOutageFailsClosed(t *testing.T) {
 			} `json:"status"`
 		}
 		_ = json.Unmarshal(got.Result, &tk)
-		if state = tk.Status.State; state == "failed" {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if state != "failed" {
+		state = tk.Status.State
+		return state == "failed"
+	}) {
 		t.Fatalf("turn state after its lease was lost = %q, want failed", state)
 	}
 	rs.Restart()
-	deadline = time.Now().Add(10 * time.Second)
-	for readyz() != http.StatusOK && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := readyz(); got != http.StatusOK {
-		t.Fatalf("/readyz after Redis came back = %d, want 200", got)
-	}
+	testutil.WaitFor(t, "/readyz 200 after Redis came back", func() bool { return readyz() == http.StatusOK })
 	close(ag.release)
 	if r := sendOnce(t, c, s.URL(), "outage", "after recovery"); r.code != 0 {
 		t.Fatalf("send after recovery = %+v, want ok", r)

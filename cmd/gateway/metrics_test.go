@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // scrape GETs /metrics (with the admin token when given) and parses the text exposition.
@@ -108,8 +110,9 @@ func TestMetricsScenario(t *testing.T) {
 	cfg.RateLimit = "7/h" // seven admitted sends, then RATE_LIMITED (no refill during the test)
 	cfg.MaxParts = 2
 	// The echo agent that is given the projected history (so projections are measured);
-	// its delay keeps the non-blocking turn running for the busy send.
-	s := startServer(t, cfg, withAgent(contextEcho{agent.Echo{Delay: 100 * time.Millisecond}}))
+	// its gate keeps the non-blocking turn on m-busy running until the busy send is in.
+	gate := make(chan struct{})
+	s := startServer(t, cfg, withAgent(gatedEcho{gate: gate, contextID: "m-busy"}))
 	c := newHTTPClient(t)
 	url := s.URL()
 	before := scrape(t, c, s, "")
@@ -131,6 +134,7 @@ func TestMetricsScenario(t *testing.T) {
 	wantCode("send b", send("m-b", ""), 0)
 	wantCode("send busy (non-blocking)", send("m-busy", `,"configuration":{"blocking":false}`), 0)
 	wantCode("send busy again", send("m-busy", ""), -32004)
+	close(gate)
 	waitIdle(t, s)
 	wantCode("send busy after the turn", send("m-busy", ""), 0)
 	wantCode("send a again", send("m-a", ""), 0)
@@ -141,15 +145,12 @@ func TestMetricsScenario(t *testing.T) {
 	waitIdle(t, s)
 
 	// Turn metrics are recorded as turns end; poll until the last one is in.
+	// Short of that (hang guard), the table below says what is missing.
 	var after map[string]*dto.MetricFamily
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Until(testutil.Deadline(t), func() bool {
 		after = scrape(t, c, s, "")
-		if value(t, after, "gateway_turns_total")-value(t, before, "gateway_turns_total") >= 5 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return value(t, after, "gateway_turns_total")-value(t, before, "gateway_turns_total") >= 5
+	})
 
 	send03 := []string{"method", "message/send", "dialect", "0.3"}
 	tests := []struct {
@@ -277,16 +278,28 @@ type contextEcho struct{ agent.Echo }
 
 func (contextEcho) UsesContext() bool { return true }
 
+// gatedEcho is contextEcho whose turns on contextID wait until gate is closed.
+type gatedEcho struct {
+	contextEcho
+	gate      <-chan struct{}
+	contextID string
+}
+
+func (g gatedEcho) Reply(ctx context.Context, t agent.Turn, emit agent.Emit) (agent.Result, error) {
+	if t.ContextID == g.contextID {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return agent.Result{}, ctx.Err()
+		}
+	}
+	return g.contextEcho.Reply(ctx, t, emit)
+}
+
 // waitIdle waits until no turn runs.
 func waitIdle(t *testing.T, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.runner.Running() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("turns still running after 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "no turn running", func() bool { return s.runner.Running() == 0 })
 }
 
 // TestMetricsAuth: /metrics follows the admin API's rule: with an admin token it is
@@ -386,11 +399,7 @@ func TestMetricsActiveStreams(t *testing.T) {
 	for sc.Scan() {
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for value(t, scrape(t, c, s, ""), "gateway_active_streams") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway_active_streams still above 0 after the stream ended")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "gateway_active_streams to drop to 0 after the stream ended", func() bool {
+		return value(t, scrape(t, c, s, ""), "gateway_active_streams") == 0
+	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // benchToken is the bearer token of the benchmarks' one peer: the auth middleware runs
@@ -125,10 +126,8 @@ func bareIdleTarget(b *testing.B) idleTarget {
 		addr:  ln.Addr().String(),
 		conns: func() int { return int(live.Load()) },
 		stop: func() error {
-			deadline := time.Now().Add(30 * time.Second)
-			for live.Load() > 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			// Give the connections until the hang guard to end; Close ends the rest.
+			testutil.Until(testutil.Deadline(b), func() bool { return live.Load() == 0 })
 			err := srv.Close()
 			<-served
 			return err
@@ -173,6 +172,21 @@ func memInUse() (heap, stack int64) {
 	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
+// settledMemInUse is memInUse once every server goroutine has parked: when two samples
+// in a row agree within 1% (a connection still starting up allocates its buffers).
+func settledMemInUse(b *testing.B) (heap, stack int64) {
+	heap, stack = memInUse()
+	testutil.WaitFor(b, "the memory in use to settle", func() bool {
+		h, s := memInUse()
+		prev := heap + stack
+		heap, stack = h, s
+		return abs64(h+s-prev)*100 <= prev
+	})
+	return heap, stack
+}
+
+func abs64(v int64) int64 { return max(v, -v) }
+
 // idleCost is the memory an idle connection costs, in bytes.
 type idleCost struct{ heap, stack float64 }
 
@@ -200,15 +214,8 @@ func idleConnBytes(b *testing.B, n int, start func(*testing.B) idleTarget) idleC
 		}
 		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for srv.conns() < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d connections served after 30s", srv.conns(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // every server goroutine parks
-	heap1, stack1 := memInUse()
+	testutil.WaitFor(b, fmt.Sprintf("%d connections served", n), func() bool { return srv.conns() >= n })
+	heap1, stack1 := settledMemInUse(b)
 	runtime.KeepAlive(conns)
 	return idleCost{heap: float64(heap1-heap0) / float64(n), stack: float64(stack1-stack0) / float64(n)}
 }
@@ -404,13 +411,7 @@ func openFanoutGroup(b *testing.B, s *Server, cid string, n int) *fanoutGroup {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.runner.Streams() < before+n {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d subscriptions open after 10s", s.runner.Streams()-before, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(b, fmt.Sprintf("%d subscriptions", n), func() bool { return s.runner.Streams() >= before+n })
 	return g
 }
 
@@ -435,9 +436,7 @@ func (g *fanoutGroup) turn(b *testing.B, s *Server, c *http.Client, text string)
 		b.Fatalf("turn %q: %v", text, d.err)
 	}
 	// The lease is released after the final event is published: wait for it.
-	for s.runner.Running() > 0 {
-		time.Sleep(100 * time.Microsecond)
-	}
+	testutil.WaitFor(b, "the lease release", func() bool { return s.runner.Running() == 0 })
 	return events, last.Sub(start), last.Sub(first)
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/streaming"
 )
@@ -101,29 +102,20 @@ func startWSServer(t *testing.T, cfg Config, opts ...serverOption) *Server {
 	return s
 }
 
-// waitWSIdle waits (≤ 10 s) until s has no WebSocket connection and no open stream.
+// waitWSIdle waits until s has no WebSocket connection and no open stream (a hang guard
+// from the test's deadline bounds the wait).
 func waitWSIdle(t testing.TB, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.ws.Stats() != (streaming.Stats{}) || s.runner.Streams() != 0 {
-		if time.Now().After(deadline) {
-			t.Errorf("after the test: websocket stats %+v, runner streams %d; want all 0", s.ws.Stats(), s.runner.Streams())
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	idle := func() bool { return s.ws.Stats() == (streaming.Stats{}) && s.runner.Streams() == 0 }
+	if !testutil.Until(testutil.Deadline(t), idle) {
+		t.Errorf("after the test: websocket stats %+v, runner streams %d; want all 0", s.ws.Stats(), s.runner.Streams())
 	}
 }
 
-// waitUntil polls cond every 2 ms for up to 10 s.
+// waitUntil polls cond until it holds (see testutil.WaitFor).
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 10s waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, cond)
 }
 
 // ---- events, whatever transport and dialect brought them ----
@@ -321,9 +313,13 @@ type wsFrameMsg struct {
 	} `json:"error"`
 }
 
-// wsReadFrame reads one frame (within 15 s); every frame must be valid UTF-8 JSON-RPC.
+// readGuard bounds a wait for one frame: a hang guard, far beyond any wait of a passing
+// test on a busy machine.
+const readGuard = 2 * time.Minute
+
+// wsReadFrame reads one frame (within readGuard); every frame must be valid UTF-8 JSON-RPC.
 func wsReadFrame(ws *websocket.Conn) (wsFrameMsg, error) {
-	_ = ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_ = ws.SetReadDeadline(time.Now().Add(readGuard))
 	typ, b, err := ws.ReadMessage()
 	if err != nil {
 		return wsFrameMsg{}, err
@@ -648,8 +644,7 @@ func TestStreamRepliesByteExact(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
+			ctx := testutil.Context(t)
 			t.Cleanup(func() { waitWSIdle(t, s) }) // runs after this subtest's sockets close
 			want := replies[tt.reply].text
 			cid := fmt.Sprintf("exact-%d", i)
@@ -760,11 +755,11 @@ func TestStreamRepliesByteExact(t *testing.T) {
 // ---- 2. resume from the middle of a stream ----
 
 // flowAgent emits a numbered piece every 2 ms until stop is closed, then 20 more, so
-// that events keep coming before, during and after a client's reconnect. It gives up
-// after 15 s (a failed test never closes stop).
-func flowAgent(stop <-chan struct{}) scriptAgent {
+// that events keep coming before, during and after a client's reconnect; it counts the
+// pieces in emitted. It gives up at t's hang guard (a failed test never closes stop).
+func flowAgent(t testing.TB, stop <-chan struct{}, emitted *atomic.Int64) scriptAgent {
+	deadline := testutil.Deadline(t)
 	return scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
-		deadline := time.Now().Add(15 * time.Second)
 		after := -1
 		for i := 0; after != 0; i++ {
 			if after < 0 {
@@ -783,6 +778,7 @@ func flowAgent(stop <-chan struct{}) scriptAgent {
 			if err := emit(fmt.Sprintf("piece %04d ✓ ", i)); err != nil {
 				return agent.Result{}, err
 			}
+			emitted.Add(1)
 			if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
 				return agent.Result{}, err
 			}
@@ -827,11 +823,7 @@ func startRefReader(t *testing.T, s *Server, contextID string) *refReader {
 
 func (r *refReader) wait(t *testing.T) []streamEvent {
 	t.Helper()
-	select {
-	case <-r.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the reference reader did not see the task end within 15s")
-	}
+	testutil.Closed(t, r.done, "the reference reader to see the task end")
 	if r.err != nil {
 		t.Fatalf("reference reader: %v", r.err)
 	}
@@ -859,13 +851,12 @@ func TestStreamResume(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
+			ctx := testutil.Context(t)
 			stop := make(chan struct{})
 			var stopOnce sync.Once
 			stopAgent := func() { stopOnce.Do(func() { close(stop) }) }
 			defer stopAgent()
-			s := startWSServer(t, testConfig(t), withAgent(flowAgent(stop)))
+			s := startWSServer(t, testConfig(t), withAgent(flowAgent(t, stop, new(atomic.Int64))))
 			c := newHTTPClient(t)
 			const cid = "resume-ctx"
 			ref := startRefReader(t, s, cid)
@@ -1004,13 +995,13 @@ func TestStreamResume(t *testing.T) {
 // the text produced while it was away, and drop plus resume equal a replay of the whole
 // context from the ledger: append-only chunks that concatenate to the stored reply.
 func TestStreamResumeUnwatched(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 	stop := make(chan struct{})
 	var stopOnce sync.Once
 	stopAgent := func() { stopOnce.Do(func() { close(stop) }) }
 	defer stopAgent()
-	s := startWSServer(t, testConfig(t), withAgent(flowAgent(stop)))
+	var emitted atomic.Int64
+	s := startWSServer(t, testConfig(t), withAgent(flowAgent(t, stop, &emitted)))
 	c := newHTTPClient(t)
 	const cid = "resume-alone"
 	r, err := sseOpen(ctx, c, s.URL(), "", false, "", sendBody(true, cid, "go", "", ""))
@@ -1030,7 +1021,9 @@ func TestStreamResumeUnwatched(t *testing.T) {
 	}
 	r.close()
 	waitUntil(t, "the dropped stream to close", func() bool { return s.runner.Streams() == 0 })
-	time.Sleep(50 * time.Millisecond) // the agent goes on producing, unwatched
+	// The agent goes on producing, unwatched: 20 pieces the resumed stream must get.
+	unwatched := emitted.Load()
+	waitUntil(t, "20 pieces produced unwatched", func() bool { return emitted.Load() >= unwatched+20 })
 	lastSeen := first[len(first)-1].Seq
 	r, err = sseOpen(ctx, c, s.URL(), "", false, strconv.FormatUint(lastSeen, 10), fmt.Sprintf(`{"jsonrpc":"2.0","id":"s2","method":"tasks/resubscribe","params":{"id":%q}}`, first[0].TaskID))
 	if err != nil {
@@ -1091,101 +1084,129 @@ func TestStreamResumeUnwatched(t *testing.T) {
 // TestStreamSlowConsumer (W-4): through the gateway, a WebSocket subscriber that stops
 // reading is disconnected with 1008 and a reason naming afterSeq=N once its send queue has
 // been full for SlowAfter; resuming from N gives the rest with no gap; a second subscriber
-// gets every event, and the turn takes no longer than the same turn without the stalled
-// subscriber (measured first, in the same run) allows.
+// gets every event, and the stalled subscriber does not hold the turn up.
+//
+// It is built to need no wall clock: the agent emits one piece, then waits until the
+// reading subscriber has received it as an event (so every piece is one frame of a known
+// size, however slow commits are), and goes on until the stalled subscriber has been
+// evicted, then emits a few more and ends. So it produces just what fills the stalled
+// socket (~100 KB) and queue, and the turn can only finish if the stalled subscriber
+// held nothing up: the reader's progress is what paces the agent. The only timeouts are
+// hang guards derived from the test's deadline.
 func TestStreamSlowConsumer(t *testing.T) {
 	const (
-		pieces    = 384
-		pieceSize = 2 << 10 // 768 KiB in all: several times what the stalled socket holds (~100 KB) plus 16 frames
+		pieceSize = 8 << 10 // ~13 frames fill the stalled socket; then SendBuffer, then one waits SlowAfter
+		maxPieces = 256     // 2 MiB: far beyond what the stalled socket and queue hold; reaching it is a failure
+		after     = 3       // pieces emitted once the stalled subscriber is gone
 		cid       = "ctx-slow"
 	)
 	piece := strings.Repeat("abcdefg ", pieceSize/8)
-	ag := scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
-		for range pieces {
+	var (
+		s        *Server
+		read     atomic.Int64 // artifact events the reading subscriber has received
+		progress = make(chan struct{}, 1)
+		evicted  atomic.Bool // the agent saw the stalled subscriber's stream end
+		emitted  atomic.Int64
+		agentErr atomic.Pointer[error] // why the agent gave up, if it did
+	)
+	guard := testutil.Deadline(t)
+	ag := scriptAgent{reply: func(ctx context.Context, _ agent.Turn, emit agent.Emit) (_ agent.Result, err error) {
+		defer func() {
+			if err != nil {
+				agentErr.Store(&err)
+			}
+		}()
+		tm := time.NewTimer(time.Until(guard))
+		defer tm.Stop()
+		left := -1 // pieces still to emit once the stalled subscriber is gone
+		for i := int64(1); left != 0; i++ {
+			if i > maxPieces {
+				return agent.Result{}, fmt.Errorf("the stalled subscriber was not evicted after %d pieces (%d KiB)", maxPieces, maxPieces*pieceSize>>10)
+			}
 			if err := emit(piece); err != nil {
 				return agent.Result{}, err
 			}
-			// Paced over ~1 s: the gateway stores (and streams) about one chunk per
-			// commit, so the pace, not the piece count, sets how many frames there are;
-			// enough of them must come to fill the stalled socket and queue even when a
-			// loaded machine makes commits slow.
-			if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
-				return agent.Result{}, err
+			emitted.Store(i)
+			for read.Load() < i { // the reading subscriber has this piece: one piece, one frame
+				select {
+				case <-progress:
+				case <-ctx.Done():
+					return agent.Result{}, ctx.Err()
+				case <-tm.C:
+					return agent.Result{}, fmt.Errorf("the reading subscriber got %d of %d pieces: the stream is held up", read.Load(), i)
+				}
+			}
+			if left < 0 && s.ws.Stats().Streams == 1 {
+				evicted.Store(true)
+				left = after
+			}
+			if left > 0 {
+				left--
 			}
 		}
 		return agent.Result{}, nil
 	}}
-	s := startWSServer(t, testConfig(t), withAgent(ag), withStreaming(func(c *streaming.Config) {
-		c.SendBuffer = 2 // frames are large and few when commits are slow (e.g. under -race)
+	s = startWSServer(t, testConfig(t), withAgent(ag), withStreaming(func(c *streaming.Config) {
+		// The reading subscriber has at most one piece and the turn's first events in
+		// flight: 8 frames never fill for it, even when its reader is descheduled.
+		c.SendBuffer = 8
 		c.SlowAfter = 200 * time.Millisecond
 		// The close frame reaches the stalled client only once it reads again (after the
-		// turn): keep its blocked write alive until then, even on a loaded machine.
-		c.WriteTimeout = 30 * time.Second
+		// turn): its blocked write must outlive the turn, so the timeout is a hang guard.
+		c.WriteTimeout = time.Until(guard)
 	}))
 	c := newHTTPClient(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-
-	type result struct {
-		evs  []streamEvent
-		err  error
-		took time.Duration
-	}
-	// runTurn sends a turn on contextID, watched by ws's subscription id, and returns what
-	// the subscriber read (its took: from the send to the final status).
-	runTurn := func(ws *websocket.Conn, id, contextID string, during func()) (result, sendDone) {
-		t.Helper()
-		done := make(chan result, 1)
-		start := time.Now()
-		go func() { // exits at the final status or when the socket fails
-			evs, err := wsCollect(ws, strconv.Quote(id), finalOf(""))
-			done <- result{evs, err, time.Since(start)}
-		}()
-		turn := sendAsync(ctx, c, s.URL(), "", contextID, "flood")
-		if during != nil {
-			during()
-		}
-		var d sendDone
-		select {
-		case d = <-turn:
-		case <-ctx.Done():
-			t.Fatal("the turn did not complete within 20s")
-		}
-		if d.err != nil {
-			t.Fatalf("message/send: %v", d.err)
-		}
-		r := <-done
-		if r.err != nil {
-			t.Fatalf("subscriber %s: %v", id, r.err)
-		}
-		if err := checkIncreasing(r.evs); err != nil {
-			t.Errorf("subscriber %s: %v", id, err)
-		}
-		return r, d
-	}
-
-	// The baseline: the same turn with one subscriber that reads.
-	base := wsDial(t, s, "")
-	wsWrite(t, base, "%s", subscribeFrame("base", "ctx-base", 0))
-	waitUntil(t, "the baseline subscription", func() bool { return s.ws.Stats().Streams == 1 })
-	b, _ := runTurn(base, "base", "ctx-base", nil)
-	base.Close()
-	waitUntil(t, "the baseline subscription to end", func() bool { return s.ws.Stats().Streams == 0 })
+	ctx := testutil.Context(t)
 
 	slow := wsDial(t, s, "", smallRcvBuf)
 	fast := wsDial(t, s, "")
 	wsWrite(t, slow, "%s", subscribeFrame("slow", cid, 0))
 	wsWrite(t, fast, "%s", subscribeFrame("fast", cid, 0))
-	waitUntil(t, "both subscriptions", func() bool { return s.ws.Stats().Streams == 2 })
-	var evictedAfter time.Duration
-	start := time.Now()
-	f, d := runTurn(fast, "fast", cid, func() {
-		// The slow consumer never reads: its stream ends (evicted) while the turn goes on.
-		waitUntil(t, "the slow consumer's eviction", func() bool { return s.ws.Stats().Streams == 1 })
-		evictedAfter = time.Since(start)
-	})
-	if bound := 2*b.took + 2*time.Second; f.took > bound {
-		t.Errorf("with a stalled subscriber the turn ended (final status at the other subscriber) after %v, want ≤ %v (2× the %v without it, + 2s): the slow consumer held it up", f.took, bound, b.took)
+	testutil.WaitFor(t, "both subscriptions", func() bool { return s.ws.Stats().Streams == 2 })
+
+	type result struct {
+		evs []streamEvent
+		err error
+	}
+	fastDone := make(chan result, 1)
+	go func() { // exits at the final status or when the socket fails (closed at cleanup)
+		var r result
+		for {
+			ev, err := wsReadEvent(fast, `"fast"`)
+			if err != nil {
+				r.err = fmt.Errorf("after %d events: %w", len(r.evs), err)
+				break
+			}
+			r.evs = append(r.evs, ev)
+			if ev.Kind == "artifact" {
+				read.Add(1)
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+			}
+			if ev.final() {
+				break
+			}
+		}
+		fastDone <- r
+	}()
+	d := testutil.Receive(t, sendAsync(ctx, c, s.URL(), "", cid, "flood"), "message/send")
+	if e := agentErr.Load(); e != nil {
+		t.Fatalf("the agent gave up: %v", *e)
+	}
+	if d.err != nil {
+		t.Fatalf("message/send: %v", d.err)
+	}
+	f := testutil.Receive(t, fastDone, "the reading subscriber's final status")
+	if f.err != nil {
+		t.Fatalf("reading subscriber: %v", f.err)
+	}
+	if err := checkIncreasing(f.evs); err != nil {
+		t.Errorf("reading subscriber: %v", err)
+	}
+	if !evicted.Load() {
+		t.Fatalf("the turn ended (%d pieces) before the stalled subscriber was evicted", emitted.Load())
 	}
 
 	// Now it reads: what was written to its socket, then the close frame naming the seq.
@@ -1210,7 +1231,7 @@ func TestStreamSlowConsumer(t *testing.T) {
 		t.Errorf("close = %d %q, want %d %q", closeErr.Code, closeErr.Text, websocket.ClosePolicyViolation, wantReason)
 	}
 
-	// Resuming from the named seq yields the rest: together, exactly the fast consumer's.
+	// Resuming from the named seq yields the rest: together, exactly the reading one's.
 	again := wsDial(t, s, "")
 	n, _ := strconv.ParseUint(closeErr.Text[strings.LastIndexByte(closeErr.Text, '=')+1:], 10, 64)
 	wsWrite(t, again, "%s", subscribeFrame("again", cid, n))
@@ -1220,10 +1241,10 @@ func TestStreamSlowConsumer(t *testing.T) {
 	}
 	all := append(got, rest...)
 	if diff := cmp.Diff(f.evs, all); diff != "" {
-		t.Errorf("slow consumer's events, then resumed (-fast consumer +slow then resumed):\n%.3000s", diff)
+		t.Errorf("slow consumer's events, then resumed (-reading subscriber +slow then resumed):\n%.3000s", diff)
 	}
-	t.Logf("turn of %d events (%d KiB): %v with a stalled subscriber (evicted after %v at afterSeq=%d, %d events read), %v without; message/send returned after %v",
-		len(f.evs), pieces*pieceSize>>10, f.took.Round(time.Millisecond), evictedAfter.Round(time.Millisecond), last, len(got), b.took.Round(time.Millisecond), d.took.Round(time.Millisecond))
+	t.Logf("turn of %d events (%d pieces, %d KiB); the stalled subscriber read %d events and was evicted at afterSeq=%d; message/send returned after %v",
+		len(f.evs), emitted.Load(), emitted.Load()*pieceSize>>10, len(got), last, d.took.Round(time.Millisecond))
 }
 
 // ---- 4. concurrent subscribers ----
@@ -1244,8 +1265,7 @@ func TestStreamConcurrentSubscribers(t *testing.T) {
 	}}
 	s := startWSServer(t, testConfig(t), withAgent(ag))
 	c := newHTTPClient(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 
 	type result struct {
 		evs []streamEvent
@@ -1329,8 +1349,7 @@ func TestStreamConcurrentSubscribers(t *testing.T) {
 func TestStreamAuth(t *testing.T) {
 	s := startWSServer(t, peersConfig(t))
 	c := newHTTPClient(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	ctx := testutil.Context(t)
 
 	refused := []struct {
 		name   string

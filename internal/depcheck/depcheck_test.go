@@ -39,6 +39,7 @@ var rules = map[string]rule{
 	"agent":                   {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
 	"peers":                   {[]string{"a2a", "conversations/contextid", "internal/netx"}, nil, "peer directory"},
 	"internal/logctx":         {nil, nil, "the request scope of log lines: standard library only, so every layer may import it"},
+	"internal/testutil":       {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
 	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 

@@ -76,16 +76,19 @@ type baselineRequest struct {
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  *struct {
-		Message *struct {
-			MessageID string `json:"messageId"`
-			ContextID string `json:"contextId"`
-			Role      string `json:"role"`
-			Parts     []struct {
-				Kind string  `json:"kind"`
-				Text *string `json:"text"`
-			} `json:"parts"`
-		} `json:"message"`
+		Message *baselineMessage `json:"message"`
 	} `json:"params"`
+}
+
+// baselineMessage is the request's message, in either dialect.
+type baselineMessage struct {
+	MessageID string `json:"messageId"`
+	ContextID string `json:"contextId"`
+	Role      string `json:"role"`
+	Parts     []struct {
+		Kind string  `json:"kind"`
+		Text *string `json:"text"`
+	} `json:"parts"`
 }
 
 // baselineResponse is a JSON-RPC response envelope.
@@ -178,27 +181,53 @@ type (
 )
 
 func (h *baselineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeBaselineRequest(w, r)
+	if !ok {
+		return
+	}
+	v10, stream, rpcErr := checkBaselineRequest(req)
+	if rpcErr != nil {
+		writeJSON(w, baselineResponse{ID: req.ID, Error: rpcErr})
+		return
+	}
+	e := h.newEcho(req.Params.Message)
+	switch {
+	case !stream && !v10:
+		writeJSON(w, baselineResponse{ID: req.ID, Result: e.v03Task()})
+	case !stream && v10:
+		writeJSON(w, baselineResponse{ID: req.ID, Result: e.v10Task()})
+	case stream && !v10:
+		writeSSE(w, req.ID, e.v03Events()...)
+	default:
+		writeSSE(w, req.ID, e.v10Events()...)
+	}
+}
+
+// decodeBaselineRequest reads a POSTed JSON-RPC request; when it cannot (another method,
+// malformed JSON) it has answered already and returns false. A missing id becomes null.
+func decodeBaselineRequest(w http.ResponseWriter, r *http.Request) (baselineRequest, bool) {
+	var req baselineRequest
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
+		return req, false
 	}
-	var req baselineRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBaselineBody)).Decode(&req); err != nil {
 		writeJSON(w, baselineResponse{ID: json.RawMessage("null"), Error: &baselineError{-32700, "Invalid JSON payload"}})
-		return
+		return req, false
 	}
 	if len(req.ID) == 0 {
 		req.ID = json.RawMessage("null")
 	}
-	fail := func(code int, msg string) {
-		writeJSON(w, baselineResponse{ID: req.ID, Error: &baselineError{code, msg}})
-	}
+	return req, true
+}
+
+// checkBaselineRequest validates the envelope, the method (its dialect and whether it
+// streams) and the message, the way the gateway does; a non-nil error is the answer.
+func checkBaselineRequest(req baselineRequest) (v10, stream bool, _ *baselineError) {
 	if req.JSONRPC != "2.0" {
-		fail(-32600, "Request payload validation error")
-		return
+		return false, false, &baselineError{-32600, "Request payload validation error"}
 	}
-	var v10, stream bool
 	switch req.Method {
 	case "message/send":
 	case "message/stream":
@@ -208,14 +237,21 @@ func (h *baselineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "SendStreamingMessage":
 		v10, stream = true, true
 	default:
-		fail(-32601, "Method not found")
-		return
+		return false, false, &baselineError{-32601, "Method not found"}
 	}
 	if req.Params == nil || req.Params.Message == nil || req.Params.Message.MessageID == "" || len(req.Params.Message.Parts) == 0 {
-		fail(-32602, "Invalid parameters")
-		return
+		return false, false, &baselineError{-32602, "Invalid parameters"}
 	}
-	msg := req.Params.Message
+	return v10, stream, nil
+}
+
+// baselineEcho is one completed echo task: the message's text parts, joined.
+type baselineEcho struct {
+	taskID, ctxID, now, text string
+}
+
+// newEcho numbers a new task for msg (and a contextId when msg has none).
+func (h *baselineHandler) newEcho(msg *baselineMessage) baselineEcho {
 	var text strings.Builder
 	for _, p := range msg.Parts {
 		if p.Text != nil && (p.Kind == "" || p.Kind == "text") {
@@ -223,44 +259,51 @@ func (h *baselineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	n := h.tasks.Add(1)
-	taskID := "task-" + strconv.FormatUint(n, 10)
-	ctxID := msg.ContextID
-	if ctxID == "" {
-		ctxID = "ctx-" + strconv.FormatUint(n, 10)
+	e := baselineEcho{taskID: "task-" + strconv.FormatUint(n, 10), ctxID: msg.ContextID,
+		now: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), text: text.String()}
+	if e.ctxID == "" {
+		e.ctxID = "ctx-" + strconv.FormatUint(n, 10)
 	}
-	now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-	echo := text.String()
+	return e
+}
 
-	switch {
-	case !stream && !v10:
-		writeJSON(w, baselineResponse{ID: req.ID, Result: v03Task{
-			Kind: "task", ID: taskID, ContextID: ctxID,
-			Status:    v03Status{State: "completed", Timestamp: now},
-			Artifacts: []v03Artifact{{ArtifactID: "echo", Parts: []v03Part{{Kind: "text", Text: echo}}}},
-		}})
-	case !stream && v10:
-		writeJSON(w, baselineResponse{ID: req.ID, Result: v10StreamResponse{Task: &v10Task{
-			ID: taskID, ContextID: ctxID,
-			Status:    v10Status{State: "TASK_STATE_COMPLETED", Timestamp: now},
-			Artifacts: []v10Artifact{{ArtifactID: "echo", Parts: []v10Part{{Text: echo}}}},
-		}}})
-	case stream && !v10:
-		writeSSE(w, req.ID,
-			v03Task{Kind: "task", ID: taskID, ContextID: ctxID, Status: v03Status{State: "submitted", Timestamp: now}},
-			v03ArtifactUpdate{Kind: "artifact-update", TaskID: taskID, ContextID: ctxID, LastChunk: true,
-				Artifact: v03Artifact{ArtifactID: "echo", Parts: []v03Part{{Kind: "text", Text: echo}}}},
-			v03StatusUpdate{Kind: "status-update", TaskID: taskID, ContextID: ctxID, Final: true,
-				Status: v03Status{State: "completed", Timestamp: now}},
-		)
-	default:
-		writeSSE(w, req.ID,
-			v10StreamResponse{Task: &v10Task{ID: taskID, ContextID: ctxID,
-				Status: v10Status{State: "TASK_STATE_SUBMITTED", Timestamp: now}}},
-			v10StreamResponse{ArtifactUpdate: &v10ArtifactUpdate{TaskID: taskID, ContextID: ctxID, LastChunk: true,
-				Artifact: v10Artifact{ArtifactID: "echo", Parts: []v10Part{{Text: echo}}}}},
-			v10StreamResponse{StatusUpdate: &v10StatusUpdate{TaskID: taskID, ContextID: ctxID,
-				Status: v10Status{State: "TASK_STATE_COMPLETED", Timestamp: now}}},
-		)
+func (e baselineEcho) v03Task() v03Task {
+	return v03Task{
+		Kind: "task", ID: e.taskID, ContextID: e.ctxID,
+		Status:    v03Status{State: "completed", Timestamp: e.now},
+		Artifacts: []v03Artifact{{ArtifactID: "echo", Parts: []v03Part{{Kind: "text", Text: e.text}}}},
+	}
+}
+
+func (e baselineEcho) v10Task() v10StreamResponse {
+	return v10StreamResponse{Task: &v10Task{
+		ID: e.taskID, ContextID: e.ctxID,
+		Status:    v10Status{State: "TASK_STATE_COMPLETED", Timestamp: e.now},
+		Artifacts: []v10Artifact{{ArtifactID: "echo", Parts: []v10Part{{Text: e.text}}}},
+	}}
+}
+
+// v03Events are the stream of a v0.3 message/stream: the submitted task, the whole
+// reply as one artifact update, the final status.
+func (e baselineEcho) v03Events() []any {
+	return []any{
+		v03Task{Kind: "task", ID: e.taskID, ContextID: e.ctxID, Status: v03Status{State: "submitted", Timestamp: e.now}},
+		v03ArtifactUpdate{Kind: "artifact-update", TaskID: e.taskID, ContextID: e.ctxID, LastChunk: true,
+			Artifact: v03Artifact{ArtifactID: "echo", Parts: []v03Part{{Kind: "text", Text: e.text}}}},
+		v03StatusUpdate{Kind: "status-update", TaskID: e.taskID, ContextID: e.ctxID, Final: true,
+			Status: v03Status{State: "completed", Timestamp: e.now}},
+	}
+}
+
+// v10Events are the same stream in the v1.0 dialect (SendStreamingMessage).
+func (e baselineEcho) v10Events() []any {
+	return []any{
+		v10StreamResponse{Task: &v10Task{ID: e.taskID, ContextID: e.ctxID,
+			Status: v10Status{State: "TASK_STATE_SUBMITTED", Timestamp: e.now}}},
+		v10StreamResponse{ArtifactUpdate: &v10ArtifactUpdate{TaskID: e.taskID, ContextID: e.ctxID, LastChunk: true,
+			Artifact: v10Artifact{ArtifactID: "echo", Parts: []v10Part{{Text: e.text}}}}},
+		v10StreamResponse{StatusUpdate: &v10StatusUpdate{TaskID: e.taskID, ContextID: e.ctxID,
+			Status: v10Status{State: "TASK_STATE_COMPLETED", Timestamp: e.now}}},
 	}
 }
 
