@@ -37,6 +37,7 @@ func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) 
 // answers there; either way the caller gets the conversations service's API. The returned
 // close func releases what was opened.
 func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService, func(), error) {
+	o = o.withLocalToken()
 	ac := newAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -10,8 +10,7 @@ import (
 func adminOnly(token, what string, h http.Handler) http.Handler {
 	gate := adminGate{token: token}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !gate.authorized(r) {
-			gate.refuse(w, what)
+		if gate.serve(w, r, what) {
 			return
 		}
 		h.ServeHTTP(w, r)

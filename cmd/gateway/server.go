@@ -70,6 +70,9 @@ type Server struct {
 	// for concurrent use.
 	streamStats func() (streams, wsConns int)
 	ws          *streaming.Handler
+	// localToken is the admin token for writes when none is configured, written to the
+	// data dir's admin.token (see adminGate); "" with --admin-token.
+	localToken string
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent or tune the
@@ -114,6 +117,11 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
 	}
 	s.ledger = led
+	// The data dir is ours now (the ledger is open): its admin token file is too.
+	if s.localToken, err = setupLocalAdminToken(cfg.DataDir, cfg.AdminToken); err != nil {
+		_ = led.Close()
+		return nil, err
+	}
 	if cfg.RedisAddr != "" {
 		rl, err := locking.NewRedis(ctx, locking.RedisConfig{Addr: cfg.RedisAddr, TTL: cfg.LeaseTTL}, logger)
 		if err != nil {
@@ -221,7 +229,7 @@ func (s *Server) routes() http.Handler {
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
-	mountAdmin(e, s.adminService(), s.cfg.AdminToken, s.log.With("component", "admin"))
+	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken}, s.log.With("component", "admin"))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {
