@@ -53,10 +53,16 @@ func checkCandidates(t *testing.T, s string) {
 	}
 }
 
-// redactAll is Text without the literal filter: every pattern runs, in order.
+// redactAll is Text without the literal filter: every pattern runs, in order, then again
+// after dropping format characters.
 func redactAll(s string) string {
-	for i := range redactors {
-		s, _ = redactors[i].apply(s)
+	for round := range 2 {
+		if round == 1 {
+			s = dropFormat(s, nil)
+		}
+		for i := range redactors {
+			s, _ = redactors[i].apply(s)
+		}
 	}
 	return s
 }

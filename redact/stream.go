@@ -59,8 +59,16 @@ const MaxHeld = 16 << 10
 //
 // The zero value is ready to use. After Flush the Stream starts a new stream
 // (Redactions keeps counting). It is not safe for concurrent use.
+//
+// Text's second round (the patterns again, after dropping format characters between
+// printable ASCII characters) is a second chain of stages behind a formatStage.
 type Stream struct {
+	// stages are the two chains: stages[:len/2] the patterns over the text as it comes,
+	// then format, then stages[len/2:] the patterns again. A position in that pipeline
+	// is a step: step i < len/2 is stages[i], step len/2 is format, step i > len/2 is
+	// stages[i-1].
 	stages     []streamStage
+	format     formatStage
 	redactions int
 	limit      int // held-text bound; 0: MaxHeld (tests lower it)
 }
@@ -80,17 +88,41 @@ func (r *Stream) Write(chunk string) string {
 	// Each round moves at least half of the largest stage's text on (or drops it); the
 	// cap only guards against a bug looping forever.
 	for round := 0; r.held() > limit && round < 64*len(r.stages); round++ {
-		j := 0
+		j, most := r.fmtStep(), r.format.held()
 		for i := range r.stages {
-			if len(r.stages[i].buf) > len(r.stages[j].buf) {
-				j = i
+			if len(r.stages[i].buf) > most {
+				j, most = r.step(i), len(r.stages[i].buf)
 			}
 		}
-		s, n := r.stages[j].force()
-		r.redactions += n
+		var s string
+		if j == r.fmtStep() {
+			s = r.format.force()
+		} else {
+			var n int
+			s, n = r.stages[r.stage(j)].force()
+			r.redactions += n
+		}
 		out += r.feed(j+1, s)
 	}
 	return out
+}
+
+// fmtStep is the format stage's step; step and stage convert between a stage's index and
+// its step.
+func (r *Stream) fmtStep() int { return len(r.stages) / 2 }
+
+func (r *Stream) step(stage int) int {
+	if stage < r.fmtStep() {
+		return stage
+	}
+	return stage + 1
+}
+
+func (r *Stream) stage(step int) int {
+	if step < r.fmtStep() {
+		return step
+	}
+	return step - 1
 }
 
 // Flush ends the stream: it returns the held text, redacted, and resets the
@@ -99,6 +131,9 @@ func (r *Stream) Flush() string {
 	r.init()
 	in := ""
 	for i := range r.stages {
+		if i == r.fmtStep() {
+			in = r.format.write(in) + r.format.flush()
+		}
 		st := &r.stages[i]
 		st.append(in)
 		s, n := st.flush()
@@ -113,7 +148,7 @@ func (r *Stream) Redactions() int { return r.redactions }
 
 // held returns how many bytes the stages hold back.
 func (r *Stream) held() int {
-	n := 0
+	n := r.format.held()
 	for i := range r.stages {
 		n += len(r.stages[i].buf)
 	}
@@ -125,20 +160,24 @@ func (r *Stream) init() {
 		return
 	}
 	progs := streamProgs()
-	r.stages = make([]streamStage, len(progs))
-	for i, sp := range progs {
-		r.stages[i].init(sp)
+	r.stages = make([]streamStage, 2*len(progs))
+	for i := range r.stages {
+		r.stages[i].init(progs[i%len(progs)])
 	}
 }
 
-// feed passes in through the stages from index from on and returns what the last stage
+// feed passes in through the pipeline from step from on and returns what the last stage
 // releases.
 func (r *Stream) feed(from int, in string) string {
-	for i := from; i < len(r.stages); i++ {
-		st := &r.stages[i]
+	for j := from; j <= len(r.stages); j++ {
 		if in == "" {
 			return ""
 		}
+		if j == r.fmtStep() {
+			in = r.format.write(in)
+			continue
+		}
+		st := &r.stages[r.stage(j)]
 		st.append(in)
 		st.advance(false)
 		if st.swallow {
