@@ -21,14 +21,15 @@ import (
 // in two).
 var (
 	gapMessageID  = [2]string{"ghp_M5g1dS3cr3t", "T0k3nAbCdEfGhIjKl"}
-	gapContextID  = [2]string{"sk-proj-C0nt3xtS3cr3t", "AbCdEfGhIjKlMnOpQr"}
-	gapFilename   = [2]string{"ghp_F1l3n4m3S3cr3t", "AbCdEfGhIjKlMnOpQr"}
+	gapContextID  = [2]string{"sk-proj-C0nt3xtS3cr3t", "Ctx2ndHalfAbCdEfGh"}
+	gapFilename   = [2]string{"ghp_F1l3n4m3S3cr3t", "File2ndHalfAbCdEfG"}
 	gapSplit      = [2]string{"sk-proj-Spl1tAcr0ssP4rts", "S3c0ndH4lfZq9Xw8Vu7"}
+	gapSplitShort = [2]string{"sk-proj-Sh0rtH4lf", "Spl1tS3cr3tAbCdEfGhIj"} // neither half a key alone
 	gapZeroWidth  = [2]string{"ghp_Z3r0W1dthF1rst", "S3c0ndZwAbCdEfGhIj"}
 	gapReply      = [2]string{"sk-proj-R3plyZ3r0W1dth", "S3cr3tAbCdEfGhIjKlMn"}
 	gapOutMsgID   = [2]string{"ghp_0utb0undM3ss4g3", "IdAbCdEfGhIjKlMnOp"}
-	gapOutReplyID = [2]string{"ghp_0utb0undR3plyId", "AbCdEfGhIjKlMnOpQr"}
-	gapOutContext = [2]string{"sk-proj-0utb0undC0nt3xt", "AbCdEfGhIjKlMnOpQr"}
+	gapOutReplyID = [2]string{"ghp_0utb0undR3plyId", "Rid2ndHalfAbCdEfGh"}
+	gapOutContext = [2]string{"sk-proj-0utb0undC0nt3xt", "Octx2ndHalfAbCdEfG"}
 )
 
 // whole is the secret s in one piece.
@@ -95,7 +96,10 @@ func TestRedactionGaps(t *testing.T) {
 	c := newHTTPClient(t)
 	echoed := map[string][]byte{}
 	secrets := map[string][2]string{}
-	textPart := func(s string) string { b, _ := json.Marshal(map[string]any{"kind": "text", "text": s}); return string(b) }
+	textPart := func(s string) string {
+		b, _ := json.Marshal(map[string]any{"kind": "text", "text": s})
+		return string(b)
+	}
 
 	// An id that holds a credential is refused, naming the field; nothing is stored.
 	for _, tt := range []struct {
@@ -124,6 +128,7 @@ func TestRedactionGaps(t *testing.T) {
 	}{
 		{"filename", "[" + textPart("see the file") + `,{"kind":"file","file":{"name":"report-` + whole(gapFilename) + `.pdf","uri":"https://files.example/r.pdf"}}]`, gapFilename},
 		{"split", "[" + textPart("my key is "+gapSplit[0]) + "," + textPart(gapSplit[1]+" thanks") + "]", gapSplit},
+		{"split-short", "[" + textPart("key: "+gapSplitShort[0]) + "," + textPart(gapSplitShort[1]) + "]", gapSplitShort},
 		{"zero-width", "[" + textPart("token "+gapZeroWidth[0]+"\u200b"+gapZeroWidth[1]+" ok") + "]", gapZeroWidth},
 	} {
 		b := postRaw(t, c, s.URL(), v03Send("gap-"+tt.name, "gap-"+tt.name, tt.parts))
