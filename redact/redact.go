@@ -62,9 +62,14 @@ func TextCount(s string) (string, int) {
 // place) into the result: a cut inside a credential moves to the end of its
 // replacement.
 func textCuts(s string, cuts []int) (string, int) {
-	s, total := passes(s, cuts)
-	s, n := passes(dropFormat(s, cuts), cuts)
-	return s, total + n
+	t, total := passes(s, cuts)
+	u := dropFormat(t, cuts)
+	if total == 0 && u == s {
+		// The first round changed nothing, so the second, over the same text, would not.
+		return s, 0
+	}
+	u, n := passes(u, cuts)
+	return u, total + n
 }
 
 // passes runs every pattern that may match s over it, in order, mapping cuts.
