@@ -7,7 +7,7 @@
 // A credential becomes a placeholder naming its kind, "[redacted:<kind>]" (see [Prefix]).
 // Format characters (Unicode Cf: zero-width space, joiners, soft hyphen, BOM) cannot hide
 // a credential: Text and Stream drop a run of them between two printable ASCII characters
-// and run the patterns again. [Texts] redacts the parts of one message as one text, so a
+// before matching. [Texts] redacts the parts of one message as one text, so a
 // credential split across parts is found too.
 // The package is pure: no I/O, no project imports.
 package redact

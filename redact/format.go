@@ -7,11 +7,11 @@ import (
 
 // Format characters (Unicode category Cf: zero-width space, joiners, word joiner, BOM,
 // soft hyphen, bidi controls, tags) are invisible, so a credential with one inside still
-// reads as the credential while no pattern matches it. Text therefore normalises: a run
-// of format characters between two printable ASCII characters (where a credential's
-// characters all are, and where a format character has no visible effect) is dropped,
-// and the patterns run again over the result. Format characters elsewhere (joiners in an
-// emoji sequence, a non-joiner in Persian text, a BOM at the start) are kept.
+// reads as the credential while no pattern matches it. Text therefore normalises before
+// matching: a run of format characters between two printable ASCII characters (where a
+// credential's characters all are, and where a format character has no visible effect)
+// is dropped. Format characters elsewhere (joiners in an emoji sequence, a non-joiner in
+// Persian text, a BOM at the start) are kept.
 
 // isFormat reports whether r is a format character (category Cf; all are outside ASCII).
 func isFormat(r rune) bool { return r >= utf8.RuneSelf && unicode.Is(unicode.Cf, r) }
@@ -70,7 +70,7 @@ func dropFormat(s string, cuts []int) string {
 	return string(append(b, s[last:]...))
 }
 
-// formatStage is dropFormat over a stream (the stage between a Stream's two chains): it
+// formatStage is dropFormat over a stream (a Stream's first stage): it
 // holds back a run of format characters after a printable ASCII character until the
 // next character says whether the run goes, and an incomplete UTF-8 character at the end
 // of a chunk.

@@ -32,11 +32,11 @@ const Prefix = "[redacted:"
 //	jwt                 eyJ….eyJ….…
 //
 // A credential with format characters inside (zero-width space, joiners, soft hyphen,
-// BOM: Unicode category Cf) is recognised too: after the patterns have run, a run of
-// format characters between two printable ASCII characters is dropped and the patterns
-// run again, always (format characters elsewhere are kept; see [Texts] for a credential
-// split across the parts of a message). The second round also settles the rare text
-// where a placeholder completes a pattern (a password in "https://[redacted:…]@host").
+// BOM: Unicode category Cf) is recognised too: before the patterns run, a run of format
+// characters between two printable ASCII characters is dropped, so the text is matched as
+// it reads (format characters elsewhere are kept). "x\u200bsk-…" is therefore matched as
+// "xsk-…": a key glued to a word, which no pattern anchored at a word boundary takes.
+// [Texts] finds a credential split across the parts of a message.
 //
 // Text never fails; it is deterministic and idempotent (Text(Text(s)) == Text(s)) and runs each
 // pattern only when a cheap substring test says it may match. It is pattern-based: a
@@ -59,17 +59,10 @@ func TextCount(s string) (string, int) {
 }
 
 // textCuts is TextCount that also maps the positions cuts (increasing, modified in
-// place) into the result: a cut inside a credential moves to the end of its
-// replacement.
+// place) into the result: a cut inside a dropped run of format characters moves to where
+// the run was, one inside a credential to the end of its replacement.
 func textCuts(s string, cuts []int) (string, int) {
-	t, total := passes(s, cuts)
-	u := dropFormat(t, cuts)
-	if total == 0 && u == s {
-		// The first round changed nothing, so the second, over the same text, would not.
-		return s, 0
-	}
-	u, n := passes(u, cuts)
-	return u, total + n
+	return passes(dropFormat(s, cuts), cuts)
 }
 
 // passes runs every pattern that may match s over it, in order, mapping cuts.

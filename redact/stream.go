@@ -60,15 +60,11 @@ const MaxHeld = 16 << 10
 // The zero value is ready to use. After Flush the Stream starts a new stream
 // (Redactions keeps counting). It is not safe for concurrent use.
 //
-// Text's second round (the patterns again, after dropping format characters between
-// printable ASCII characters) is a second chain of stages behind a formatStage.
+// Text's normalisation (dropping format characters between printable ASCII characters)
+// is a formatStage before the pattern stages.
 type Stream struct {
-	// stages are the two chains: stages[:len/2] the patterns over the text as it comes,
-	// then format, then stages[len/2:] the patterns again. A position in that pipeline
-	// is a step: step i < len/2 is stages[i], step len/2 is format, step i > len/2 is
-	// stages[i-1].
-	stages     []streamStage
 	format     formatStage
+	stages     []streamStage
 	redactions int
 	limit      int // held-text bound; 0: MaxHeld (tests lower it)
 }
@@ -80,7 +76,7 @@ func (r *Stream) Write(chunk string) string {
 	if chunk == "" {
 		return ""
 	}
-	out := r.feed(0, chunk)
+	out := r.feed(0, r.format.write(chunk))
 	limit := r.limit
 	if limit <= 0 {
 		limit = MaxHeld
@@ -88,52 +84,29 @@ func (r *Stream) Write(chunk string) string {
 	// Each round moves at least half of the largest stage's text on (or drops it); the
 	// cap only guards against a bug looping forever.
 	for round := 0; r.held() > limit && round < 64*len(r.stages); round++ {
-		j, most := r.fmtStep(), r.format.held()
+		if r.format.held() > r.held()/2 {
+			out += r.feed(0, r.format.force())
+			continue
+		}
+		j := 0
 		for i := range r.stages {
-			if len(r.stages[i].buf) > most {
-				j, most = r.step(i), len(r.stages[i].buf)
+			if len(r.stages[i].buf) > len(r.stages[j].buf) {
+				j = i
 			}
 		}
-		var s string
-		if j == r.fmtStep() {
-			s = r.format.force()
-		} else {
-			var n int
-			s, n = r.stages[r.stage(j)].force()
-			r.redactions += n
-		}
+		s, n := r.stages[j].force()
+		r.redactions += n
 		out += r.feed(j+1, s)
 	}
 	return out
-}
-
-// fmtStep is the format stage's step; step and stage convert between a stage's index and
-// its step.
-func (r *Stream) fmtStep() int { return len(r.stages) / 2 }
-
-func (r *Stream) step(stage int) int {
-	if stage < r.fmtStep() {
-		return stage
-	}
-	return stage + 1
-}
-
-func (r *Stream) stage(step int) int {
-	if step < r.fmtStep() {
-		return step
-	}
-	return step - 1
 }
 
 // Flush ends the stream: it returns the held text, redacted, and resets the
 // Stream for a new stream.
 func (r *Stream) Flush() string {
 	r.init()
-	in := ""
+	in := r.format.flush()
 	for i := range r.stages {
-		if i == r.fmtStep() {
-			in = r.format.write(in) + r.format.flush()
-		}
 		st := &r.stages[i]
 		st.append(in)
 		s, n := st.flush()
@@ -160,24 +133,20 @@ func (r *Stream) init() {
 		return
 	}
 	progs := streamProgs()
-	r.stages = make([]streamStage, 2*len(progs))
-	for i := range r.stages {
-		r.stages[i].init(progs[i%len(progs)])
+	r.stages = make([]streamStage, len(progs))
+	for i, sp := range progs {
+		r.stages[i].init(sp)
 	}
 }
 
-// feed passes in through the pipeline from step from on and returns what the last stage
+// feed passes in through the stages from index from on and returns what the last stage
 // releases.
 func (r *Stream) feed(from int, in string) string {
-	for j := from; j <= len(r.stages); j++ {
+	for i := from; i < len(r.stages); i++ {
+		st := &r.stages[i]
 		if in == "" {
 			return ""
 		}
-		if j == r.fmtStep() {
-			in = r.format.write(in)
-			continue
-		}
-		st := &r.stages[r.stage(j)]
 		st.append(in)
 		st.advance(false)
 		if st.swallow {
