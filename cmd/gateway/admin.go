@@ -37,6 +37,9 @@ const maxOutboundBody = 64 << 20
 type adminGate struct {
 	token string // configured (--admin-token); "": none
 	local string // written to the data dir when token is ""; "": writes are refused
+	// readOnly: every method of the endpoint only reads (/metrics, /debug/pprof/, whose
+	// symbol lookup takes POST), so none needs the write token.
+	readOnly bool
 }
 
 // refusal says why the gate refuses r: an HTTP status and a message; status 0 lets it in.
@@ -47,7 +50,7 @@ func (g adminGate) refusal(r *http.Request) (int, string) {
 		}
 		return http.StatusUnauthorized, "unauthorized: the admin API needs the admin token (--admin-token / GATEWAY_ADMIN_TOKEN) as \"Authorization: Bearer <token>\""
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if !g.readOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if g.local != "" && bearer(r, g.local) {
 			return 0, ""
 		}

@@ -99,6 +99,15 @@ func TestAdminWriteNeedsTokenFromLoopback(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET conversations from loopback without a token = %d, want 200", resp.StatusCode)
 	}
+	// Profiles only read, also the symbol lookup that takes POST.
+	resp, err = c.Post(s.URL()+"debug/pprof/symbol", "text/plain", strings.NewReader("0x1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("POST /debug/pprof/symbol from loopback without a token = %d, want 200 (it only reads)", resp.StatusCode)
+	}
 	if out, stderr, err := runCLI(t, "conversations", "list", "--server", "http://"+s.Addr(), "--data-dir", t.TempDir()); err != nil || !strings.Contains(out, "planted") {
 		t.Errorf("conversations list without a token (no token file) = %q, %v; stderr %s", out, err, stderr)
 	}
