@@ -72,7 +72,7 @@ func (rec *OutboundRecord) Validate() error {
 	case strings.HasPrefix(strings.ToLower(rec.Peer), "http://") || strings.HasPrefix(strings.ToLower(rec.Peer), "https://"):
 		if !validHTTPURL(rec.Peer) {
 			bad("peer", "%q is not an http(s) URL without user info", rec.Peer)
-		} else if redact.Text(rec.Peer) != rec.Peer {
+		} else if looksLikeCredential(rec.Peer) {
 			// The peer names the conversation's owner, which is stored as it is.
 			bad("peer", "the URL holds what looks like a credential; configure the peer by name instead")
 		}
@@ -85,6 +85,9 @@ func (rec *OutboundRecord) Validate() error {
 	var ce *contextid.Error
 	if err := contextid.Validate(rec.ContextID); errors.As(err, &ce) {
 		bad("contextId", "%s", ce.Reason)
+	} else if looksLikeCredential(rec.ContextID) {
+		// The conversation's identity is stored as it is: refused, not rewritten.
+		bad("contextId", "looks like a credential; the exchange is not recorded")
 	}
 	switch st := a2a.TaskState(rec.State); {
 	case st == a2a.StateCompleted, st.Interrupted():
@@ -97,9 +100,17 @@ func (rec *OutboundRecord) Validate() error {
 	return errors.Join(errs...)
 }
 
+// looksLikeCredential reports whether s holds what the redactor replaces.
+func looksLikeCredential(s string) bool {
+	_, n := redact.TextCount(s)
+	return n > 0
+}
+
 // appendRequest is the ledger append of rec: our message (operator-trusted), the peer's
 // reply (untrusted, with the peer's URL and task id) and the final status. Every text
-// and metadata string is redacted the way a turn redacts what it stores (DESIGN X-3).
+// and metadata string is redacted the way a turn redacts what it stores (DESIGN X-3), and
+// so are the message ids (the peer chose the reply's; a record's ids are no identity a
+// later request names, so a credential in one is replaced rather than refused).
 func (rec *OutboundRecord) appendRequest() ledger.AppendRequest {
 	meta, _ := json.Marshal(struct {
 		PeerURL      string `json:"peerUrl"`
@@ -113,9 +124,9 @@ func (rec *OutboundRecord) appendRequest() ledger.AppendRequest {
 	}
 	return ledger.AppendRequest{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, Entries: []ledger.Entry{
 		{Kind: ledger.KindUserMessage, Trust: ledger.TrustOperator, Visibility: ledger.VisibilityModel,
-			Actor: contextid.LocalOwner, MessageID: rec.MessageID, Role: ledger.RoleUser, Parts: text(rec.Text)},
+			Actor: contextid.LocalOwner, MessageID: redact.Text(rec.MessageID), Role: ledger.RoleUser, Parts: text(rec.Text)},
 		{Kind: ledger.KindAgentReply, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
-			Actor: rec.Peer, MessageID: rec.ReplyMessageID, Role: ledger.RoleAgent, Parts: text(rec.Reply), Metadata: meta},
+			Actor: rec.Peer, MessageID: redact.Text(rec.ReplyMessageID), Role: ledger.RoleAgent, Parts: text(rec.Reply), Metadata: meta},
 		{Kind: ledger.KindStatus, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
 			Actor: rec.Peer, State: rec.State, Metadata: meta},
 	}}

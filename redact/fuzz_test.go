@@ -53,8 +53,10 @@ func checkCandidates(t *testing.T, s string) {
 	}
 }
 
-// redactAll is Text without the literal filter: every pattern runs, in order.
+// redactAll is Text without the literal filter: format characters dropped, then every
+// pattern runs, in order.
 func redactAll(s string) string {
+	s = dropFormat(s, nil)
 	for i := range redactors {
 		s, _ = redactors[i].apply(s)
 	}

@@ -31,6 +31,13 @@ const Prefix = "[redacted:"
 //	basic-credentials   the credentials of "Authorization: Basic …"
 //	jwt                 eyJ….eyJ….…
 //
+// A credential with format characters inside (zero-width space, joiners, soft hyphen,
+// BOM: Unicode category Cf) is recognised too: before the patterns run, a run of format
+// characters between two printable ASCII characters is dropped, so the text is matched as
+// it reads (format characters elsewhere are kept). "x\u200bsk-…" is therefore matched as
+// "xsk-…": a key glued to a word, which no pattern anchored at a word boundary takes.
+// [Texts] finds a credential split across the parts of a message.
+//
 // Text never fails; it is deterministic and idempotent (Text(Text(s)) == Text(s)) and runs each
 // pattern only when a cheap substring test says it may match. It is pattern-based: a
 // credential in an unknown format, split across messages, or encoded (JSON \u escapes,
@@ -48,16 +55,56 @@ func Text(s string) string {
 // literal: "[redacted:bearer-token]" holds "bearer", never followed by the blank that
 // pattern needs). FuzzCandidates checks that TextCount equals running every pattern.
 func TextCount(s string) (string, int) {
+	return textCuts(s, nil)
+}
+
+// textCuts is TextCount that also maps the positions cuts (increasing, modified in
+// place) into the result: a cut inside a dropped run of format characters moves to where
+// the run was, one inside a credential to the end of its replacement.
+func textCuts(s string, cuts []int) (string, int) {
+	return passes(dropFormat(s, cuts), cuts)
+}
+
+// passes runs every pattern that may match s over it, in order, mapping cuts.
+func passes(s string, cuts []int) (string, int) {
 	total := 0
 	for i, may := 0, candidates(s); may != 0; i, may = i+1, may>>1 {
 		if may&1 == 0 {
 			continue
 		}
+		r := &redactors[i]
 		var n int
-		s, n = redactors[i].apply(s)
+		s, n = r.expandCuts(s, r.re.FindAllStringSubmatchIndex(s, -1), cuts)
 		total += n
 	}
 	return s, total
+}
+
+// Texts redacts the texts of a message's parts as the one text they make: the results
+// joined are Text(strings.Join(parts, "")), so a credential split across parts is
+// recognised. Each result holds what became of its part; a credential that spans parts
+// becomes one placeholder in the part where it starts, and its rest is dropped from the
+// parts after it (which may become empty). It never fails; parts is not modified.
+func Texts(parts []string) []string {
+	if len(parts) == 0 {
+		return nil
+	}
+	cuts := make([]int, 0, len(parts)-1)
+	n := 0
+	for _, p := range parts[:len(parts)-1] {
+		n += len(p)
+		cuts = append(cuts, n)
+	}
+	joined := strings.Join(parts, "")
+	out, _ := textCuts(joined, cuts)
+	res := make([]string, len(parts))
+	last := 0
+	for i, c := range cuts {
+		res[i] = out[last:c]
+		last = c
+	}
+	res[len(parts)-1] = out[last:]
+	return res
 }
 
 // redactor replaces one kind of credential.
@@ -99,19 +146,34 @@ func (r *redactor) apply(s string) (string, int) {
 // expand replaces the matches idx of r.re in s (as FindAllStringSubmatchIndex returns
 // them) and returns how many matches changed.
 func (r *redactor) expand(s string, idx [][]int) (string, int) {
+	return r.expandCuts(s, idx, nil)
+}
+
+// expandCuts is expand that also maps the positions cuts (increasing, modified in place)
+// into the result: a cut inside a match moves to the end of its replacement.
+func (r *redactor) expandCuts(s string, idx [][]int, cuts []int) (string, int) {
 	if len(idx) == 0 {
 		return s, 0
 	}
 	b := make([]byte, 0, len(s))
-	last, n := 0, 0
+	last, n, ci := 0, 0, 0
 	for _, m := range idx {
+		for ; ci < len(cuts) && cuts[ci] <= m[0]; ci++ {
+			cuts[ci] += len(b) - last
+		}
 		b = append(b, s[last:m[0]]...)
 		start := len(b)
 		b = r.re.ExpandString(b, r.repl, s, m)
 		if string(b[start:]) != s[m[0]:m[1]] {
 			n++
 		}
+		for ; ci < len(cuts) && cuts[ci] < m[1]; ci++ {
+			cuts[ci] = len(b)
+		}
 		last = m[1]
+	}
+	for ; ci < len(cuts); ci++ {
+		cuts[ci] += len(b) - last
 	}
 	b = append(b, s[last:]...)
 	return string(b), n

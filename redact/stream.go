@@ -59,7 +59,11 @@ const MaxHeld = 16 << 10
 //
 // The zero value is ready to use. After Flush the Stream starts a new stream
 // (Redactions keeps counting). It is not safe for concurrent use.
+//
+// Text's normalisation (dropping format characters between printable ASCII characters)
+// is a formatStage before the pattern stages.
 type Stream struct {
+	format     formatStage
 	stages     []streamStage
 	redactions int
 	limit      int // held-text bound; 0: MaxHeld (tests lower it)
@@ -72,7 +76,7 @@ func (r *Stream) Write(chunk string) string {
 	if chunk == "" {
 		return ""
 	}
-	out := r.feed(0, chunk)
+	out := r.feed(0, r.format.write(chunk))
 	limit := r.limit
 	if limit <= 0 {
 		limit = MaxHeld
@@ -80,6 +84,10 @@ func (r *Stream) Write(chunk string) string {
 	// Each round moves at least half of the largest stage's text on (or drops it); the
 	// cap only guards against a bug looping forever.
 	for round := 0; r.held() > limit && round < 64*len(r.stages); round++ {
+		if r.format.held() > r.held()/2 {
+			out += r.feed(0, r.format.force())
+			continue
+		}
 		j := 0
 		for i := range r.stages {
 			if len(r.stages[i].buf) > len(r.stages[j].buf) {
@@ -97,7 +105,7 @@ func (r *Stream) Write(chunk string) string {
 // Stream for a new stream.
 func (r *Stream) Flush() string {
 	r.init()
-	in := ""
+	in := r.format.flush()
 	for i := range r.stages {
 		st := &r.stages[i]
 		st.append(in)
@@ -113,7 +121,7 @@ func (r *Stream) Redactions() int { return r.redactions }
 
 // held returns how many bytes the stages hold back.
 func (r *Stream) held() int {
-	n := 0
+	n := r.format.held()
 	for i := range r.stages {
 		n += len(r.stages[i].buf)
 	}

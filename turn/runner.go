@@ -381,6 +381,9 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 // nothing but, in a conversation that exists, an audit record.
 func (r *Runner) newInbound(ctx context.Context, m a2a.Message) (*inbound, error) {
 	in := &inbound{peer: PeerFrom(ctx), m: m, taskID: m.TaskID, started: time.Now()}
+	if err := credentialIDs(&m); err != nil {
+		return nil, err
+	}
 	if m.TaskID != "" {
 		if err := r.continueTask(ctx, in); err != nil {
 			return nil, err

@@ -31,40 +31,71 @@ const adminPrefix = "/admin/v1/"
 // maxOutboundBody bounds a POST /admin/v1/outbound body: one message and one reply.
 const maxOutboundBody = 64 << 20
 
-// adminGate is the rule of every admin endpoint: with a token, requests need
-// "Authorization: Bearer <token>" (401 otherwise); without one, only loopback clients are
-// served (403 otherwise).
-type adminGate struct{ token string }
-
-func (g adminGate) authorized(r *http.Request) bool {
-	if g.token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		return ok && subtle.ConstantTimeCompare([]byte(got), []byte(g.token)) == 1
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	ip := net.ParseIP(host)
-	return err == nil && ip != nil && ip.IsLoopback()
+// adminGate is the rule of every admin endpoint: with a configured token, requests need
+// "Authorization: Bearer <token>" (401 otherwise). Without one, reads (GET, HEAD) are
+// served to loopback clients without a token (403 for others), and writes always need a
+// token: local, the one the gateway wrote to its data dir's admin.token (401 otherwise).
+// Loopback is no identity for writes: on a shared host every user is loopback, and behind
+// a local reverse proxy every client is.
+type adminGate struct {
+	token string // configured (--admin-token); "": none
+	local string // written to the data dir when token is ""; "": writes are refused
+	// readOnly: every method of the endpoint only reads (/metrics, /debug/pprof/, whose
+	// symbol lookup takes POST), so none needs the write token.
+	readOnly bool
 }
 
 // adminUnauthorized is the body of a 401 of the admin gate: where the token comes from
 // (never the token).
 const adminUnauthorized = `unauthorized: send "Authorization: Bearer <token>" with the admin token this gateway was started with (serve --admin-token or GATEWAY_ADMIN_TOKEN; gateway conversations, ledger and send take the same --admin-token)`
 
-// refuse answers an unauthorized request; what names the endpoint in the 403.
-func (g adminGate) refuse(w http.ResponseWriter, what string) {
+// refusal says why the gate refuses r: an HTTP status and a message; status 0 lets it in.
+func (g adminGate) refusal(r *http.Request) (int, string) {
 	if g.token != "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
-		http.Error(w, adminUnauthorized, http.StatusUnauthorized)
-		return
+		if bearer(r, g.token) {
+			return 0, ""
+		}
+		return http.StatusUnauthorized, adminUnauthorized
 	}
-	http.Error(w, what+" answers loopback clients only when no admin token is configured", http.StatusForbidden)
+	if !g.readOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if g.local != "" && bearer(r, g.local) {
+			return 0, ""
+		}
+		return http.StatusUnauthorized, "unauthorized: admin writes need the admin token even from loopback: set --admin-token, or send the token this gateway wrote to " + adminTokenFile + " in its data dir (gateway send and gateway conversations read it)"
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return http.StatusForbidden, "answers loopback clients only when no admin token is configured (set --admin-token)"
+	}
+	return 0, ""
+}
+
+// bearer reports whether r carries "Authorization: Bearer <token>".
+func bearer(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// serve answers r when the gate refuses it (what names the endpoint in a 403) and
+// reports whether it did.
+func (g adminGate) serve(w http.ResponseWriter, r *http.Request, what string) bool {
+	status, msg := g.refusal(r)
+	switch status {
+	case 0:
+		return false
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
+	case http.StatusForbidden:
+		msg = what + " " + msg
+	}
+	http.Error(w, msg, status)
+	return true
 }
 
 // middleware is the gate as echo middleware.
 func (g adminGate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !g.authorized(c.Request()) {
-			g.refuse(c.Response(), "the admin API")
+		if g.serve(c.Response(), c.Request(), "the admin API") {
 			return nil
 		}
 		return next(c)
@@ -87,7 +118,8 @@ type adminAPI struct {
 	log *slog.Logger
 }
 
-// mountAdmin serves the operator API under /admin/v1 of e, behind the admin gate:
+// mountAdmin serves the operator API under /admin/v1 of e, behind gate (reads from
+// loopback need no token unless one is configured; the write needs one always):
 //
 //	GET /admin/v1/conversations?peer=&prefix=&limit=&cursor=    list (a page; "next" continues it)
 //	GET /admin/v1/conversations/{contextId}?peer=&limit=&all=  show (contextId path-escaped)
@@ -98,9 +130,9 @@ type adminAPI struct {
 //
 // Errors are JSON {"error": "...", "code": "..."} with the fields of the typed error (see
 // adminErrorBody), so that a client rebuilds the error from values, not from text.
-func mountAdmin(e *echo.Echo, svc *conversations.Service, token string, log *slog.Logger) {
+func mountAdmin(e *echo.Echo, svc *conversations.Service, gate adminGate, log *slog.Logger) {
 	a := adminAPI{svc: svc, log: log}
-	g := e.Group(strings.TrimSuffix(adminPrefix, "/"), adminGate{token: token}.middleware)
+	g := e.Group(strings.TrimSuffix(adminPrefix, "/"), gate.middleware)
 	route := func(method, path string, h echo.HandlerFunc) {
 		g.Any(path, onlyMethod(method)) // every other method: 405
 		g.Add(method, path, h)

@@ -75,7 +75,7 @@ func seedOps(t *testing.T) *Server {
 		}
 	}
 	rec := conversations.OutboundRecord{Peer: "a", PeerURL: "http://127.0.0.1:1/", ContextID: "shared", State: "completed", Text: "hi", Reply: "echo: hi"}
-	if _, err := newAdminClient("http://"+s.Addr(), "").RecordOutbound(t.Context(), rec); err != nil {
+	if _, err := newAdminClient("http://"+s.Addr(), s.localToken).RecordOutbound(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -121,6 +121,9 @@ func TestAdminAPI(t *testing.T) {
 			req, _ := http.NewRequestWithContext(t.Context(), tt.method, s.URL()+"admin/v1/"+tt.path, strings.NewReader(tt.body))
 			if tt.ctype != "" {
 				req.Header.Set("Content-Type", tt.ctype)
+			}
+			if tt.method == http.MethodPost {
+				req.Header.Set("Authorization", "Bearer "+s.localToken) // writes need the token
 			}
 			resp, err := c.Do(req)
 			if err != nil {
@@ -176,7 +179,7 @@ func TestAdminAnswer(t *testing.T) {
 // typed errors, values intact.
 func TestAdminClientRebuildsTypedErrors(t *testing.T) {
 	s := seedOps(t)
-	ac := newAdminClient("http://"+s.Addr(), "")
+	ac := newAdminClient("http://"+s.Addr(), s.localToken)
 	defer ac.close()
 	ctx := t.Context()
 
@@ -254,7 +257,7 @@ func TestOpsModesAgree(t *testing.T) {
 // once, in the order of one unpaged listing.
 func TestAdminClientPages(t *testing.T) {
 	s := seedOps(t)
-	ac := newAdminClient("http://"+s.Addr(), "")
+	ac := newAdminClient("http://"+s.Addr(), s.localToken)
 	defer ac.close()
 	all, err := ac.List(t.Context(), conversations.ListOptions{})
 	if err != nil || all.Next != "" {

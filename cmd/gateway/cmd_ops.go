@@ -28,7 +28,7 @@ type opsFlags struct {
 func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) *envFlags {
 	e := &envFlags{fs: fs, lookup: lookup}
 	e.String(&o.server, "server", "http://127.0.0.1:9900", "running gateway to ask (its admin API)")
-	e.String(&o.token, "admin-token", "", "admin token of that gateway")
+	e.String(&o.token, "admin-token", "", "admin token of that gateway (default: the one it wrote to --data-dir's admin.token, for a loopback --server)")
 	e.String(&o.dataDir, "data-dir", "./data", "ledger directory to open directly when no gateway answers at --server")
 	return e
 }
@@ -37,6 +37,7 @@ func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) 
 // answers there; either way the caller gets the conversations service's API. The returned
 // close func releases what was opened.
 func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService, func(), error) {
+	o = o.withLocalToken()
 	ac := newAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -197,7 +197,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
 	e.String(&cfg.WSAllowedOrigins, "ws-allowed-origins", "", "comma-separated browser Origins allowed to open GET /ws (e.g. https://app.example), \"*\" for any; requests without an Origin header (agents, CLIs) and same-host Origins are always allowed")
-	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/ and for /metrics; empty: loopback clients only")
+	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/ and for /metrics; empty: loopback clients may read, and writes need the random token written to <data-dir>/admin.token (set it behind a reverse proxy: every client it forwards is loopback)")
 	e.String(&cfg.RateLimit, "rate-limit", "600/m", "requests each peer may make: N/s, N/m or N/h, a token bucket per peer whose burst is N (a quiet peer may send N at once); beyond it -32000 RATE_LIMITED with a retry hint; 0 turns it off")
 	e.Int(&cfg.MaxParts, "max-parts", 64, "most parts in one message (0: no limit); more is -32602 invalid params and nothing is stored")
 	e.Int(&cfg.MaxPartBytes, "max-part-bytes", 256<<10, "most bytes of one part's content (text, data or file bytes; 0: no limit); more is -32602 invalid params and nothing is stored")

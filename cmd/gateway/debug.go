@@ -5,13 +5,13 @@ import (
 	"net/http/pprof"
 )
 
-// adminOnly serves h under the admin API's rule: with an admin token, requests must carry
-// it (401 otherwise); without one, only loopback clients are served (403 otherwise).
+// adminOnly serves h, an endpoint that only reads, under the admin API's rule: with an
+// admin token, requests must carry it (401 otherwise); without one, only loopback clients
+// are served (403 otherwise).
 func adminOnly(token, what string, h http.Handler) http.Handler {
-	gate := adminGate{token: token}
+	gate := adminGate{token: token, readOnly: true}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !gate.authorized(r) {
-			gate.refuse(w, what)
+		if gate.serve(w, r, what) {
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -222,7 +222,12 @@ http://127.0.0.1:9900/ serving:
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down or while the ledger cannot commit)
   GET  /metrics                    Prometheus metrics (loopback, or --admin-token)
   GET  /debug/pprof/               Go profiles (same rule)
-  /admin/v1/...                    the operator API (gateway conversations ...)
+  /admin/v1/...                    the operator API (gateway conversations ...): reads from
+                                   loopback, or --admin-token; writes (POST /admin/v1/outbound,
+                                   gateway send's record) need a token always: --admin-token,
+                                   or without one the random token written to <data-dir>/admin.token
+                                   (mode 0600) at each start. Behind a local reverse proxy every
+                                   client is loopback: set --admin-token there.
 
 Peers (their bearer tokens, and where gateway send reaches them) are listed under
 peers: in the config file; without accept tokens every caller is the peer "local" and

@@ -181,7 +181,7 @@ func TestAdminAuth(t *testing.T) {
 	}
 	// Without a token, only loopback clients are served.
 	h := echo.New()
-	mountAdmin(h, conversations.New(s.ledger, conversations.Config{}), "", discardLogger())
+	mountAdmin(h, conversations.New(s.ledger, conversations.Config{}), adminGate{}, discardLogger())
 	for addr, want := range map[string]int{"127.0.0.1:5000": 200, "[::1]:5000": 200, "10.1.2.3:5000": 403, "192.168.0.9:1": 403} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, "/admin/v1/conversations", nil)
@@ -262,6 +262,7 @@ func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
 	rec := `{"peer":"a","peerUrl":"http://127.0.0.1:1/","contextId":"shared","state":"completed","text":"hi","reply":"echo: hi"}`
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"admin/v1/outbound", strings.NewReader(rec))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.localToken) // writes need the token
 	resp, err := c.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("record outbound: %v %v", resp, err)

@@ -127,7 +127,7 @@ func TestRedactionOnEveryWritePath(t *testing.T) {
 	pollCondition(t, 10*time.Second, "the holding turn to end", func() bool { return s.runner.Running() == 0 })
 
 	// `gateway send` to a peer that answers secrets: recorded through the admin API...
-	if _, stderr, err := runSendCLI(t, "", "--server", srv, "--dialect", "0.3", peer, corpusText("send online")); err != nil {
+	if _, stderr, err := runSendCLI(t, "", "--server", srv, "--data-dir", cfg.DataDir, "--dialect", "0.3", peer, corpusText("send online")); err != nil {
 		t.Fatalf("send (online) error = %v; stderr:\n%s", err, stderr)
 	}
 	// ... and in a data dir directly.
@@ -139,7 +139,7 @@ func TestRedactionOnEveryWritePath(t *testing.T) {
 	rec := conversations.OutboundRecord{Peer: "peerx", PeerURL: "http://127.0.0.1:1/?key=" + redactionCorpus[2].secret,
 		ContextID: "admin-outbound", RemoteTaskID: redactionCorpus[0].text, State: "completed",
 		Text: corpusText("admin text"), Reply: corpusText("admin reply")}
-	if _, err := newAdminClient(srv, "").RecordOutbound(t.Context(), rec); err != nil {
+	if _, err := newAdminClient(srv, s.localToken).RecordOutbound(t.Context(), rec); err != nil {
 		t.Fatalf("POST /admin/v1/outbound: %v", err)
 	}
 	stopServer(t, s)

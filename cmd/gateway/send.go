@@ -43,7 +43,11 @@ Outbound conversations are recorded in the local gateway's ledger under the peer
 "out:<name>" (or "out:<url>"), so that 'gateway conversations list' shows them and a
 later send continues them. The exchange is recorded only once the peer has answered,
 through the gateway's admin API at --server or, when no gateway answers there, in
---data-dir directly (one process may hold it at a time).
+--data-dir directly (one process may hold it at a time). Recording through the admin API
+is a write, which needs the gateway's admin token even on loopback: --admin-token, or,
+when the gateway runs without one, the token it wrote to admin.token in its data dir
+(readable by its user only), read from --data-dir when --server is a loopback address.
+Without a token a running gateway accepts, send refuses before sending anything.
 
 Hosts that are loopback, private (RFC 1918, IPv6 ULA), link-local or CGNAT
 (100.64.0.0/10, Tailscale) are reached directly; others honour HTTP(S)_PROXY/NO_PROXY.
@@ -152,7 +156,7 @@ func parseSend(args []string, lookup func(string) (string, bool), stdout io.Writ
 	fs.BoolVar(&o.list, "list", false, "list the targets: configured peers (and whether their agent card answers) and known conversations")
 	fs.BoolVar(&o.asJSON, "json", false, "with --list: print JSON")
 	e.String(&o.ops.server, "server", "http://127.0.0.1:9900", "the local gateway whose ledger records the conversation (its admin API)")
-	e.String(&o.ops.token, "admin-token", "", "admin token of that gateway")
+	e.String(&o.ops.token, "admin-token", "", "admin token of that gateway (default: the one it wrote to --data-dir's admin.token)")
 	e.String(&o.ops.dataDir, "data-dir", "./data", "ledger directory to use directly when no gateway answers at --server")
 	help := func() {
 		fmt.Fprint(stdout, sendUsage)

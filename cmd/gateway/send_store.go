@@ -24,13 +24,20 @@ type sendStore interface {
 }
 
 // openSendStore asks the gateway at o.server; when none answers there, it uses the
-// ledger in o.dataDir. Any other failure of the gateway (a refused token) is an error.
+// ledger in o.dataDir. Recording through the gateway needs its admin token: o.token, or
+// the one it wrote to o.dataDir's admin.token (a loopback --server only). Any other
+// failure of the gateway (a refused token), or no token for a gateway that answers, is an
+// error before anything is sent.
 func openSendStore(ctx context.Context, o opsFlags, stderr io.Writer) (sendStore, error) {
+	o = o.withLocalToken()
 	ac := newAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
 	defer cancel()
 	_, err := ac.List(pctx, conversations.ListOptions{Limit: 1})
 	ac.close()
+	if err == nil && o.token == "" {
+		return nil, fmt.Errorf("the local gateway at --server %s answers, but recording the exchange needs its admin token: give --admin-token (GATEWAY_ADMIN_TOKEN), or --data-dir of that gateway, whose %s it wrote (readable by its user only); nothing was sent", o.server, adminTokenFile)
+	}
 	if err == nil {
 		return sendClient{ac}, nil
 	}

@@ -151,7 +151,7 @@ func TestSendRecordsAndContinues(t *testing.T) {
 	a := startServer(t, testConfig(t))
 	b := startServer(t, testConfig(t))
 	cfg := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
-	common := []string{"--config", cfg, "--server", "http://" + b.Addr(), "--data-dir", t.TempDir()}
+	common := []string{"--config", cfg, "--server", "http://" + b.Addr(), "--data-dir", b.cfg.DataDir}
 
 	stdout, stderr, err := runSendCLI(t, "", append(common, "a", "hello")...)
 	if err != nil {

@@ -51,12 +51,15 @@ type Server struct {
 	locks  locker
 	agent  agent.Agent
 	policy projection.Policy
-	runner *turn.Runner
-	http   *http.Server
-	ln     net.Listener
-	ready  atomic.Bool
-	served chan error
-	closed atomic.Bool
+	// localToken is the admin token for writes when none is configured, written to the
+	// data dir's admin.token (see adminGate); "" with --admin-token.
+	localToken string
+	runner     *turn.Runner
+	http       *http.Server
+	ln         net.Listener
+	ready      atomic.Bool
+	served     chan error
+	closed     atomic.Bool
 	// closers close what OpenServer opened, in reverse; runnerClosed makes the runner's
 	// Close run once.
 	closers      closers
@@ -186,6 +189,10 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 		}
 		return nil
 	})
+	// The data dir is ours now (the ledger is open): its admin token file is too.
+	if s.localToken, err = setupLocalAdminToken(s.cfg.DataDir, s.cfg.AdminToken); err != nil {
+		return err
+	}
 	if s.cfg.RedisAddr == "" {
 		s.locks = locking.NewLocal()
 	} else {
@@ -342,7 +349,7 @@ func (s *Server) routes() http.Handler {
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
-	mountAdmin(e, s.adminService(), s.cfg.AdminToken, s.log.With("component", "admin"))
+	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken}, s.log.With("component", "admin"))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {
