@@ -3,13 +3,14 @@
 package ledger
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -20,24 +21,14 @@ import (
 // reopen. Mounting needs root (CI runs as root); without it the test skips, and
 // TestStorageFullThenFreed covers the same path through Options.WriteFault.
 func TestStorageFullOnTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root; TestStorageFullThenFreed covers this through Options.WriteFault")
-	}
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s (a container without CAP_SYS_ADMIN?): %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
+	testutil.MountTmpfs(t, dir, "1m", "TestStorageFullThenFreed (Options.WriteFault)")
 	path := filepath.Join(dir, "ledger.db")
 	clock := &manualClock{}
 	s := mustOpenPath(t, path, Options{Now: clock.now})
 	ctx := t.Context()
 	mustAppend(t, s, "peer", "c", userMsg("before"))
-	filler := fill(t, dir)
+	filler := testutil.FillDir(t, dir)
 
 	big := strings.Repeat("x", 200<<10) // an artifact: pages past the file's end
 	_, err := s.Append(ctx, AppendRequest{Owner: "peer", ContextID: "c", Entries: []Entry{userMsg(big)}})
@@ -71,24 +62,5 @@ func TestStorageFullOnTmpfs(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"before", big}, texts(entries)); diff != "" {
 		t.Errorf("stored texts (-want +got):\n%s", diff)
-	}
-}
-
-// fill writes a file in dir until the file system is full and returns its path.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := bytes.Repeat([]byte{1}, 4<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v, want ENOSPC in the end", dir, err)
-			}
-			return f.Name()
-		}
 	}
 }

@@ -3,14 +3,12 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"time"
 )
 
@@ -19,24 +17,14 @@ import (
 // runs as root); without it the test skips, and TestStorageFullNamesTheCause covers the
 // same path through ledger.Options.WriteFault.
 func TestStorageFullOnTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root; TestStorageFullNamesTheCause covers this through ledger.Options.WriteFault")
-	}
 	cfg := testConfig(t)
-	if err := syscall.Mount("tmpfs", cfg.DataDir, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s (a container without CAP_SYS_ADMIN?): %v", cfg.DataDir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(cfg.DataDir, 0); err != nil {
-			t.Errorf("unmount %s: %v", cfg.DataDir, err)
-		}
-	})
+	testutil.MountTmpfs(t, cfg.DataDir, "2m", "TestStorageFullNamesTheCause (ledger.Options.WriteFault)")
 	s := startServer(t, cfg)
 	c := newHTTPClient(t)
 	if e := sendStorage(t, c, s.URL(), false, "disk", "m-before", "before"); e != nil {
 		t.Fatalf("send before the disk is full = %+v, want ok", e)
 	}
-	filler := fillDir(t, cfg.DataDir)
+	filler := testutil.FillDir(t, cfg.DataDir)
 
 	big := strings.Repeat("x", 300<<10) // needs pages past the ledger file's end
 	got := sendStorage(t, c, s.URL(), false, "disk", "m-refused", big)
@@ -64,23 +52,4 @@ func TestStorageFullOnTmpfs(t *testing.T) {
 	}
 	stopServer(t, s)
 	assertNothingHalfStored(t, cfg.DataDir, "m-refused", []string{"m-before", "m-after"})
-}
-
-// fillDir writes a file in dir until its file system is full and returns the file's path.
-func fillDir(t *testing.T, dir string) string {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := bytes.Repeat([]byte{1}, 4<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v, want ENOSPC in the end", dir, err)
-			}
-			return f.Name()
-		}
-	}
 }
