@@ -51,6 +51,16 @@ type Config struct {
 	MaxMessageBytes   int
 	MaxStreamsPerPeer int
 
+	// BodyTimeout bounds reading one request body, whatever its rate; 0: no bound.
+	// BodyMinRate is the least average rate (bytes/s) at which a body must arrive after
+	// a grace of bodyGrace; 0: no rate bound. See internal/httpguard.
+	BodyTimeout time.Duration
+	BodyMinRate int
+
+	// AllowedHosts lists (comma-separated) the Host names served besides the loopback
+	// names, the --addr host and the --public-url host; "*" serves any Host.
+	AllowedHosts string
+
 	// WSAllowedOrigins lists (comma-separated) the browser Origins allowed on GET /ws
 	// besides same-host ones; "*" allows any.
 	WSAllowedOrigins string
@@ -391,3 +401,6 @@ func (c *Config) agentKeyEnv() string {
 func (c *Config) policy() projection.Policy {
 	return projection.Policy{HistoryLimit: c.HistoryLimit, Operator: c.OperatorPolicy}
 }
+
+// defaultBodyMinRate is --body-min-rate's default, in bytes per second.
+const defaultBodyMinRate = 1024
