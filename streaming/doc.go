@@ -71,7 +71,8 @@
 // # Origins and authentication
 //
 // The Origin is checked before upgrading (403 for a disallowed one; see
-// Config.AllowedOrigins). Authentication is the HTTP middleware's in front of the handler:
+// Config.AllowedOrigins), against the configured list only, never against the request's
+// Host (which a DNS rebinding page controls). Authentication is the HTTP middleware's in front of the handler:
 // the upgrade request's context carries the caller, and every call and stream of the
 // connection runs under a context derived from it.
 //

@@ -53,7 +53,7 @@ type Config struct {
 
 	// BodyTimeout bounds reading one request body, whatever its rate; 0: no bound.
 	// BodyMinRate is the least average rate (bytes/s) at which a body must arrive after
-	// a grace of bodyGrace; 0: no rate bound. See internal/httpguard.
+	// httpguard.DefaultGrace; 0: no rate bound. See internal/httpguard.
 	BodyTimeout time.Duration
 	BodyMinRate int
 
@@ -83,6 +83,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("peer_auth", c.peerAuthConfigured()), slog.String("rate_limit", c.RateLimit),
 		slog.Int("max_parts", c.MaxParts), slog.Int("max_part_bytes", c.MaxPartBytes),
 		slog.Int("max_message_bytes", c.MaxMessageBytes), slog.Int("max_streams_per_peer", c.MaxStreamsPerPeer),
+		slog.String("body_timeout", c.BodyTimeout.String()), slog.Int("body_min_rate", c.BodyMinRate),
+		slog.String("allowed_hosts", c.AllowedHosts), slog.String("public_url", c.PublicURL),
 	)
 }
 
@@ -183,7 +185,10 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.LogFormat, "log-format", "json", "log format: json or text")
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
-	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
+	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached. Its host is served (see --allowed-hosts) and its origin may open GET /ws")
+	e.String(&cfg.AllowedHosts, "allowed-hosts", "", "comma-separated Host names served besides localhost, IP addresses, the --addr host and the --public-url host (name or name:port); any other Host gets 421, which stops DNS rebinding; \"*\" serves any Host")
+	e.Duration(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "the longest reading one request body may take (0: no bound); a body cut is HTTP 408")
+	e.Int(&cfg.BodyMinRate, "body-min-rate", defaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); a body cut is HTTP 408")
 	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances; empty: the in-process lease (one instance)")
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews it every ttl/3")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
@@ -240,13 +245,19 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
 	}
+	if c.BodyTimeout < 0 {
+		errs = append(errs, errors.New("--body-timeout must not be negative (0: no bound)"))
+	}
+	if _, err := c.allowedHosts(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := parseRate(c.RateLimit); err != nil {
 		errs = append(errs, err)
 	}
 	for _, l := range []struct {
 		name string
 		v    int
-	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}} {
+	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}, {"body-min-rate", c.BodyMinRate}} {
 		if l.v < 0 {
 			errs = append(errs, fmt.Errorf("--%s %d: want 0 (no limit) or more", l.name, l.v))
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -258,5 +257,3 @@ func TestStreamsOutliveBodyBound(t *testing.T) {
 		}
 	})
 }
-
-var _ = http.StatusOK
