@@ -62,7 +62,7 @@ type Config struct {
 	AllowedHosts string
 
 	// WSAllowedOrigins lists (comma-separated) the browser Origins allowed on GET /ws
-	// besides same-host ones; "*" allows any.
+	// besides the gateway's own (see wsAllowedOrigins); "*" allows any.
 	WSAllowedOrigins string
 
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
@@ -187,13 +187,13 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached. Its host is served (see --allowed-hosts) and its origin may open GET /ws")
 	e.String(&cfg.AllowedHosts, "allowed-hosts", "", "comma-separated Host names served besides localhost, IP addresses, the --addr host and the --public-url host (name or name:port); any other Host gets 421, which stops DNS rebinding; \"*\" serves any Host")
-	e.Duration(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "the longest reading one request body may take (0: no bound); a body cut is HTTP 408")
-	e.Int(&cfg.BodyMinRate, "body-min-rate", defaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); a body cut is HTTP 408")
+	e.Duration(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "the longest reading one request body may take (0: no bound); a JSON-RPC request cut gets HTTP 408, any cut request's connection is closed")
+	e.Int(&cfg.BodyMinRate, "body-min-rate", defaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); cut like --body-timeout")
 	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances; empty: the in-process lease (one instance)")
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews it every ttl/3")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
-	e.String(&cfg.WSAllowedOrigins, "ws-allowed-origins", "", "comma-separated browser Origins allowed to open GET /ws (e.g. https://app.example), \"*\" for any; requests without an Origin header (agents, CLIs) and same-host Origins are always allowed")
+	e.String(&cfg.WSAllowedOrigins, "ws-allowed-origins", "", "comma-separated browser Origins allowed to open GET /ws (e.g. https://app.example), \"*\" for any; requests without an Origin header (agents, CLIs), the --public-url origin and, on a loopback --addr, http://localhost:PORT, http://127.0.0.1:PORT and http://[::1]:PORT are always allowed; the request's Host is never trusted for this")
 	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/ and for /metrics; empty: loopback clients only")
 	e.String(&cfg.RateLimit, "rate-limit", "600/m", "requests each peer may make: N/s, N/m or N/h, a token bucket per peer whose burst is N (a quiet peer may send N at once); beyond it -32000 RATE_LIMITED with a retry hint; 0 turns it off")
 	e.Int(&cfg.MaxParts, "max-parts", 64, "most parts in one message (0: no limit); more is -32602 invalid params and nothing is stored")

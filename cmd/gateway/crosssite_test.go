@@ -210,3 +210,40 @@ func TestWebSocketHostAndOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardFlags: the guards' flags have their defaults and GATEWAY_* twins, and bad
+// values are start-up errors naming the flag.
+func TestGuardFlags(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServe(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BodyTimeout != 30*time.Second || cfg.BodyMinRate != defaultBodyMinRate || cfg.AllowedHosts != "" {
+		t.Errorf("defaults: body-timeout %v, body-min-rate %d, allowed-hosts %q; want 30s, %d, empty", cfg.BodyTimeout, cfg.BodyMinRate, cfg.AllowedHosts, defaultBodyMinRate)
+	}
+	cfg, err = parseServe(t, nil, map[string]string{"GATEWAY_BODY_TIMEOUT": "2s", "GATEWAY_BODY_MIN_RATE": "0", "GATEWAY_ALLOWED_HOSTS": "gw.internal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BodyTimeout != 2*time.Second || cfg.BodyMinRate != 0 || cfg.AllowedHosts != "gw.internal" {
+		t.Errorf("from the environment: %v, %d, %q; want 2s, 0, gw.internal", cfg.BodyTimeout, cfg.BodyMinRate, cfg.AllowedHosts)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--allowed-hosts", "https://gw.example/"}, "--allowed-hosts"},
+		{[]string{"--public-url", "gw.example"}, "--public-url"},
+		{[]string{"--body-timeout", "-1s"}, "--body-timeout"},
+		{[]string{"--body-min-rate", "-1"}, "--body-min-rate"},
+	} {
+		cfg, err := parseServe(t, tc.args, nil)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: error %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}

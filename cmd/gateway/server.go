@@ -257,7 +257,8 @@ func (s *Server) listen(ctx context.Context) error {
 	// No ReadTimeout: it would stay on the connection while an SSE response streams and
 	// cut it; the guard bounds each request body instead, and lifts its deadline once
 	// the body is read.
-	s.http = &http.Server{Handler: s.guard(s.mux(), hosts), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	ws := s.peerAuth(s.ws)
+	s.http = &http.Server{Handler: s.guard(s.mux(ws), ws, hosts), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
@@ -267,16 +268,18 @@ func (s *Server) listen(ctx context.Context) error {
 	return nil
 }
 
-// mux routes GET /ws and /debug/pprof/ directly and everything else through echo.
+// mux routes GET /ws (to ws: the WebSocket handler behind peer authentication; the
+// guard routes it first, see there) and /debug/pprof/ directly and everything else
+// through echo.
 //
 // GET /ws is served before echo: a hijacked connection's reader goroutine lives in
 // this handler for the connection's life, and behind echo's call chain its stack
 // grows to 8 KiB; served directly it stays at 4 KiB (idle connections: 22.8 KiB
 // instead of 27.5 KiB each). It has the same peer authentication, which also gives
 // it its request id (no wrapper of its own, for the same reason).
-func (s *Server) mux() http.Handler {
+func (s *Server) mux(ws http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /ws", s.peerAuth(s.ws))
+	mux.Handle("GET /ws", ws)
 	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
 	mux.Handle("/", s.routes())
 	return mux
