@@ -245,12 +245,7 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
 	}
-	if c.BodyTimeout < 0 {
-		errs = append(errs, errors.New("--body-timeout must not be negative (0: no bound)"))
-	}
-	if _, err := c.allowedHosts(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.guardProblems()...)
 	if _, err := parseRate(c.RateLimit); err != nil {
 		errs = append(errs, err)
 	}
@@ -263,6 +258,19 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// guardProblems reports bad settings of the listener's guards (part of Validate;
+// --body-min-rate is checked with the other limits).
+func (c *Config) guardProblems() []error {
+	var errs []error
+	if c.BodyTimeout < 0 {
+		errs = append(errs, errors.New("--body-timeout must not be negative (0: no bound)"))
+	}
+	if _, err := c.allowedHosts(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // agentProblems reports what the chosen agent backend misses (part of Validate).

@@ -25,6 +25,7 @@ type BodyError struct {
 	Rate     bool          // true: the minimum rate was not kept; false: the whole-body bound
 }
 
+// Error says after how long and how many bytes the body was cut, and which bound.
 func (e *BodyError) Error() string {
 	bound := "the whole-body bound"
 	if e.Rate {
