@@ -219,6 +219,7 @@ func checkParams(t *testing.T, body []byte, req *Request) {
 func checkTransport(t *testing.T, h http.Handler, body []byte, req *Request) {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusOK {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -225,11 +226,19 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	hd, version, versionOK := headerDialect(r)
+	if !jsonContentType(r.Header.Get("Content-Type")) {
+		t.wrongContentType(w, r, hd, start)
+		return
+	}
 	if r.ContentLength > t.d.cfg.MaxBodyBytes {
 		t.tooLarge(w, hd)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, t.d.cfg.MaxBodyBytes+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.bodyTimeout(w, hd)
+		return
+	}
 	if err != nil {
 		return // the client went away mid-body; nobody to answer
 	}
@@ -355,10 +364,23 @@ func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request
 }
 
 func (t *transport) tooLarge(w http.ResponseWriter, d Dialect) {
-	rpc := ToRPCError(Errorf(ErrInvalidRequest, "request body exceeds %d bytes", t.d.cfg.MaxBodyBytes))
+	t.refuseBody(w, d, http.StatusRequestEntityTooLarge, Errorf(ErrInvalidRequest, "request body exceeds %d bytes", t.d.cfg.MaxBodyBytes))
+}
+
+// bodyTimeout answers a request whose body was cut by the server's body bound (a read
+// deadline: too slow, or not sent at all) with HTTP 408.
+func (t *transport) bodyTimeout(w http.ResponseWriter, d Dialect) {
+	t.refuseBody(w, d, http.StatusRequestTimeout, Errorf(ErrInvalidRequest, "request body not received in time"))
+}
+
+// refuseBody answers a transport failure about the body (not a JSON-RPC call) with the
+// HTTP status and an error envelope, and closes the connection: the rest of the body
+// is not read.
+func (t *transport) refuseBody(w http.ResponseWriter, d Dialect, status int, err error) {
+	rpc := ToRPCError(err)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Connection", "close")
-	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	w.WriteHeader(status)
 	_, _ = w.Write(append(envelope(nullID, "error", rpc.wire(d)), '\n'))
 }
 

@@ -237,6 +237,7 @@ func TestJSONRPCVersionQueryParameter(t *testing.T) {
 			t.Parallel()
 			fake := newWorldFake()
 			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/?"+tc.query, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"task-1"}}`))
+			r.Header.Set("Content-Type", "application/json")
 			w := httptest.NewRecorder()
 			NewJSONRPCHandler(fake, TransportConfig{Logger: discardLogger()}).ServeHTTP(w, r)
 			resp := decodeResponse(t, w.Body.Bytes())
@@ -309,6 +310,7 @@ func TestJSONRPCBodyLimit(t *testing.T) {
 			}
 			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", rd)
 			r.Header.Set("A2A-Version", "1.0")
+			r.Header.Set("Content-Type", "application/json")
 			w := httptest.NewRecorder()
 			NewJSONRPCHandler(fake, TransportConfig{Logger: discardLogger(), MaxBodyBytes: tc.limit}).ServeHTTP(w, r)
 			if w.Code != tc.wantStatus {
@@ -338,6 +340,7 @@ func TestJSONRPCContentLengthOverLimitNotRead(t *testing.T) {
 	fake := newWorldFake()
 	body := &countingReader{r: strings.NewReader(validSendBody(t, 1<<20+1))}
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", body)
+	r.Header.Set("Content-Type", "application/json")
 	r.ContentLength = 1<<20 + 1
 	w := httptest.NewRecorder()
 	NewJSONRPCHandler(fake, TransportConfig{Logger: discardLogger()}).ServeHTTP(w, r)
@@ -359,6 +362,7 @@ func TestJSONRPCChunkedOverLimitStopsReading(t *testing.T) {
 	const limit = 1024
 	body := &countingReader{r: strings.NewReader(strings.Repeat(" ", 64<<10))}
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", body)
+	r.Header.Set("Content-Type", "application/json")
 	r.ContentLength = -1
 	w := httptest.NewRecorder()
 	NewJSONRPCHandler(newWorldFake(), TransportConfig{Logger: discardLogger(), MaxBodyBytes: limit}).ServeHTTP(w, r)
@@ -763,6 +767,7 @@ func TestSSEClientGoneClosesStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

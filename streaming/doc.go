@@ -71,8 +71,10 @@
 // # Origins and authentication
 //
 // The Origin is checked before upgrading (403 for a disallowed one; see
-// Config.AllowedOrigins), and so is the peer's number of open connections (429 beyond
-// Config.MaxConnsPerPeer, default 16). Authentication is the HTTP middleware's in front of the handler:
+// Config.AllowedOrigins), against the configured list only, never against the request's
+// Host (which a DNS rebinding page controls), and so is the peer's number of open
+// connections (429 beyond Config.MaxConnsPerPeer, default 16). Authentication is the HTTP
+// middleware's in front of the handler:
 // the upgrade request's context carries the caller, and every call and stream of the
 // connection runs under a context derived from it.
 //

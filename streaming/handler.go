@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,8 +47,10 @@ const closeGrace = time.Second
 type Config struct {
 	// AllowedOrigins lists the browser Origins allowed to connect ("https://app.example",
 	// compared case-insensitively), "*" allows any. Requests without an Origin (non-browser
-	// clients) and requests whose Origin host equals their Host are always allowed; with
-	// an empty list they are the only ones.
+	// clients) are always allowed; with an empty list they are the only ones. The
+	// request's Host is never compared with the Origin: a DNS rebinding page sends its
+	// own name as both, so a server's own origins (its public URL's, its loopback ones)
+	// must be listed here.
 	AllowedOrigins []string
 	SendBuffer     int           // frames queued per connection; 0: DefaultSendBuffer
 	WriteTimeout   time.Duration // per frame; 0: DefaultWriteTimeout
@@ -205,11 +206,7 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 	if origin == "" || h.anyOrig {
 		return true
 	}
-	if h.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))] {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+	return h.origins[strings.ToLower(strings.TrimSuffix(origin, "/"))]
 }
 
 func (h *Handler) isShutdown() bool {

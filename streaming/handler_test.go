@@ -588,7 +588,8 @@ func TestOrigin(t *testing.T) {
 		want    int
 	}{
 		{"no Origin", nil, "", http.StatusSwitchingProtocols},
-		{"same host", nil, "self", http.StatusSwitchingProtocols},
+		{"same host, not listed", nil, "self", http.StatusForbidden}, // the Host is no credential (DNS rebinding)
+		{"Host = Origin = evil", nil, "evil", http.StatusForbidden},
 		{"other host, empty list", nil, "https://evil.example", http.StatusForbidden},
 		{"listed", []string{"https://app.example/"}, "https://APP.example", http.StatusSwitchingProtocols},
 		{"not listed", []string{"https://app.example"}, "https://evil.example", http.StatusForbidden},
@@ -605,6 +606,9 @@ func TestOrigin(t *testing.T) {
 			case "":
 			case "self":
 				hdr.Set("Origin", "http"+strings.TrimSuffix(strings.TrimPrefix(url, "ws"), "/ws"))
+			case "evil":
+				hdr.Set("Origin", "http://evil.example")
+				hdr.Set("Host", "evil.example")
 			default:
 				hdr.Set("Origin", tc.origin)
 			}

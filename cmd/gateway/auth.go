@@ -110,8 +110,11 @@ func (s *Server) peerAuth(next http.Handler) http.Handler {
 }
 
 // unauthorized answers 401 with the Bearer challenge and a generic line: nothing tells a
-// missing token from a wrong one, or names a peer.
+// missing token from a wrong one, or names a peer. The connection is closed after it:
+// the body is never read, and net/http would otherwise drain up to 256 KiB of it before
+// answering (a slow body would hold the 401 back).
 func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("WWW-Authenticate", `Bearer realm="`+authRealm+`"`)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

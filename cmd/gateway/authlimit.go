@@ -146,6 +146,9 @@ func tooManyFailures(w http.ResponseWriter, left time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// The body is not read: closing the connection lets the answer go out at once instead
+	// of after net/http drained a (possibly slow) body.
+	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write([]byte("too many failed authentication attempts from this address; retry after " + strconv.Itoa(secs) + "s\n"))
 }

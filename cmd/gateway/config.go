@@ -52,8 +52,18 @@ type Config struct {
 	MaxStreamsPerPeer int
 	MaxWSConnsPerPeer int
 
+	// BodyTimeout bounds reading one request body, whatever its rate; 0: no bound.
+	// BodyMinRate is the least average rate (bytes/s) at which a body must arrive after
+	// httpguard.DefaultGrace; 0: no rate bound. See internal/httpguard.
+	BodyTimeout time.Duration
+	BodyMinRate int
+
+	// AllowedHosts lists (comma-separated) the Host names served besides the loopback
+	// names, the --addr host and the --public-url host; "*" serves any Host.
+	AllowedHosts string
+
 	// WSAllowedOrigins lists (comma-separated) the browser Origins allowed on GET /ws
-	// besides same-host ones; "*" allows any.
+	// besides the gateway's own (see wsAllowedOrigins); "*" allows any.
 	WSAllowedOrigins string
 
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
@@ -74,6 +84,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("peer_auth", c.peerAuthConfigured()), slog.String("rate_limit", c.RateLimit),
 		slog.Int("max_parts", c.MaxParts), slog.Int("max_part_bytes", c.MaxPartBytes),
 		slog.Int("max_message_bytes", c.MaxMessageBytes), slog.Int("max_streams_per_peer", c.MaxStreamsPerPeer),
+		slog.String("body_timeout", c.BodyTimeout.String()), slog.Int("body_min_rate", c.BodyMinRate),
+		slog.String("allowed_hosts", c.AllowedHosts), slog.String("public_url", c.PublicURL),
 	)
 }
 
@@ -191,12 +203,15 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.LogFormat, "log-format", "json", "log format: json or text")
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
-	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
+	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached. Its host is served (see --allowed-hosts) and its origin may open GET /ws")
+	e.String(&cfg.AllowedHosts, "allowed-hosts", "", "comma-separated Host names served besides localhost, IP addresses, the --addr host and the --public-url host (name or name:port); any other Host gets 421, which stops DNS rebinding; \"*\" serves any Host")
+	e.Duration(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "the longest reading one request body may take (0: no bound); a JSON-RPC request cut gets HTTP 408, any cut request's connection is closed")
+	e.Int(&cfg.BodyMinRate, "body-min-rate", defaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); cut like --body-timeout")
 	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances; empty: the in-process lease (one instance)")
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews (and so checks) it every min(ttl/3, 500ms)")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
-	e.String(&cfg.WSAllowedOrigins, "ws-allowed-origins", "", "comma-separated browser Origins allowed to open GET /ws (e.g. https://app.example), \"*\" for any; requests without an Origin header (agents, CLIs) and same-host Origins are always allowed")
+	e.String(&cfg.WSAllowedOrigins, "ws-allowed-origins", "", "comma-separated browser Origins allowed to open GET /ws (e.g. https://app.example), \"*\" for any; requests without an Origin header (agents, CLIs), the --public-url origin and, on a loopback --addr, http://localhost:PORT, http://127.0.0.1:PORT and http://[::1]:PORT are always allowed; the request's Host is never trusted for this")
 	e.String(&cfg.AdminToken, "admin-token", "", "bearer token for the operator API under /admin/v1/ and for /metrics; empty: loopback clients may read, and writes need the random token written to <data-dir>/admin.token (set it behind a reverse proxy: every client it forwards is loopback)")
 	e.String(&cfg.RateLimit, "rate-limit", "600/m", "requests each peer may make: N/s, N/m or N/h, a token bucket per peer whose burst is N (a quiet peer may send N at once); beyond it -32000 RATE_LIMITED with a retry hint; 0 turns it off")
 	e.Int(&cfg.MaxParts, "max-parts", 64, "most parts in one message (0: no limit); more is -32602 invalid params and nothing is stored")
@@ -249,18 +264,32 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
 	}
+	errs = append(errs, c.guardProblems()...)
 	if _, err := parseRate(c.RateLimit); err != nil {
 		errs = append(errs, err)
 	}
 	for _, l := range []struct {
 		name string
 		v    int
-	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}, {"max-ws-conns-per-peer", c.MaxWSConnsPerPeer}} {
+	}{{"max-parts", c.MaxParts}, {"max-part-bytes", c.MaxPartBytes}, {"max-message-bytes", c.MaxMessageBytes}, {"max-streams-per-peer", c.MaxStreamsPerPeer}, {"max-ws-conns-per-peer", c.MaxWSConnsPerPeer}, {"body-min-rate", c.BodyMinRate}} {
 		if l.v < 0 {
 			errs = append(errs, fmt.Errorf("--%s %d: want 0 (no limit) or more", l.name, l.v))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// guardProblems reports bad settings of the listener's guards (part of Validate;
+// --body-min-rate is checked with the other limits).
+func (c *Config) guardProblems() []error {
+	var errs []error
+	if c.BodyTimeout < 0 {
+		errs = append(errs, errors.New("--body-timeout must not be negative (0: no bound)"))
+	}
+	if _, err := c.allowedHosts(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 // agentProblems reports what the chosen agent backend misses (part of Validate).
@@ -410,3 +439,6 @@ func (c *Config) agentKeyEnv() string {
 func (c *Config) policy() projection.Policy {
 	return projection.Policy{HistoryLimit: c.HistoryLimit, Operator: c.OperatorPolicy}
 }
+
+// defaultBodyMinRate is --body-min-rate's default, in bytes per second.
+const defaultBodyMinRate = 1024

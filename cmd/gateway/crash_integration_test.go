@@ -112,6 +112,7 @@ func sendLoop(ctx context.Context, c *http.Client, url, contextID string, stream
 			"message": map[string]any{"kind": "message", "role": "user", "messageId": fmt.Sprintf("%s-%d", contextID, k),
 				"contextId": contextID, "parts": []any{map[string]any{"kind": "text", "text": text}}}}})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := c.Do(req)
 		if err != nil {
 			return

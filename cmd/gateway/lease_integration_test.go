@@ -83,6 +83,7 @@ func sendOnce(t *testing.T, c *http.Client, url, contextID, text string) sendRes
 	start := time.Now()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-%s","contextId":%q,"parts":[{"kind":"text","text":%q}]}}}`, text, contextID, text)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Errorf("send %s: %v", text, err)

@@ -376,6 +376,7 @@ func TestMetricsActiveStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

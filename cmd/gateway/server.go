@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/internal/httpguard"
 	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
@@ -80,6 +81,8 @@ type Server struct {
 	// for concurrent use.
 	streamStats func() (streams, wsConns int)
 	ws          *streaming.Handler
+	wsTune      func(*streaming.Config) // withStreaming's adjustment, applied by listen; nil: none
+	hosts       *httpguard.Hosts        // the Host names every route answers to (see guard)
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent or tune the
@@ -229,8 +232,9 @@ func (s *Server) openAgent(deps serverDeps) error {
 	return nil
 }
 
-// startRunner creates the turn runner (its audit writer runs from here on) and the
-// WebSocket handler, and registers the runner for closing.
+// startRunner creates the turn runner (its audit writer runs from here on) and
+// registers it for closing; the WebSocket handler is made by listen, which knows the
+// bound port (its loopback origins).
 func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	tcfg := turn.Config{
 		Policy:            s.policy,
@@ -248,18 +252,19 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	}
 	s.runner = turn.New(tcfg, s.ledger, s.locks, s.agent, s.log)
 	s.closers.add(s.closeRunner)
-	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsOrigins(), Logger: s.log,
-		MaxConnsPerPeer: s.cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded}
-	if deps.streaming != nil {
-		deps.streaming(&wscfg)
-	}
-	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard}), s.runner, wscfg)
-	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns }
+	s.wsTune = deps.streaming
+	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns } // s.ws is set before the listener serves
 }
 
 // bind opens the listener (nothing is served on it before listen) and registers it for
-// closing, for a start that fails before listen.
+// closing, for a start that fails before listen. Errors: --allowed-hosts or --public-url
+// (Validate reports them first), the listener.
 func (s *Server) bind() error {
+	hosts, err := s.cfg.allowedHosts()
+	if err != nil {
+		return err
+	}
+	s.hosts = hosts
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
@@ -274,20 +279,22 @@ func (s *Server) bind() error {
 	return nil
 }
 
-// listen starts serving on the listener of bind; the HTTP server is registered for
-// closing (see stopServing).
+// listen builds the WebSocket handler (its loopback origins need the bound port) and
+// the routes behind the listener-wide guards (see guard), and starts serving on the
+// listener of bind; the HTTP server is registered for closing (see stopServing).
 func (s *Server) listen(ctx context.Context) error {
 	ln := s.ln
-	// GET /ws is served before echo: a hijacked connection's reader goroutine lives in
-	// this handler for the connection's life, and behind echo's call chain its stack
-	// grows to 8 KiB; served directly it stays at 4 KiB (idle connections: 22.8 KiB
-	// instead of 27.5 KiB each). It has the same peer authentication, which also gives
-	// it its request id (no wrapper of its own, for the same reason).
-	mux := http.NewServeMux()
-	mux.Handle("GET /ws", s.peerAuth(s.ws))
-	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
-	mux.Handle("/", s.routes())
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsAllowedOrigins(ln.Addr()), Logger: s.log,
+		MaxConnsPerPeer: s.cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded}
+	if s.wsTune != nil {
+		s.wsTune(&wscfg)
+	}
+	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard}), s.runner, wscfg)
+	// No ReadTimeout: it would stay on the connection while an SSE response streams and
+	// cut it; the guard bounds each request body instead, and lifts its deadline once
+	// the body is read.
+	ws := s.peerAuth(s.ws)
+	s.http = &http.Server{Handler: s.guard(s.mux(ws), ws, s.hosts), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
@@ -295,6 +302,23 @@ func (s *Server) listen(ctx context.Context) error {
 	logAuthMode(ctx, s.log, s.cfg.Peers, s.tokens)
 	s.log.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(), "config", s.cfg)
 	return nil
+}
+
+// mux routes GET /ws (to ws: the WebSocket handler behind peer authentication; the
+// guard routes it first, see there) and /debug/pprof/ directly and everything else
+// through echo.
+//
+// GET /ws is served before echo: a hijacked connection's reader goroutine lives in
+// this handler for the connection's life, and behind echo's call chain its stack
+// grows to 8 KiB; served directly it stays at 4 KiB (idle connections: 22.8 KiB
+// instead of 27.5 KiB each). It has the same peer authentication, which also gives
+// it its request id (no wrapper of its own, for the same reason).
+func (s *Server) mux(ws http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", ws)
+	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
+	mux.Handle("/", s.routes())
+	return mux
 }
 
 // closeAfterFailedStart closes what a failed OpenServer opened, as Close would; nothing

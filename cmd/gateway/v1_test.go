@@ -87,6 +87,7 @@ func TestV1RawHTTP(t *testing.T) {
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(
 		`{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":{"message":{"role":"ROLE_USER","messageId":"s1","contextId":"tenant/a","parts":[{"text":"one two three"}]}}}`))
 	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

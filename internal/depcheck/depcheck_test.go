@@ -27,6 +27,7 @@ var rules = map[string]rule{
 	"internal/sse":            {nil, nil, "the one SSE reader: standard library only"},
 	"internal/netx":           {nil, nil, "the one direct-dial rule: standard library only"},
 	"internal/jsonenc":        {nil, nil, "JSON byte helpers shared by a2a and ledger: standard library only"},
+	"internal/httpguard":      {nil, nil, "the listener-wide request guards (body bounds, Host allow-list): standard library only"},
 	"conversations/contextid": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
 	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "prompt", "projection", "redact", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
 	"prompt":                  {[]string{"ledger", "projection"}, nil, "the agent's input from the ledger, shared by the turn runner and replay; reads through its own interface"},
