@@ -52,6 +52,8 @@ type AppendResult struct {
 // for a bad contextId it also wraps contextid.ErrInvalid) when req fails
 // validation, including a taskId that belongs to another conversation; [ErrFenced] when
 // req.Epoch is stale; a [*ChainError] if the conversation's stored metadata is corrupt;
+// a [*QuarantinedError] if the conversation is quarantined; [ErrReadOnly] on a Store
+// opened read-only;
 // [ErrClosed] after Close; ctx.Err() when ctx is done before the request was queued (group
 // commit) or before its transaction began (NoGroupCommit). From then on Append waits for the commit even if ctx is canceled, so that a caller never believes a
 // committed append failed. Any other error is an I/O or internal failure of the commit:
@@ -64,6 +66,12 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 		return AppendResult{}, err
 	}
 	p, err := s.prepare(&req)
+	if err == nil && s.readOnly {
+		err = ErrReadOnly
+	}
+	if err == nil {
+		err = s.quarantined(p.key)
+	}
 	if err != nil {
 		s.rejected.Add(1)
 		return AppendResult{}, err
@@ -347,6 +355,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	}
 
 	// Checks: nothing is written until all of them pass.
+	if err := s.quarantined(p.key); err != nil {
+		return outcome{}, err, nil
+	}
 	conv, m, err := loadHead(tx, p)
 	if err != nil {
 		return outcome{}, err, nil
