@@ -165,8 +165,8 @@ func (s *pageScan) node(buf []byte, id uint64, owner string, lo, hi []byte, dept
 	return s.leaf(buf, id, owner, count, lo, hi, depth, fault)
 }
 
-// key returns the n bytes at off of buf, or nil if they lie outside it.
-func key(buf []byte, off, n int) []byte {
+// slice returns the n bytes at off of buf, or nil if they lie outside it.
+func slice(buf []byte, off, n int) []byte {
 	if off < 0 || n < 0 || off+n > len(buf) {
 		return nil
 	}
@@ -195,7 +195,7 @@ func (s *pageScan) branch(buf []byte, id uint64, owner string, count int, lo, hi
 	for i := range count {
 		off := pageHeaderSize + i*pageElemSize
 		pos, ksize := binary.LittleEndian.Uint32(buf[off:]), binary.LittleEndian.Uint32(buf[off+4:])
-		keys[i] = key(buf, off+int(pos), int(ksize))
+		keys[i] = slice(buf, off+int(pos), int(ksize))
 		kids[i] = binary.LittleEndian.Uint64(buf[off+8:])
 		if keys[i] == nil {
 			s.fail(owner, "page %d: key %d lies outside the page", id, i)
@@ -235,7 +235,7 @@ func (s *pageScan) leaf(buf []byte, id uint64, owner string, count int, lo, hi [
 		flags := binary.LittleEndian.Uint32(buf[off:])
 		pos, ksize := binary.LittleEndian.Uint32(buf[off+4:]), binary.LittleEndian.Uint32(buf[off+8:])
 		vsize := binary.LittleEndian.Uint32(buf[off+12:])
-		kv := key(buf, off+int(pos), int(ksize)+int(vsize))
+		kv := slice(buf, off+int(pos), int(ksize)+int(vsize))
 		if kv == nil {
 			s.fail(owner, "page %d: element %d lies outside the page", id, i)
 			return first

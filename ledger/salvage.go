@@ -61,6 +61,9 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 		copyErr = carryQuarantine(sdb, out)
 	}
 	if copyErr == nil {
+		copyErr = carryTaskHeads(sdb, out, rep.Skipped)
+	}
+	if copyErr == nil {
 		copyErr = out.db.Sync()
 	}
 	return rep, errors.Join(copyErr, out.Close())
@@ -216,6 +219,45 @@ func carryQuarantine(sdb *bolt.DB, out *Store) error {
 				continue
 			}
 			if err := putQuarantine(tx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// carryTaskHeads copies the task index's own key of every task of the skipped
+// conversations, so that a read of one of their tasks in the copy finds it quarantined
+// rather than unknown. The task index is read as far as it can be.
+func carryTaskHeads(sdb *bolt.DB, out *Store, skipped []Quarantine) error {
+	if len(skipped) == 0 {
+		return nil
+	}
+	lost := map[string]bool{}
+	for _, q := range skipped {
+		lost[q.Key] = true
+	}
+	var heads [][2][]byte
+	_ = sdb.View(func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, string(bucketTasks))
+		idx := tx.Bucket(bucketTasks)
+		if idx == nil {
+			return nil
+		}
+		return idx.ForEach(func(k, v []byte) error {
+			if conv, _ := splitTaskHead(v); bytes.IndexByte(k, 0) < 0 && lost[conv] {
+				heads = append(heads, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+			}
+			return nil
+		})
+	})
+	return out.db.Update(func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketTasks)
+		for _, h := range heads {
+			if idx.Get(h[0]) != nil {
+				continue
+			}
+			if err := idx.Put(h[0], h[1]); err != nil {
 				return err
 			}
 		}
