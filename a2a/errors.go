@@ -33,6 +33,10 @@ var (
 	// ErrLockUnavailable: the lease service is unreachable; turns fail closed
 	// (-32603, LOCK_UNAVAILABLE).
 	ErrLockUnavailable = fmt.Errorf("lock service unavailable: %w", ErrInternal)
+	// ErrConversationDamaged: the conversation's stored data is damaged, so the gateway
+	// has quarantined it: no turn runs in it and its tasks are not served; the other
+	// conversations are (-32603, CONVERSATION_DAMAGED).
+	ErrConversationDamaged = fmt.Errorf("conversation damaged: %w", ErrInternal)
 )
 
 // Error is a protocol error with detail for the caller: a message that replaces the

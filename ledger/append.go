@@ -70,7 +70,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 		err = ErrReadOnly
 	}
 	if err == nil {
-		err = s.quarantined(p.key)
+		err = s.firstUse(ctx, p.key, req.ContextID, req.Owner)
 	}
 	if err != nil {
 		s.rejected.Add(1)

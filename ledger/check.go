@@ -294,18 +294,25 @@ const (
 	hashSuffixLen = len(hashField) + 64 + len(`"}`)
 )
 
-// entryBytesFault checks a stored entry against its own hash without decoding it: the
-// entry is stored as its canonical encoding with the hash field appended last (see
-// appendEntryJSON), so the canonical bytes are the stored ones without that field, and
-// the prevHash field, when present, comes right before it. It returns "" when the hash
-// matches, else what is wrong. Any changed byte of the entry changes its hash.
+// entryBytesFault checks a stored entry against its own hash without decoding it (see
+// entryHashes). It returns "" when the hash matches, else what is wrong.
 func entryBytesFault(v []byte) string {
+	_, _, fault := entryHashes(v)
+	return fault
+}
+
+// entryHashes reads the prevHash and hash of a stored entry from its bytes and checks
+// the hash, without decoding the entry: an entry is stored as its canonical encoding with
+// the hash field appended last (see appendEntryJSON), so the canonical bytes are the
+// stored ones without that field, and the prevHash field, when present, comes right
+// before it. Any changed byte of the entry changes its hash. fault is "" when the hash
+// matches, else what is wrong.
+func entryHashes(v []byte) (prev, stored, fault string) {
 	n := len(v) - hashSuffixLen
 	if n < 1 || !bytes.HasPrefix(v[n:], []byte(hashField)) || !bytes.HasSuffix(v, []byte(`"}`)) {
-		return "entry does not end with its hash"
+		return "", "", "entry does not end with its hash"
 	}
-	stored := string(v[n+len(hashField) : len(v)-2])
-	prev := ""
+	stored = string(v[n+len(hashField) : len(v)-2])
 	if p := n - len(prevHashField) - 64 - 1; p > 0 && bytes.HasPrefix(v[p:], []byte(prevHashField)) && v[n-1] == '"' {
 		prev = string(v[p+len(prevHashField) : n-1])
 	}
@@ -314,12 +321,65 @@ func entryBytesFault(v []byte) string {
 	h.Write(v[:n])
 	h.Write([]byte("}"))
 	if got := hex.EncodeToString(h.Sum(nil)); got != stored {
-		if _, err := hex.DecodeString(stored); err != nil {
-			return fmt.Sprintf("stored hash %q is not hex", stored)
-		}
-		return fmt.Sprintf("hash %s does not match the entry's bytes (recomputed %s)", stored, got)
+		return prev, stored, fmt.Sprintf("hash %s does not match the entry's bytes (recomputed %s)", stored, got)
 	}
-	return ""
+	return prev, stored, ""
+}
+
+// quickCheck checks conversation key in tx from its stored bytes alone: its metadata
+// reads and hashes to key, its entries' seqs run from 1 without a gap, each entry matches
+// its own hash (entryHashes) and links to the previous one, and the metadata's last seq
+// and hash are the last entry's. It costs a hash of the conversation's bytes, no
+// decoding. A missing conversation passes. Errors: a [*ChainError].
+func quickCheck(tx *bolt.Tx, key string) error {
+	conv := tx.Bucket([]byte(key))
+	if conv == nil {
+		return nil
+	}
+	m, err := readMeta(conv)
+	if err != nil {
+		return &ChainError{Key: key, Reason: err.Error()}
+	}
+	fail := func(seq uint64, format string, args ...any) error {
+		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
+	}
+	if contextid.Key(m.Owner, m.ContextID) != key {
+		return fail(0, "metadata does not hash to the bucket's key")
+	}
+	want, last := uint64(1), ""
+	c := conv.Cursor()
+	for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
+		if seq, ok := entrySeq(k); !ok || seq != want {
+			return fail(want, "seq %d missing (next stored key is %x)", want, k)
+		}
+		prev, hash, fault := entryHashes(v)
+		switch {
+		case fault != "":
+			return fail(want, "%s", fault)
+		case prev != last:
+			return fail(want, "prevHash %q, previous entry's hash is %q", prev, last)
+		}
+		last = hash
+		want++
+	}
+	if m.LastSeq != want-1 || m.LastHash != last {
+		return fail(0, "metadata says lastSeq %d hash %q, the entries end at %d hash %q", m.LastSeq, m.LastHash, want-1, last)
+	}
+	return nil
+}
+
+// checkOnce runs quickCheck on conversation key in tx the first time the Store uses the
+// conversation (a read or an append), so that no damaged entry is served or appended to
+// even when no read has met it, without a check of every conversation at Open.
+func (s *Store) checkOnce(tx *bolt.Tx, key string) error {
+	if _, done := s.checked.Load(key); done {
+		return nil
+	}
+	if err := quickCheck(tx, key); err != nil {
+		return err
+	}
+	s.checked.Store(key, struct{}{})
+	return nil
 }
 
 // fileCheck is what the page check found in a data file.

@@ -211,15 +211,16 @@ func TestDamage_ServeQuarantines(t *testing.T) {
 			f := buildDamageLedger(t)
 			victim := dc.damage(t, f)
 			s := mustOpenPath(t, f.path, Options{NoSync: true, SalvageDamaged: true}) // as serve opens it
-			// A read meets the damage (or it was found at Open): the conversation is refused.
-			if _, err := s.Range(ctx, damageOwner, victim, 0, 0); !errors.Is(err, ErrQuarantined) {
-				t.Fatalf("Range(victim) error = %v, want ErrQuarantined", err)
-			}
+			// The first use after Open (here an append, with nothing read before it) meets
+			// the damage, or Open found it: the conversation is refused, nothing appended.
 			var qe *QuarantinedError
 			_, err := s.Append(ctx, AppendRequest{Owner: damageOwner, ContextID: victim, BeginTurn: true,
 				Entries: []Entry{{Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel}}})
 			if !errors.As(err, &qe) || qe.Key != key(victim) || qe.Reason == "" {
 				t.Fatalf("Append(victim) error = %v, want a QuarantinedError naming %s", err, key(victim))
+			}
+			if _, err := s.Range(ctx, damageOwner, victim, 0, 0); !errors.Is(err, ErrQuarantined) {
+				t.Fatalf("Range(victim) error = %v, want ErrQuarantined", err)
 			}
 			if _, _, err := s.TaskEntries(ctx, victim+"-task-0"); !errors.Is(err, ErrQuarantined) {
 				t.Errorf("TaskEntries(victim's task) error = %v, want ErrQuarantined", err)

@@ -17,6 +17,24 @@ import (
 // it nor appends to it (see [QuarantinedError]).
 var ErrQuarantined = errors.New("ledger: conversation quarantined: its stored data is damaged")
 
+// firstUse checks conversation key (named contextID and owner by the caller) before its
+// first use since Open (checkOnce), quarantining it if it fails. It returns the
+// conversation's [*QuarantinedError] if it is quarantined, else nil (or a failure of the
+// read).
+func (s *Store) firstUse(ctx context.Context, key, contextID, owner string) error {
+	if err := s.quarantined(key); err != nil {
+		return err
+	}
+	if _, done := s.checked.Load(key); done {
+		return nil
+	}
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, key)
+		return s.checkOnce(tx, key)
+	})
+	return s.damaged(ctx, err, contextID, owner)
+}
+
 // QuarantinedError is a read of, or an append to, a conversation the Store has
 // quarantined: its pages, an entry or its metadata failed a check (at Open, in
 // [Store.VerifyAll], or when a read met the damage). It unwraps to [ErrQuarantined] and
@@ -117,14 +135,18 @@ func (s *Store) damaged(ctx context.Context, err error, contextID, owner string)
 }
 
 // convView runs fn in a read transaction on behalf of conversation key (named contextID
-// and owner by the caller): a quarantined conversation is refused before fn runs, and a
-// [*ChainError] or a bbolt panic (a damaged page) from fn quarantines it.
+// and owner by the caller): a quarantined conversation is refused before fn runs, one
+// used for the first time is checked first (checkOnce), and a [*ChainError] or a bbolt
+// panic (a damaged page) quarantines it.
 func (s *Store) convView(ctx context.Context, key, contextID, owner string, fn func(*bolt.Tx) error) error {
 	if err := s.quarantined(key); err != nil {
 		return err
 	}
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, key)
+		if err := s.checkOnce(tx, key); err != nil {
+			return err
+		}
 		return fn(tx)
 	})
 	return s.damaged(ctx, err, contextID, owner)

@@ -284,6 +284,9 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		if err := s.quarantined(key); err != nil {
 			return err
 		}
+		if err := s.checkOnce(tx, key); err != nil {
+			return err
+		}
 		b, m, err := openConv(tx, key)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {

@@ -104,6 +104,7 @@ type Store struct {
 	quarantine quarantineSet       // conversations refused for damage (quarantine.go)
 	readOnly   bool                // opened read-only: the file has damaged pages (see Open)
 	pageFaults map[string][]string // what the page check found at Open when readOnly
+	checked    sync.Map            // conversation keys checkOnce passed (check.go)
 
 	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
 	guessHits, guessMisses atomic.Uint64

@@ -256,6 +256,7 @@ func printReplay(w io.Writer, res replayResult, format, model string, maxTokens 
 }
 
 const ledgerUsage = `Usage: gateway ledger verify [flags] [CONTEXT_ID]
+       gateway ledger salvage --out FILE [flags]   (see gateway ledger salvage --help)
 
 Walks the hash chains of every conversation (or of one) and checks that each entry's
 hash, its link to the previous entry, and the gap-free sequence all hold. Exits 0 when
@@ -265,6 +266,9 @@ Flags:
 `
 
 func runLedger(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "salvage" {
+		return runLedgerSalvage(ctx, args[1:], lookup, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "verify" {
 		fmt.Fprint(stderr, ledgerUsage)
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {

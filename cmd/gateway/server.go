@@ -109,7 +109,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		}
 		return s.streamStats()
 	})
-	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit}, logger)
+	led, err := ledger.Open(filepath.Join(cfg.DataDir, "ledger.db"), ledger.Options{OnCommit: s.metrics.observeCommit, SalvageDamaged: true}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger in %s: %w", cfg.DataDir, err)
 	}
@@ -231,6 +231,9 @@ func (s *Server) routes() http.Handler {
 		defer cancel()
 		if err := s.locks.Ping(ctx); err != nil {
 			return c.String(http.StatusServiceUnavailable, "lease service unavailable: turns fail closed until it is back\n")
+		}
+		if q := s.ledger.Quarantined(); len(q) > 0 {
+			return c.String(http.StatusOK, readyDetail(q))
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})
