@@ -488,6 +488,9 @@ func (s *Store) faultErrors(ctx context.Context, faults map[string][]string) []e
 		default:
 			q := describe(s.db, key)
 			q.Reason = reason
+			if q.ContextID == "" {
+				reason += " (its metadata is unreadable; key " + key + ")"
+			}
 			s.quarantineConv(ctx, q)
 			out = append(out, &ChainError{Key: key, ContextID: q.ContextID, Owner: q.Owner, Reason: reason})
 		}

@@ -22,7 +22,7 @@ var ErrQuarantined = errors.New("ledger: conversation quarantined: its stored da
 // conversation's [*QuarantinedError] if it is quarantined, else nil (or a failure of the
 // read).
 func (s *Store) firstUse(ctx context.Context, key, contextID, owner string) error {
-	if err := s.quarantined(key); err != nil {
+	if err := s.quarantinedAs(key, contextID, owner); err != nil {
 		return err
 	}
 	if _, done := s.checked.Load(key); done {
@@ -96,6 +96,17 @@ func (s *Store) quarantined(key string) error {
 	return &QuarantinedError{Key: q.Key, ContextID: q.ContextID, Owner: q.Owner, Reason: q.Reason}
 }
 
+// quarantinedAs is quarantined for a caller that names the conversation (key is
+// contextid.Key(owner, contextID)): the error names it so even when the stored metadata
+// could not.
+func (s *Store) quarantinedAs(key, contextID, owner string) error {
+	err := s.quarantined(key)
+	if qe, ok := err.(*QuarantinedError); ok && qe.ContextID == "" && qe.Owner == "" {
+		qe.ContextID, qe.Owner = contextID, owner
+	}
+	return err
+}
+
 // quarantineConv adds q to the quarantined conversations (the first reason found stays)
 // and logs it when it is new.
 func (s *Store) quarantineConv(ctx context.Context, q Quarantine) {
@@ -131,7 +142,7 @@ func (s *Store) damaged(ctx context.Context, err error, contextID, owner string)
 		q.Reason = fmt.Sprintf("seq %d: %s", ce.Seq, ce.Reason)
 	}
 	s.quarantineConv(ctx, q)
-	return s.quarantined(q.Key)
+	return s.quarantinedAs(q.Key, contextID, owner)
 }
 
 // convView runs fn in a read transaction on behalf of conversation key (named contextID
@@ -139,7 +150,7 @@ func (s *Store) damaged(ctx context.Context, err error, contextID, owner string)
 // used for the first time is checked first (checkOnce), and a [*ChainError] or a bbolt
 // panic (a damaged page) quarantines it.
 func (s *Store) convView(ctx context.Context, key, contextID, owner string, fn func(*bolt.Tx) error) error {
-	if err := s.quarantined(key); err != nil {
+	if err := s.quarantinedAs(key, contextID, owner); err != nil {
 		return err
 	}
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
