@@ -128,7 +128,8 @@ var serveDamageClasses = []struct {
 		}
 	}},
 	{"b_entry_json", victimCtx, func(t *testing.T, b []byte, _ int) {
-		eachIndex(t, b, victimCtx+"-turn-2-marker", func(i int) { b[i] = 0x01 }) // invalid inside a JSON string
+		// In the last task, which the server reads at start (recovering interrupted turns).
+		eachIndex(t, b, victimCtx+"-turn-3-marker", func(i int) { b[i] = 0x01 }) // invalid inside a JSON string
 	}},
 	{"c_kind_byte", victimCtx, func(t *testing.T, b []byte, _ int) {
 		eachIndex(t, b, victimCtx+"-turn-3-marker", func(i int) {
@@ -204,6 +205,7 @@ func verifyNamesDamage(t *testing.T, dataDir, victim string) {
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "BROKEN") || !mentions(lines[0], victim) {
 		t.Fatalf("ledger verify output:\n%s\nwant one BROKEN line naming %q", out, victim)
 	}
+	t.Logf("verify: %s", out)
 	if victim == "" && !strings.Contains(lines[0], "the file's tree of conversations") {
 		t.Fatalf("ledger verify output:\n%s\nwant the damage of the file's tree", out)
 	}
