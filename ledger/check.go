@@ -62,9 +62,9 @@ type pageScan struct {
 	r        io.ReaderAt
 	pageSize int
 	hwm      uint64 // pages below it belong to the file
-	hashes   bool   // also check each stored entry against its own hash
 
 	seen   map[uint64]bool
+	bufs   [][]byte            // a read buffer per tree depth: a page's stays valid while its children are read
 	faults map[string][]string // top-level bucket (rootTree: the file's tree) → what is wrong
 	names  []string            // the top-level buckets found
 }
@@ -72,12 +72,11 @@ type pageScan struct {
 // scanPages walks the tree of the bbolt transaction tx, reading pages from r (the file of
 // tx's database, which must not change under pages tx can see: a read transaction keeps
 // them). It returns the faults by top-level bucket, and the top-level bucket names found.
-func scanPages(tx *bolt.Tx, r io.ReaderAt, hashes bool) (faults map[string][]string, names []string) {
+func scanPages(tx *bolt.Tx, r io.ReaderAt) (faults map[string][]string, names []string) {
 	s := &pageScan{
 		r:        r,
 		pageSize: tx.DB().Info().PageSize,
 		hwm:      uint64(tx.Size()) / uint64(tx.DB().Info().PageSize),
-		hashes:   hashes,
 		seen:     map[uint64]bool{},
 		faults:   map[string][]string{},
 	}
@@ -106,7 +105,7 @@ func (s *pageScan) tree(id uint64, owner string, lo, hi []byte, depth int) []byt
 		return nil
 	}
 	s.seen[id] = true
-	buf, err := s.read(id)
+	buf, err := s.read(id, depth)
 	if err != nil {
 		s.fail(owner, "page %d: %v", id, err)
 		return nil
@@ -119,9 +118,20 @@ func (s *pageScan) tree(id uint64, owner string, lo, hi []byte, depth int) []byt
 	return s.node(buf, id, owner, lo, hi, depth, fault)
 }
 
-// read returns the bytes of page id and its overflow pages.
-func (s *pageScan) read(id uint64) ([]byte, error) {
-	buf := make([]byte, s.pageSize)
+// buffer returns the read buffer of depth, of n bytes.
+func (s *pageScan) buffer(depth, n int) []byte {
+	for len(s.bufs) <= depth {
+		s.bufs = append(s.bufs, nil)
+	}
+	if cap(s.bufs[depth]) < n {
+		s.bufs[depth] = make([]byte, n)
+	}
+	return s.bufs[depth][:n]
+}
+
+// read returns the bytes of page id and its overflow pages, in the buffer of depth.
+func (s *pageScan) read(id uint64, depth int) ([]byte, error) {
+	buf := s.buffer(depth, s.pageSize)
 	if _, err := s.r.ReadAt(buf, int64(id)*int64(s.pageSize)); err != nil {
 		return nil, fmt.Errorf("unreadable: %w", err)
 	}
@@ -138,7 +148,7 @@ func (s *pageScan) read(id uint64) ([]byte, error) {
 		}
 		s.seen[i] = true
 	}
-	full := make([]byte, int(overflow+1)*s.pageSize)
+	full := s.buffer(depth, int(overflow+1)*s.pageSize)
 	if _, err := s.r.ReadAt(full, int64(id)*int64(s.pageSize)); err != nil {
 		return nil, fmt.Errorf("unreadable: %w", err)
 	}
@@ -225,9 +235,8 @@ func (s *pageScan) branch(buf []byte, id uint64, owner string, count int, lo, hi
 	return keys[0]
 }
 
-// leaf checks the elements of leaf page id: their order, the buckets they hold (on the
-// file's tree, each one a top-level bucket) and, when the scan checks hashes, the
-// entries.
+// leaf checks the elements of leaf page id: their order, and the buckets they hold (on
+// the file's tree, each one a top-level bucket).
 func (s *pageScan) leaf(buf []byte, id uint64, owner string, count int, lo, hi []byte, depth int, fault string) []byte {
 	var first, prev []byte
 	for i := range count {
@@ -258,11 +267,6 @@ func (s *pageScan) leaf(buf []byte, id uint64, owner string, count int, lo, hi [
 			s.bucket(name, v, depth)
 		case flags&bucketLeafFlag != 0:
 			s.bucket(owner, v, depth) // a nested bucket (layout 1) is its conversation's
-		case s.hashes && isEntryKey(k):
-			if reason := entryBytesFault(v); reason != "" {
-				seq, _ := entrySeq(k)
-				s.fail(owner, "seq %d: %s", seq, reason)
-			}
 		}
 	}
 	return first
@@ -391,12 +395,12 @@ type fileCheck struct {
 // damaged reports whether the check found anything wrong.
 func (fc *fileCheck) damaged() bool { return len(fc.faults) > 0 }
 
-// checkFile runs the page check (with entry hashes when hashes is set) on the data file at
-// path before anything opens it writable: bbolt opens it read-only, which reads the meta
+// checkFile runs the page check on the data file at path before anything opens it
+// writable: bbolt opens it read-only, which reads the meta
 // pages and nothing else, and the pages are read from the file. A missing or empty file
 // passes. Errors: the data dir in use by another process (after one second), a file bbolt
 // cannot open at all (both meta pages damaged, not a bbolt file).
-func checkFile(path string, hashes bool) (*fileCheck, error) {
+func checkFile(path string) (*fileCheck, error) {
 	fc := &fileCheck{}
 	info, err := os.Stat(path)
 	switch {
@@ -421,7 +425,7 @@ func checkFile(path string, hashes bool) (*fileCheck, error) {
 	}
 	defer f.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		fc.faults, fc.names = safeScan(tx, f, hashes)
+		fc.faults, fc.names = safeScan(tx, f)
 		return nil
 	})
 	return fc, err
@@ -429,13 +433,13 @@ func checkFile(path string, hashes bool) (*fileCheck, error) {
 
 // safeScan is scanPages, with a panic of the scan itself (a bug: it reads bytes, not
 // bbolt's pages) reported as a fault of the file.
-func safeScan(tx *bolt.Tx, r io.ReaderAt, hashes bool) (faults map[string][]string, names []string) {
+func safeScan(tx *bolt.Tx, r io.ReaderAt) (faults map[string][]string, names []string) {
 	defer func() {
 		if p := recover(); p != nil {
 			faults = map[string][]string{rootTree: {fmt.Sprintf("page check failed: %v", p)}}
 		}
 	}()
-	return scanPages(tx, r, hashes)
+	return scanPages(tx, r)
 }
 
 // errRollback ends the write transaction in which bbolt's check runs without a commit.
@@ -453,7 +457,7 @@ func (s *Store) checkPages(ctx context.Context) (faults map[string][]string, nam
 	}
 	defer f.Close()
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		faults, names = safeScan(tx, f, false)
+		faults, names = safeScan(tx, f)
 		return nil
 	})
 	if err != nil || s.readOnly {

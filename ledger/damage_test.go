@@ -374,3 +374,20 @@ func TestDamage_SalvageCopiesTheIntact(t *testing.T) {
 		})
 	}
 }
+
+// TestDamage_VerifyOnOpen: with Options.VerifyOnOpen, Open itself finds a damaged entry
+// and quarantines its conversation before anything uses it.
+func TestDamage_VerifyOnOpen(t *testing.T) {
+	t.Parallel()
+	for _, dc := range damageClasses[1:3] { // b, c: entries, which the page check alone does not read
+		t.Run(dc.name, func(t *testing.T) {
+			t.Parallel()
+			f := buildDamageLedger(t)
+			victim := dc.damage(t, f)
+			s := mustOpenPath(t, f.path, Options{NoSync: true, SalvageDamaged: true, VerifyOnOpen: true})
+			if q := s.Quarantined(); len(q) != 1 || q[0].Key != key(victim) || q[0].ContextID != victim {
+				t.Fatalf("Quarantined() after Open = %+v, want %s", q, victim)
+			}
+		})
+	}
+}

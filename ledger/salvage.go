@@ -42,7 +42,7 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("ledger: salvage to %s: the file exists (or cannot be checked: %v)", dst, err)
 	}
-	fc, err := checkFile(src, true)
+	fc, err := checkFile(src)
 	if err != nil {
 		return rep, err
 	}

@@ -142,7 +142,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("ledger: create data dir: %w", err)
 	}
 	s := &Store{opts: opts, logger: logger.With("component", "ledger"), now: now}
-	fc, err := checkFile(path, opts.VerifyOnOpen)
+	fc, err := checkFile(path)
 	if err != nil {
 		return nil, err
 	}
