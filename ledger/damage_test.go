@@ -391,3 +391,27 @@ func TestDamage_VerifyOnOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestDamage_BboltPanicIsAnError: when bbolt itself meets a damaged page (it panics on a
+// page that does not say its own id), Verify and the reads return the conversation's
+// ChainError / QuarantinedError instead. The page check found the page at Open; it is
+// forgotten here so that bbolt is handed the page.
+func TestDamage_BboltPanicIsAnError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := buildDamageLedger(t)
+	victim := damageClasses[0].damage(t, f) // a: a page header
+	s := mustOpenPath(t, f.path, Options{NoSync: true})
+	s.pageFaults = nil
+	s.quarantine = quarantineSet{}
+	err := s.Verify(ctx, damageOwner, victim)
+	var ce *ChainError
+	if !errors.As(err, &ce) || ce.Key != key(victim) || !strings.Contains(ce.Reason, "self identifies as") {
+		t.Fatalf("Verify(victim) = %v, want a ChainError with bbolt's assertion", err)
+	}
+	s.quarantine = quarantineSet{}
+	s.checked.Store(key(victim), struct{}{}) // past the first-use check, straight to the read
+	if _, err := s.Range(ctx, damageOwner, victim, 0, 0); !errors.Is(err, ErrQuarantined) {
+		t.Fatalf("Range(victim) = %v, want ErrQuarantined", err)
+	}
+}
