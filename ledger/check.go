@@ -32,8 +32,9 @@ import (
 // key equals the first key of its child (bbolt writes it so whenever it writes the
 // child), which catches a damaged branch key that still sorts. Each fault is charged to
 // the top-level bucket whose tree holds the page, so one damaged conversation does not
-// condemn the others. The walk reads each page once; it is about as costly as bbolt's own
-// walk at Open.
+// condemn the others. The walk reads each page once, into one buffer per tree level: on
+// a ledger of 10,000 conversations (195 MiB) it takes ~33 ms, bbolt's own open ~26 ms
+// (TestOpenTime).
 //
 // The page layout is bbolt's file format (internal/common/page.go and bucket.go of
 // go.etcd.io/bbolt, unchanged since bbolt's first release; little-endian as bbolt writes
@@ -291,7 +292,8 @@ func (s *pageScan) bucket(owner string, v []byte, depth int) {
 	s.node(inline, 0, owner, nil, nil, depth+1, "")
 }
 
-// hashSuffix is how every stored entry ends: its hash, the last field of its encoding.
+// How every stored entry ends: its hash, the last field of its encoding, after its
+// prevHash (absent at seq 1).
 const (
 	hashField     = `,"hash":"`
 	prevHashField = `,"prevHash":"`
