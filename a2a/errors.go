@@ -38,6 +38,10 @@ var (
 	// It is an [ErrUnavailable] with reason STORAGE_UNAVAILABLE (-32000), as the gateway
 	// is not ready (/readyz 503) meanwhile.
 	ErrStorageUnavailable = fmt.Errorf("storage unavailable: %w", ErrUnavailable)
+	// ErrConversationDamaged: the conversation's stored data is damaged, so the gateway
+	// has quarantined it: no turn runs in it and its tasks are not served; the other
+	// conversations are (-32603, CONVERSATION_DAMAGED).
+	ErrConversationDamaged = fmt.Errorf("conversation damaged: %w", ErrInternal)
 )
 
 // Error is a protocol error with detail for the caller: a message that replaces the

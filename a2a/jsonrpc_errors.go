@@ -27,6 +27,7 @@ var errorTable = []errorRow{
 	{ErrContextBusy, -32004, "CONTEXT_BUSY", GatewayErrorDomain, "another task is running in this context; retry when it completes"},
 	{ErrLockUnavailable, -32603, "LOCK_UNAVAILABLE", GatewayErrorDomain, "lock service unavailable; retry later"},
 	{ErrStorageUnavailable, -32000, "STORAGE_UNAVAILABLE", GatewayErrorDomain, "the gateway's storage cannot take writes; retry later"},
+	{ErrConversationDamaged, -32603, "CONVERSATION_DAMAGED", GatewayErrorDomain, "the conversation's stored data is damaged; it is quarantined"},
 	{ErrUnavailable, -32000, "UNAVAILABLE", GatewayErrorDomain, "service unavailable; retry later"},
 	{ErrRateLimited, -32000, "RATE_LIMITED", GatewayErrorDomain, "rate limit exceeded; retry later"},
 	{ErrParseError, -32700, "PARSE_ERROR", ErrorDomain, "Invalid JSON payload"},

@@ -51,22 +51,29 @@ type AppendResult struct {
 // Errors, after which nothing of req was appended: [ErrInvalid] (wrapped, naming the field;
 // for a bad contextId it also wraps contextid.ErrInvalid) when req fails validation,
 // including a taskId that belongs to another conversation; [ErrFenced] when req.Epoch is
-// stale; a [*ChainError] if the conversation's stored metadata is corrupt; [ErrClosed]
-// after Close; ctx.Err() when ctx is done before the request was queued (group commit) or
-// before its transaction began (NoGroupCommit). From then on Append waits for the commit
-// even if ctx is canceled, so that a caller never believes a committed append failed. A
-// [*StorageError] (it wraps [ErrStorage]) when the file system refused the commit, naming
-// the cause (full, not writable, failing); the Store then reports it in [Store.Ready]
-// until it can commit again. Any other error is an I/O or internal failure of the commit.
-// In both cases the append was not acknowledged and nothing of it is visible (if the
-// failure hit bbolt's final metadata fsync, the entries may still reappear after a
-// restart, complete and correctly chained).
+// stale; a [*ChainError] if the conversation's stored metadata is corrupt; a
+// [*QuarantinedError] if the conversation is quarantined; [ErrReadOnly] on a Store opened
+// read-only; [ErrClosed] after Close; ctx.Err() when ctx is done before the request was
+// queued (group commit) or before its transaction began (NoGroupCommit). From then on
+// Append waits for the commit even if ctx is canceled, so that a caller never believes a
+// committed append failed. A [*StorageError] (it wraps [ErrStorage]) when the file system
+// refused the commit, naming the cause (full, not writable, failing); the Store then
+// reports it in [Store.Ready] until it can commit again. Any other error is an I/O or
+// internal failure of the commit. In both cases the append was not acknowledged and
+// nothing of it is visible (if the failure hit bbolt's final metadata fsync, the entries
+// may still reappear after a restart, complete and correctly chained).
 func (s *Store) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		s.rejected.Add(1)
 		return AppendResult{}, err
 	}
 	p, err := s.prepare(&req)
+	if err == nil && s.readOnly {
+		err = ErrReadOnly
+	}
+	if err == nil {
+		err = s.firstUse(ctx, p.key, req.ContextID, req.Owner)
+	}
 	if err != nil {
 		s.rejected.Add(1)
 		return AppendResult{}, err
@@ -351,6 +358,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	}
 
 	// Checks: nothing is written until all of them pass.
+	if err := s.quarantined(p.key); err != nil {
+		return outcome{}, err, nil
+	}
 	conv, m, err := loadHead(tx, p)
 	if err != nil {
 		return outcome{}, err, nil

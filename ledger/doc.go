@@ -72,6 +72,18 @@
 // and their hashes do not change. Earlier builds do not understand the file after that:
 // do not downgrade. Open refuses a file of a newer layout.
 //
+// # Damage
+//
+// A damaged file never panics the caller and never takes every conversation down with
+// one. Open checks the file's pages from their raw bytes before bbolt opens it writable
+// (check.go: bbolt crashes the process on a damaged page header while it rebuilds its
+// freelist); a file with damaged pages opens read-only, or is salvaged first with
+// Options.SalvageDamaged ([Salvage], salvage.go). The conversations found damaged — by
+// the page check, by a check of a conversation's bytes against its hashes before its first
+// use since Open, by a read that meets a bad entry, or by [Store.VerifyAll] — are
+// quarantined ([Store.Quarantined], quarantine.go): reads and appends of them fail with a
+// [*QuarantinedError] ([ErrQuarantined]); the others are served.
+//
 // Keys and values read from bbolt are valid only inside their transaction; everything the
 // package returns is a copy. Callbacks given to [Store.Last] run inside a read
 // transaction and must not call the Store.

@@ -38,8 +38,17 @@ type ChainError struct {
 
 // Error implements error.
 func (e *ChainError) Error() string {
-	return fmt.Sprintf("ledger: chain broken in conversation %q (owner %q, key %s) at seq %d: %s",
-		e.ContextID, e.Owner, e.Key, e.Seq, e.Reason)
+	where := fmt.Sprintf("conversation %q (owner %q, key %s)", e.ContextID, e.Owner, e.Key)
+	switch {
+	case e.Key == "":
+		where = "the file's tree of conversations"
+	case e.ContextID == "" && e.Owner == "":
+		where = "the data under key " + e.Key
+	}
+	if e.Seq == 0 {
+		return fmt.Sprintf("ledger: chain broken in %s: %s", where, e.Reason)
+	}
+	return fmt.Sprintf("ledger: chain broken in %s at seq %d: %s", where, e.Seq, e.Reason)
 }
 
 // Unwrap returns [ErrChainBroken].

@@ -87,7 +87,7 @@ func (s *Store) Conversation(ctx context.Context, owner, contextID string) (Conv
 		return Conversation{}, err
 	}
 	var c Conversation
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
 		_, m, err := openConv(tx, key)
 		if err != nil {
 			return err
@@ -106,8 +106,10 @@ type ListOptions struct {
 
 // List returns the conversations of the current namespace, newest LastActivity first (ties
 // by key), with their original contextIds. Top-level buckets outside the namespace (other
-// versions, legacy names) are skipped unread, as is a bucket whose metadata is unreadable
-// or does not hash to its name (logged at Warn; [Store.VerifyAll] reports it). Errors:
+// versions, legacy names) are skipped unread, as is a quarantined conversation or a bucket
+// whose metadata is unreadable or does not hash to its name (logged at Warn;
+// [Store.VerifyAll] reports it). Errors: a [*ChainError] when the file's own tree of
+// conversations is damaged;
 // [ErrInvalid] for a negative Limit; [ErrClosed] after Close.
 func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, error) {
 	if opts.Limit < 0 {
@@ -118,13 +120,18 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 		out  []Conversation
 		skip []skipped
 	)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, rootTree)
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			key := string(name)
 			if !contextid.IsCurrentKey(key) {
 				return nil
 			}
-			m, err := readMeta(b)
+			if s.quarantined(key) != nil {
+				skip = append(skip, skipped{key, "quarantined"})
+				return nil
+			}
+			m, err := safeReadMeta(key, b)
 			if err != nil {
 				skip = append(skip, skipped{key, err.Error()})
 				return nil
@@ -180,7 +187,7 @@ func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeS
 		return nil, invalidField("n", "negative")
 	}
 	var out []Entry
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
 		conv, err := convBucket(tx, key)
 		if err != nil || n == 0 {
 			return err
@@ -225,7 +232,7 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 		return nil, invalidField("limit", "negative")
 	}
 	var out []Entry
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
 		conv, err := convBucket(tx, key)
 		if err != nil {
 			return err
@@ -261,8 +268,10 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 	var (
 		conv Conversation
 		out  []Entry
+		key  string
 	)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		defer func() { recoverDamage(&err, key) }()
 		idx := tx.Bucket(bucketTasks)
 		if idx == nil {
 			return ErrNotFound
@@ -271,7 +280,13 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		if head == nil {
 			return ErrNotFound
 		}
-		key, _ := splitTaskHead(head)
+		key, _ = splitTaskHead(head)
+		if err := s.quarantined(key); err != nil {
+			return err
+		}
+		if err := s.checkOnce(tx, key); err != nil {
+			return err
+		}
 		b, m, err := openConv(tx, key)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -299,7 +314,7 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		return nil
 	})
 	if err != nil {
-		return Conversation{}, nil, err
+		return Conversation{}, nil, s.damaged(ctx, err, conv.ContextID, conv.Owner)
 	}
 	return conv, out, nil
 }
@@ -315,7 +330,7 @@ func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string,
 		return nil, err
 	}
 	var ids []string
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
 		_, m, err := openConv(tx, key)
 		if err != nil {
 			return err
@@ -414,6 +429,13 @@ func (s *Store) Inflate(ctx context.Context, entries []Entry) error {
 	})
 }
 
+// safeReadMeta is readMeta, with a bbolt panic (a damaged page of the conversation)
+// returned as an error.
+func safeReadMeta(key string, b *bolt.Bucket) (m metaRecord, err error) {
+	defer recoverDamage(&err, key)
+	return readMeta(b)
+}
+
 // isEntryKey reports whether k lies in the entries' key range of a conversation bucket.
 func isEntryKey(k []byte) bool { return len(k) > 0 && k[0] == prefixEntry }
 
@@ -433,8 +455,14 @@ func decodeEntry(key string, k, v []byte, e *Entry) error {
 	if !ok {
 		return &ChainError{Key: key, Reason: fmt.Sprintf("malformed entry key %x", k)}
 	}
+	if reason := entryBytesFault(v); reason != "" {
+		return &ChainError{Key: key, Seq: seq, Reason: reason}
+	}
 	if err := json.Unmarshal(v, e); err != nil {
 		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
+	}
+	if e.Seq != seq {
+		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry says seq %d", e.Seq)}
 	}
 	return nil
 }

@@ -65,6 +65,14 @@ type Options struct {
 	// It runs on the writing goroutine and must not call the Store. Zero value: no fault;
 	// production code never sets it.
 	WriteFault func(op string) error
+	// SalvageDamaged lets Open salvage a file with damaged pages (see [Open]) instead of
+	// opening it read-only. The server sets it; offline tools leave the file as it is.
+	SalvageDamaged bool
+	// VerifyOnOpen makes Open check every conversation fully (as [Store.VerifyAll] does,
+	// each entry's hash included) and quarantine the ones that fail. Zero value: Open
+	// checks the pages only, and a damaged entry is found (and its conversation
+	// quarantined) when a read meets it.
+	VerifyOnOpen bool
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -103,7 +111,11 @@ type Store struct {
 	commits, requests, appends, rejected atomic.Uint64
 	commitNanos                          atomic.Int64
 
-	health storageHealth // whether the storage takes writes (storage.go)
+	health     storageHealth       // whether the storage takes writes (storage.go)
+	quarantine quarantineSet       // conversations refused for damage (quarantine.go)
+	readOnly   bool                // opened read-only: the file has damaged pages (see Open)
+	pageFaults map[string][]string // what the page check found at Open when readOnly
+	checked    sync.Map            // conversation keys checkOnce passed (check.go)
 
 	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
 	guessHits, guessMisses atomic.Uint64
@@ -113,6 +125,16 @@ type Store struct {
 // group committer. Only one process may open a data file: if another holds it, Open fails
 // after one second with an error saying the data dir is in use by another process. The
 // logger may be nil (logs are discarded).
+//
+// Before bbolt opens the file writable, Open checks its pages (check.go): each damaged
+// page is charged to the conversation whose tree holds it. A file with damaged pages
+// cannot be opened writable (bbolt would crash the process). Without
+// Options.SalvageDamaged it is opened read-only: reads of the intact conversations work,
+// the damaged ones are quarantined, appends fail with [ErrReadOnly]. With it, Open first
+// salvages the file (see [Salvage]): the intact conversations go to a new file that takes
+// the data file's place, the damaged file is kept beside it (named in the log), and the
+// conversations left out stay quarantined. A file that bbolt cannot open at all (both meta
+// pages damaged) is an error. [Store.Quarantined] lists the quarantined conversations.
 func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -130,6 +152,45 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: create data dir: %w", err)
 	}
+	s := &Store{opts: opts, logger: logger.With("component", "ledger"), now: now}
+	fc, err := checkFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if fc.damaged() {
+		if !opts.SalvageDamaged {
+			return s.openDamaged(path, fc)
+		}
+		if err := s.salvageInPlace(path); err != nil {
+			return nil, err
+		}
+	}
+	db, upgraded, err := openWritable(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	if err := s.openChecks(); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	if !opts.NoGroupCommit {
+		// Bounded: one batch can queue while the committer commits the previous one;
+		// senders beyond that wait (back-pressure), never drop.
+		s.queue = make(chan *pending, opts.MaxBatch)
+		// The committer exits when Close closes s.queue and it has answered every request.
+		s.wg.Go(s.commitLoop)
+	}
+	if upgraded > 0 {
+		s.logger.Info("ledger upgraded to the current layout", "path", path, "conversations", upgraded)
+	}
+	s.logger.Info("ledger opened", "path", path, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit,
+		"quarantined", len(s.Quarantined()))
+	return s, nil
+}
+
+// openWritable opens the bbolt file at path for writing and brings it to the current
+// layout; it returns how many conversations the upgrade moved.
+func openWritable(path string, opts Options) (*bolt.DB, int, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: openTimeout,
 		NoSync:  opts.NoSync,
@@ -154,10 +215,10 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		PageSize: pageSize,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
+		return nil, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
+		return nil, 0, fmt.Errorf("ledger: open %s: %w", path, err)
 	}
 	var upgraded int
 	err = db.Update(func(tx *bolt.Tx) (err error) {
@@ -167,26 +228,9 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return setUpByID(tx)
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
+		return nil, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
 	}
-	s := &Store{
-		db:     db,
-		opts:   opts,
-		logger: logger.With("component", "ledger"),
-		now:    now,
-	}
-	if !opts.NoGroupCommit {
-		// Bounded: one batch can queue while the committer commits the previous one;
-		// senders beyond that wait (back-pressure), never drop.
-		s.queue = make(chan *pending, opts.MaxBatch)
-		// The committer exits when Close closes s.queue and it has answered every request.
-		s.wg.Go(s.commitLoop)
-	}
-	if upgraded > 0 {
-		s.logger.Info("ledger upgraded to the current layout", "path", path, "conversations", upgraded)
-	}
-	s.logger.Info("ledger opened", "path", path, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit)
-	return s, nil
+	return db, upgraded, nil
 }
 
 // Close stops accepting appends, waits for the ones already accepted to be committed and

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -21,7 +22,8 @@ import (
 // digest, the task index holds every entry of a task, points the task to this conversation
 // and links it to the task whose first entry came before its own, and the metadata (last
 // seq and hash, counters, last task) agrees with the entries and hashes to the bucket's
-// key. It reads the whole conversation.
+// key. It reads the whole conversation. A damaged page met on the way is reported, not a
+// panic. A conversation that fails is quarantined (see [Store.Quarantined]).
 // Errors: a [*ChainError] (wrapping [ErrChainBroken]) naming the first failing seq;
 // [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an invalid owner or
 // contextId; [ErrClosed] after Close.
@@ -30,35 +32,46 @@ func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
 	if err != nil {
 		return err
 	}
-	return s.view(ctx, func(tx *bolt.Tx) error {
+	if faults := s.pageFaults[key]; len(faults) > 0 {
+		return &ChainError{Key: key, ContextID: contextID, Owner: owner, Reason: "damaged pages: " + strings.Join(faults, "; ")}
+	}
+	err = s.view(ctx, func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, key)
 		conv := tx.Bucket([]byte(key))
 		if conv == nil {
 			return ErrNotFound
 		}
 		return verifyConv(ctx, tx, key, conv)
 	})
+	s.chainBroken(ctx, err, contextID, owner)
+	return err
 }
 
-// VerifyAll verifies every conversation of the current namespace, each in its own read
-// transaction, and returns how many it checked. Errors: the [errors.Join] of every
-// conversation's [*ChainError]; ctx.Err() if ctx is done between conversations (with the
-// ChainErrors found so far); [ErrClosed] after Close.
+// VerifyAll checks the file's pages (see check.go, and bbolt's own consistency check,
+// Tx.Check, on a Store opened writable) and verifies every conversation of the current
+// namespace as [Store.Verify] does, each in its own read transaction; it returns how many
+// conversations it checked. It never panics on damaged data. Every conversation that
+// fails is quarantined. Errors: the [errors.Join] of a [*ChainError] per damaged
+// conversation (its damaged pages, or its first broken seq) and per fault of the file
+// that no conversation can be charged with (Key names the tree: "" for the file's own
+// tree of names, "v1.tasks" for the task index ...); ctx.Err() if ctx is done between
+// conversations (with the ChainErrors found so far); [ErrClosed] after Close.
 func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
-	var keys []string
-	err = s.view(ctx, func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-			if contextid.IsCurrentKey(string(name)) {
-				keys = append(keys, string(name))
-			}
-			return nil
-		})
-	})
+	faults, names, err := s.checkPages(ctx)
 	if err != nil {
 		return 0, err
 	}
-	var broken []error
-	for _, key := range keys {
-		err := s.view(ctx, func(tx *bolt.Tx) error {
+	broken := s.faultErrors(ctx, faults)
+	for _, key := range names {
+		if !contextid.IsCurrentKey(key) {
+			continue
+		}
+		checked++
+		if len(faults[key]) > 0 {
+			continue
+		}
+		err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+			defer recoverDamage(&err, key)
 			conv := tx.Bucket([]byte(key))
 			if conv == nil {
 				return nil // gone since the listing: nothing is ever deleted, so not expected
@@ -68,13 +81,21 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		var ce *ChainError
 		switch {
 		case errors.As(err, &ce):
+			s.chainBroken(ctx, err, "", "")
 			broken = append(broken, err)
 		case err != nil:
 			return checked, errors.Join(append(broken, err)...)
 		}
-		checked++
 	}
 	return checked, errors.Join(broken...)
+}
+
+// chainBroken quarantines the conversation of err when err is a [*ChainError].
+func (s *Store) chainBroken(ctx context.Context, err error, contextID, owner string) {
+	var ce *ChainError
+	if errors.As(err, &ce) {
+		_ = s.damaged(ctx, err, contextID, owner)
+	}
 }
 
 // verifyCheckEvery is how many entries verifyConv checks between looks at ctx.
@@ -84,6 +105,12 @@ const verifyCheckEvery = 1024
 // transaction tx: its metadata, then each entry in seq order, then the metadata against
 // what the entries hold.
 func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket) error {
+	return walkConv(ctx, tx, key, conv, false, nil)
+}
+
+// walkConv is verifyConv, without the task index checks when noIndex is set, collecting
+// what a salvage copies into cp when it is not nil.
+func walkConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket, noIndex bool, cp *convCopy) error {
 	m, err := readMeta(conv)
 	if err != nil {
 		return &ChainError{Key: key, Reason: err.Error()}
@@ -95,6 +122,11 @@ func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket)
 		artifacts: tx.Bucket(bucketArtifacts),
 		want:      1,
 		tasks:     map[string]bool{},
+		noIndex:   noIndex,
+		copy:      cp,
+	}
+	if cp != nil {
+		cp.meta = m
 	}
 	if got := contextid.Key(m.Owner, m.ContextID); got != key {
 		return w.fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
@@ -125,6 +157,9 @@ type chainWalk struct {
 	turns    int
 	tasks    map[string]bool // the tasks seen so far
 	lastTask string          // the task whose first entry came last so far
+
+	noIndex bool      // skip the task index checks (a salvage rebuilds the index)
+	copy    *convCopy // when set, collects what a salvage copies (salvage.go)
 }
 
 // fail returns the [*ChainError] of the conversation at seq.
@@ -156,6 +191,9 @@ func (w *chainWalk) entry(k, v []byte) error {
 		if err := w.task(seq, e.TaskID); err != nil {
 			return err
 		}
+		if w.copy != nil {
+			w.copy.taskKeys = append(w.copy.taskKeys, taskKey(e.TaskID, seq))
+		}
 	}
 	for j, p := range e.Parts {
 		if p.ArtifactRef == "" {
@@ -163,6 +201,9 @@ func (w *chainWalk) entry(k, v []byte) error {
 		}
 		if reason := checkArtifact(w.artifacts, p.ArtifactRef); reason != "" {
 			return w.fail(seq, "parts[%d]: %s", j, reason)
+		}
+		if w.copy != nil {
+			w.copy.refs = append(w.copy.refs, p.ArtifactRef)
 		}
 	}
 	w.prev = e.Hash
@@ -199,6 +240,15 @@ func (w *chainWalk) link(seq uint64, e *Entry) error {
 // conversation, the entry is indexed, and a task's first entry links it to the task seen
 // first before it.
 func (w *chainWalk) task(seq uint64, id string) error {
+	if w.noIndex {
+		if !w.tasks[id] {
+			w.tasks[id], w.lastTask = true, id
+			if w.copy != nil {
+				w.copy.tasks = append(w.copy.tasks, id)
+			}
+		}
+		return nil
+	}
 	var head []byte
 	if w.taskIndex != nil {
 		head = w.taskIndex.Get([]byte(id))
@@ -215,6 +265,9 @@ func (w *chainWalk) task(seq uint64, id string) error {
 			return w.fail(seq, "task %q: the task index says task %q came before it, the entries say %q", id, before, w.lastTask)
 		}
 		w.tasks[id], w.lastTask = true, id
+		if w.copy != nil {
+			w.copy.tasks = append(w.copy.tasks, id)
+		}
 	}
 	return nil
 }

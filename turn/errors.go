@@ -149,8 +149,11 @@ func refusalError(err error) error {
 		nf *taskNotFoundError
 		rl *rateLimitError
 		se *ledger.StorageError
+		qe *ledger.QuarantinedError
 	)
 	switch {
+	case errors.As(err, &qe):
+		return damagedError(qe)
 	case errors.As(err, &nf):
 		return a2a.Errorf(a2a.ErrTaskNotFound, "%s", nf.Error())
 	case errors.As(err, &be):
@@ -192,4 +195,28 @@ func messageField(fe *ledger.FieldError) string {
 		return "message"
 	}
 	return "message." + fe.Field
+}
+
+// damagedError is the a2a error of a conversation the ledger quarantined: -32603 with
+// reason CONVERSATION_DAMAGED, naming the contextId (when the ledger could read it). What
+// is damaged (pages, seqs) is for the operator's log and `gateway ledger verify`, not
+// for the peer.
+func damagedError(qe *ledger.QuarantinedError) error {
+	meta := map[string]string{}
+	name := "this conversation"
+	if qe.ContextID != "" {
+		meta["contextId"] = qe.ContextID
+		name = fmt.Sprintf("conversation %q", qe.ContextID)
+	}
+	return &a2a.Error{Err: a2a.ErrConversationDamaged, Metadata: meta, Message: fmt.Sprintf(
+		"%s is quarantined: its stored data is damaged, so no turn runs in it and its tasks are not served; "+
+			"send without contextId to start a new conversation (the operator can salvage the ledger)", name)}
+}
+
+// othersDamage reports whether err is the quarantine of a conversation that is not
+// peer's (or whose owner the ledger could not read): the peer is told "not found", as
+// for any task that is not its own.
+func othersDamage(err error, peer string) bool {
+	var qe *ledger.QuarantinedError
+	return errors.As(err, &qe) && qe.Owner != peer
 }

@@ -417,7 +417,7 @@ func (r *Runner) newInbound(ctx context.Context, m a2a.Message) (*inbound, error
 func (r *Runner) continueTask(ctx context.Context, in *inbound) error {
 	m := &in.m
 	conv, entries, err := r.led.TaskEntries(ctx, m.TaskID)
-	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != in.peer) {
+	if errors.Is(err, ledger.ErrNotFound) || othersDamage(err, in.peer) || (err == nil && conv.Owner != in.peer) {
 		return &taskNotFoundError{TaskID: m.TaskID}
 	}
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // exist or is another peer's.
 func (r *Runner) taskEntries(ctx context.Context, peer, taskID string) (ledger.Conversation, []ledger.Entry, error) {
 	conv, entries, err := r.led.TaskEntries(ctx, taskID)
-	if errors.Is(err, ledger.ErrNotFound) || (err == nil && conv.Owner != peer) {
+	if errors.Is(err, ledger.ErrNotFound) || othersDamage(err, peer) || (err == nil && conv.Owner != peer) {
 		return ledger.Conversation{}, nil, &taskNotFoundError{TaskID: taskID}
 	}
 	if err != nil {
@@ -143,8 +143,8 @@ func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *
 	var tasks []a2a.Task
 	for _, cid := range convs {
 		ids, err := r.led.TaskIDs(ctx, peer, cid)
-		if errors.Is(err, ledger.ErrNotFound) {
-			continue
+		if errors.Is(err, ledger.ErrNotFound) || (errors.Is(err, ledger.ErrQuarantined) && p.ContextID == "") {
+			continue // gone, or damaged: listing all of the peer's tasks skips it (its contextId alone says so)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list tasks: %w", err)
@@ -357,6 +357,9 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 			continue
 		}
 		conv, entries, err := r.led.TaskEntries(ctx, c.LastTaskID)
+		if errors.Is(err, ledger.ErrQuarantined) {
+			continue // damaged: the ledger quarantined it (and logged it); the others recover
+		}
 		if err != nil {
 			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
 		}

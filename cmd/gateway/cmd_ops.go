@@ -267,7 +267,9 @@ Checks the ledger, through the running gateway's admin API (--server, --admin-to
 when no gateway answers there, in --data-dir directly.
 
 Commands:
-  verify [CONTEXT_ID]  walk the hash chains of every conversation (or of one)
+  verify [CONTEXT_ID]  walk the hash chains of every conversation (or of one), and the
+                       file's pages
+  salvage --out FILE   copy every intact conversation to a new ledger file (offline)
 
 Run 'gateway ledger COMMAND --help' for its flags.
 `
@@ -283,9 +285,12 @@ Flags:
 `
 
 // ledgerCommands are the commands of `gateway ledger`.
-var ledgerCommands = []string{"verify"}
+var ledgerCommands = []string{"verify", "salvage"}
 
 func runLedger(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "salvage" {
+		return runLedgerSalvage(ctx, args[1:], lookup, stdout, stderr)
+	}
 	switch {
 	case len(args) == 0:
 		fmt.Fprint(stderr, ledgerUsage)

@@ -31,6 +31,7 @@ Usage:
                                in-process lease, echo agent, 127.0.0.1:9900)
   gateway conversations list|show|export|replay   operator view of the ledger
   gateway ledger verify [CONTEXT_ID]      check the ledger's hash chains
+  gateway ledger salvage --out FILE       copy the intact conversations of a damaged ledger
   gateway send TARGET [MESSAGE|-]         talk to a peer agent (--list: the targets)
   gateway bench [flags] URL    load-test an A2A JSON-RPC server (requests/s, latency)
   gateway help [command]       show help

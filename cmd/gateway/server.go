@@ -177,7 +177,7 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	lopts := ledger.Options{OnCommit: s.metrics.observeCommit}
+	lopts := ledger.Options{OnCommit: s.metrics.observeCommit, SalvageDamaged: true}
 	if deps.ledger != nil {
 		deps.ledger(&lopts)
 	}
@@ -387,6 +387,9 @@ func (s *Server) routes() http.Handler {
 		}
 		if err := s.locks.Ping(ctx); err != nil {
 			return c.String(http.StatusServiceUnavailable, "lease service unavailable: turns fail closed until it is back\n")
+		}
+		if q := s.ledger.Quarantined(); len(q) > 0 {
+			return c.String(http.StatusOK, readyDetail(q))
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})

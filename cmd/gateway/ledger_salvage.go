@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+const ledgerSalvageUsage = `Usage: gateway ledger salvage --out FILE [--data-dir DIR] [--json]
+
+Copies every intact conversation of DIR/ledger.db (its entries, task index, artifacts and
+by-contextId record) to the new ledger file FILE, and lists each conversation it left out
+and why. A conversation is intact when its pages and its hash chain verify. The data dir
+is only read. Stop the gateway first: a running gateway holds the file. FILE must not
+exist. To serve the copy, put it in place of DIR/ledger.db (keep the damaged file); the
+conversations left out stay refused (CONVERSATION_DAMAGED) instead of starting anew.
+
+'gateway serve' does this by itself at start when the ledger has damaged pages, and keeps
+the damaged file beside the new one (ledger.db.damaged-<time>).
+
+Exit status: 0 when the copy was written (whatever it left out); 1 when it could not be;
+2 for a usage mistake.
+
+Flags:
+`
+
+// runLedgerSalvage is `gateway ledger salvage`.
+func runLedgerSalvage(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := newFlagSet("ledger salvage")
+	var dataDir, out string
+	var asJSON bool
+	ef := &envFlags{fs: fs, lookup: lookup}
+	ef.String(&dataDir, "data-dir", "./data", "the data dir whose ledger.db to salvage")
+	fs.StringVar(&out, "out", "", "the new ledger file to write (must not exist)")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	help := func() { fmt.Fprint(stdout, ledgerSalvageUsage); printFlags(stdout, fs) }
+	if err := parseOps(fs, ef, args, 0, "", help); err != nil {
+		return err
+	}
+	if out == "" {
+		return usageError{"ledger salvage needs --out FILE"}
+	}
+	src := filepath.Join(dataDir, "ledger.db")
+	rep, err := ledger.Salvage(ctx, src, out, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return fmt.Errorf("ledger salvage: %w", err)
+	}
+	if asJSON {
+		return writeJSONIndent(stdout, rep)
+	}
+	for _, q := range rep.Skipped {
+		fmt.Fprintf(stdout, "SKIPPED  context %q  peer %q  key %s: %s\n", q.ContextID, q.Owner, q.Key, q.Reason)
+	}
+	for _, f := range rep.FileFaults {
+		fmt.Fprintf(stdout, "DAMAGED  the file's tree of conversations: %s\n", f)
+	}
+	fmt.Fprintf(stdout, "salvaged %d conversation(s) of %s into %s; %d left out\n", rep.Copied, src, out, len(rep.Skipped))
+	return nil
+}
+
+// readyDetail is the /readyz body of a server whose ledger has quarantined conversations:
+// still ready (the other conversations are served), degraded, naming each one by its
+// storage key only: /readyz answers without authentication, and a contextId or a peer
+// name is not for everyone (the log has them, and the reasons).
+func readyDetail(q []ledger.Quarantine) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ready (degraded): %d conversation(s) quarantined: their stored data is damaged (the log names them; gateway ledger verify, gateway ledger salvage)\n", len(q))
+	for _, c := range q {
+		fmt.Fprintf(&b, "quarantined %s\n", c.Key)
+	}
+	return b.String()
+}
