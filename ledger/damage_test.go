@@ -88,16 +88,7 @@ func appendTurn(t *testing.T, ctx context.Context, s *Store, cid string, i int) 
 // rootPage returns the root page of conversation cid's bucket, read through bbolt.
 func (f *damageFixture) rootPage(t *testing.T, cid string) uint64 {
 	t.Helper()
-	db, err := bolt.Open(f.path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var root uint64
-	_ = db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte(key(cid))).Root())
-		return nil
-	})
+	root := f.readRoot(t, func(tx *bolt.Tx) uint64 { return uint64(tx.Bucket([]byte(key(cid))).Root()) })
 	if root == 0 {
 		t.Fatalf("conversation %s is inline: the fixture needs it in pages of its own", cid)
 	}
@@ -107,17 +98,24 @@ func (f *damageFixture) rootPage(t *testing.T, cid string) uint64 {
 // treeRoot returns the root page of the file's tree of conversations, read through bbolt.
 func (f *damageFixture) treeRoot(t *testing.T) uint64 {
 	t.Helper()
+	return f.readRoot(t, func(tx *bolt.Tx) uint64 { return uint64(tx.Cursor().Bucket().Root()) })
+}
+
+// readRoot opens the fixture's file read-only and returns what root finds in a read
+// transaction.
+func (f *damageFixture) readRoot(t *testing.T, root func(*bolt.Tx) uint64) uint64 {
+	t.Helper()
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var root uint64
+	var n uint64
 	_ = db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Cursor().Bucket().Root())
+		n = root(tx)
 		return nil
 	})
-	return root
+	return n
 }
 
 // boltCheck returns what bbolt's own consistency check finds in the file, opened as the

@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -77,6 +78,20 @@ func sendStorage(t *testing.T, c *http.Client, url string, v1 bool, contextID, m
 }
 
 // readyz returns /readyz's status and body.
+// waitReady polls /readyz until it answers 200 (the ledger probes its storage at most
+// once a second), failing the test at its deadline with the last answer.
+func waitReady(t *testing.T, c *http.Client, url, when string) {
+	t.Helper()
+	var code int
+	var body string
+	if !testutil.Until(testutil.Deadline(t), func() bool {
+		code, body = readyz(t, c, url)
+		return code == http.StatusOK
+	}) {
+		t.Fatalf("/readyz %s = %d %q, want 200", when, code, body)
+	}
+}
+
 func readyz(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
 	resp, err := c.Get(url + "readyz")
@@ -120,15 +135,7 @@ func TestStorageFullNamesTheCause(t *testing.T) {
 	}
 
 	fault.clear()
-	deadline := time.Now().Add(10 * time.Second)
-	code, body := readyz(t, c, s.URL())
-	for code != http.StatusOK && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // poll: the ledger probes at most once a second
-		code, body = readyz(t, c, s.URL())
-	}
-	if code != http.StatusOK {
-		t.Fatalf("/readyz after space came back = %d %q, want 200", code, body)
-	}
+	waitReady(t, c, s.URL(), "after space came back")
 	if e := sendStorage(t, c, s.URL(), true, "disk", "m-after", "after"); e != nil {
 		t.Fatalf("send after space came back = %+v, want ok", e)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/a2a-gateway/gateway/internal/testutil"
-	"time"
 )
 
 // TestStorageFullOnTmpfs is TestStorageFullNamesTheCause on a real full file system: the
@@ -38,15 +37,7 @@ func TestStorageFullOnTmpfs(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	code, body := readyz(t, c, s.URL())
-	for code != http.StatusOK && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // poll: the ledger probes at most once a second
-		code, body = readyz(t, c, s.URL())
-	}
-	if code != http.StatusOK {
-		t.Fatalf("/readyz after freeing space = %d %q, want 200", code, body)
-	}
+	waitReady(t, c, s.URL(), "after freeing space")
 	if e := sendStorage(t, c, s.URL(), false, "disk", "m-after", big); e != nil {
 		t.Fatalf("send after freeing space = %+v, want ok", e)
 	}
