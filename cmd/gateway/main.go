@@ -62,7 +62,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext):
+	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext) || errors.Is(err, errSeqPastEnd):
 		return 2
 	}
 	return 1
