@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -180,7 +182,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn), a2a (relay to an upstream A2A agent at --agent-url)")
 	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API); a2a: the upstream agent's URL (required)")
 	e.String(&cfg.AgentModel, "agent-model", "", "openai/anthropic: the model name (required for them)")
-	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY); a2a: the variable holding the upstream's bearer token (default: none)")
+	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default: OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic); without a key only a custom --agent-url starts; a2a: the variable holding the upstream's bearer token (default: none)")
 	e.String(&cfg.AgentCommand, "agent-command", "", "exec: the command, run with sh -c once per turn; its stdout streams as the reply")
 	e.String(&cfg.AgentInput, "agent-input", "text", "exec: what the command reads on stdin: text (the rendered prompt) or json (contextId, taskId, peer, text, prompt, request)")
 	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
@@ -271,6 +273,9 @@ func (c *Config) agentProblems() []error {
 	case "openai", "anthropic":
 		if c.AgentModel == "" {
 			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
+		}
+		if c.AgentKey == "" && c.hostedAgent() {
+			errs = append(errs, fmt.Errorf("--agent %s: no API key: set the environment variable %s (or name another with --agent-key-env); only a custom --agent-url (a local OpenAI-compatible server) may run without a key", c.Agent, c.agentKeyEnv()))
 		}
 	case "a2a":
 		if c.AgentURL == "" {
@@ -392,6 +397,21 @@ func (c *Config) wsOrigins() []string {
 		}
 	}
 	return out
+}
+
+// hostedAgent reports whether the openai/anthropic backend talks to the provider's
+// public API (no --agent-url, or one on the provider's API host), which needs a key.
+func (c *Config) hostedAgent() bool {
+	if c.AgentURL == "" {
+		return true
+	}
+	def := agent.DefaultOpenAIURL
+	if c.Agent == "anthropic" {
+		def = agent.DefaultAnthropicURL
+	}
+	u, err := url.Parse(c.AgentURL)
+	d, derr := url.Parse(def)
+	return err == nil && derr == nil && strings.EqualFold(u.Hostname(), d.Hostname())
 }
 
 // agentKeyEnv returns the variable that holds the agent's API key.
