@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -34,7 +35,11 @@ type Config struct {
 	BusyPolicy      string
 	BusyWait        time.Duration
 	RedisAddr       string
-	LeaseTTL        time.Duration
+	// RedisURL is redis://[user:password@]host[:port][/db] or rediss:// (TLS); it
+	// excludes RedisAddr. Its password is never logged.
+	RedisURL       string
+	RedisKeyPrefix string
+	LeaseTTL       time.Duration
 
 	AgentURL       string
 	AgentModel     string
@@ -70,7 +75,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
 		slog.String("echo_delay", c.EchoDelay.String()), slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
-		slog.String("redis_addr", c.RedisAddr), slog.String("lease_ttl", c.LeaseTTL.String()),
+		slog.String("redis_addr", c.RedisAddr), slog.String("redis_url", redactURL(c.RedisURL)),
+		slog.String("redis_key_prefix", c.RedisKeyPrefix), slog.String("lease_ttl", c.LeaseTTL.String()),
 		slog.String("agent_model", c.AgentModel), slog.Bool("agent_key_set", c.AgentKey != ""),
 		slog.Int("history_limit", c.HistoryLimit), slog.Int("peers", len(c.Peers)),
 		slog.Bool("peer_auth", c.peerAuthConfigured()), slog.String("rate_limit", c.RateLimit),
@@ -194,7 +200,9 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached")
-	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances; empty: the in-process lease (one instance)")
+	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances (no password, db 0; see --redis-url); empty: the in-process lease (one instance)")
+	e.String(&cfg.RedisURL, "redis-url", "", "Redis for the lease as a URL: redis://[user:password@]host[:port][/db], or rediss://… for TLS; instead of --redis-addr; prefer the env variable to the flag, which other users can see in ps; the password is never logged")
+	e.String(&cfg.RedisKeyPrefix, "redis-key-prefix", locking.DefaultKeyPrefix, "prefix of the lease keys in Redis, so that several gateways (or other programs) can share one database; instances that share a lease must use the same (empty: the default)")
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews (and so checks) it every min(ttl/3, 500ms)")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
@@ -237,11 +245,7 @@ func (c *Config) Validate() error {
 	if c.LeaseTTL < 100*time.Millisecond {
 		errs = append(errs, errors.New("--lease-ttl must be at least 100ms"))
 	}
-	if c.RedisAddr != "" {
-		if _, _, err := net.SplitHostPort(c.RedisAddr); err != nil {
-			errs = append(errs, fmt.Errorf("--redis-addr %q: want host:port", c.RedisAddr))
-		}
-	}
+	errs = append(errs, c.redisProblems()...)
 	if c.BusyPolicy != "reject" && c.BusyPolicy != "wait" {
 		errs = append(errs, fmt.Errorf("--busy-policy %q: want reject or wait", c.BusyPolicy))
 	}
@@ -263,6 +267,53 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// redisProblems reports bad Redis settings (part of Validate).
+func (c *Config) redisProblems() []error {
+	var errs []error
+	switch {
+	case c.RedisAddr != "" && c.RedisURL != "":
+		errs = append(errs, errors.New("--redis-addr and --redis-url exclude each other: give the URL alone (redis://[user:password@]host[:port][/db])"))
+	case c.RedisAddr != "":
+		if _, _, err := net.SplitHostPort(c.RedisAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--redis-addr %q: want host:port (or --redis-url for a password, db or TLS)", c.RedisAddr))
+		}
+	case c.RedisURL != "":
+		if _, err := locking.ParseURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("--redis-url %s: %w", redactURL(c.RedisURL), err))
+		}
+	}
+	return errs
+}
+
+// redisConfig returns the Redis lease's configuration, and false for the in-process
+// lease. Validate has checked --redis-url.
+func (c *Config) redisConfig() (locking.RedisConfig, bool) {
+	var rc locking.RedisConfig
+	switch {
+	case c.RedisURL != "":
+		rc, _ = locking.ParseURL(c.RedisURL)
+	case c.RedisAddr != "":
+		rc.Addr = c.RedisAddr
+	default:
+		return rc, false
+	}
+	rc.KeyPrefix, rc.TTL = c.RedisKeyPrefix, c.LeaseTTL // "" prefix: locking's default
+	return rc, true
+}
+
+// redactURL returns raw with its password replaced by "xxxxx" ("" stays ""), for logs and
+// errors; what is not a URL becomes "(not a URL)", since it may hold a password.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
 }
 
 // agentProblems reports what the chosen agent backend misses (part of Validate).
