@@ -39,22 +39,22 @@ func (d *Directory) Local() []Conversation {
 
 // inboundTarget resolves s as the contextId of an inbound conversation; ok is false when
 // no inbound conversation has it.
-func (d *Directory) inboundTarget(target, s string) (t Target, err error, ok bool) {
+func (d *Directory) inboundTarget(target, s string) (t Target, ok bool, err error) {
 	var owners []string
 	for _, c := range d.inbound {
 		if c.ContextID != s {
 			continue
 		}
 		if c.Owner == LocalOwner && d.gateway != "" {
-			return Target{Kind: KindLocal, URL: d.gateway, ContextID: c.ContextID, Owner: LocalOwner}, nil, true
+			return Target{Kind: KindLocal, URL: d.gateway, ContextID: c.ContextID, Owner: LocalOwner}, true, nil
 		}
 		owners = append(owners, c.Owner)
 	}
 	if len(owners) == 0 {
-		return Target{}, nil, false
+		return Target{}, false, nil
 	}
 	slices.Sort(owners)
-	return Target{}, &InboundError{Target: target, ContextID: s, Owners: slices.Compact(owners)}, true
+	return Target{}, true, &InboundError{Target: target, ContextID: s, Owners: slices.Compact(owners)}
 }
 
 // InboundError is returned by [Directory.Resolve] for the contextId of an inbound

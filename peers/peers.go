@@ -196,7 +196,7 @@ func (d *Directory) Resolve(target string) (Target, error) {
 	}
 	switch len(found) {
 	case 0:
-		if t, err, ok := d.inboundTarget(target, s); ok {
+		if t, ok, err := d.inboundTarget(target, s); ok {
 			return t, err
 		}
 	case 1:
