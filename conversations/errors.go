@@ -20,7 +20,26 @@ var (
 	// ErrInvalid: an input failed validation; the error is a [*FieldError] (several are
 	// joined with errors.Join). Nothing was stored.
 	ErrInvalid = errors.New("invalid input")
+	// ErrPastEnd: a seq asked for lies past the conversation's last entry; the error is a
+	// [*PastEndError].
+	ErrPastEnd = errors.New("seq past the end of the conversation")
 )
+
+// PastEndError: AtSeq was asked for, but the conversation ends at LastSeq.
+type PastEndError struct {
+	ContextID string
+	Owner     string // the conversation's owner
+	AtSeq     uint64
+	LastSeq   uint64
+}
+
+// Error implements error.
+func (e *PastEndError) Error() string {
+	return fmt.Sprintf("%v: seq %d is past the end of %q (peer %q): its last seq is %d", ErrPastEnd, e.AtSeq, e.ContextID, e.Owner, e.LastSeq)
+}
+
+// Is reports whether target is [ErrPastEnd].
+func (e *PastEndError) Is(target error) bool { return target == ErrPastEnd }
 
 // NotFoundError says what was looked for and not found.
 type NotFoundError struct {

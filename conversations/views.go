@@ -110,12 +110,16 @@ type ReplayResult struct {
 // Replay rebuilds what the agent was given at the turn whose message is at seq atSeq of
 // the conversation ref (0: the latest turn; any seq inside a turn selects it), with the
 // service's policy: the same code the turn runner uses (package prompt). Errors: those of
-// [Service.Find]; a [*NotFoundError] with Turn set when no turn is at or before atSeq;
-// otherwise the ledger's or the projection's.
+// [Service.Find]; a [*PastEndError] (naming the last seq) when atSeq is past the
+// conversation's last entry; a [*NotFoundError] with Turn set when no turn is at or
+// before atSeq; otherwise the ledger's or the projection's.
 func (s *Service) Replay(ctx context.Context, ref Ref, atSeq uint64) (ReplayResult, error) {
 	c, err := s.Find(ctx, ref)
 	if err != nil {
 		return ReplayResult{}, err
+	}
+	if atSeq > c.LastSeq {
+		return ReplayResult{}, &PastEndError{ContextID: c.ContextID, Owner: c.Owner, AtSeq: atSeq, LastSeq: c.LastSeq}
 	}
 	t, err := prompt.Replay(ctx, s.led, s.cfg.Policy, c.Owner, c.ContextID, atSeq)
 	if errors.Is(err, ledger.ErrNotFound) {

@@ -2,6 +2,7 @@ package locking
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,8 +40,12 @@ const maxWaitPoll = 50 * time.Millisecond
 type RedisConfig struct {
 	// Addr is the server's host:port. Required.
 	Addr string
+	// Username is sent with AUTH (an ACL user); "" is the default user.
+	Username string
 	// Password is sent with AUTH (HELLO) on every connection; "" sends none.
 	Password string
+	// TLS, when set, makes every connection TLS with this configuration (rediss://).
+	TLS *tls.Config
 	// DB is the database index to SELECT; 0 is the default database.
 	DB int
 	// KeyPrefix is put in front of every leased key; "" means [DefaultKeyPrefix].
@@ -171,9 +176,11 @@ func NewRedis(ctx context.Context, cfg RedisConfig, logger *slog.Logger) (*Redis
 		redis.SetLogger(slogPrintf{})
 	}
 	client := redis.NewClient(&redis.Options{
-		Addr:     cfg.Addr,
-		Password: cfg.Password,
-		DB:       cfg.DB,
+		Addr:      cfg.Addr,
+		Username:  cfg.Username,
+		Password:  cfg.Password,
+		DB:        cfg.DB,
+		TLSConfig: cfg.TLS,
 		// Every call is bounded by OpTimeout through its context; the socket timeouts
 		// are the same bound for calls whose context has no deadline.
 		ContextTimeoutEnabled: true,

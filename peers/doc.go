@@ -9,11 +9,15 @@
 //  1. a configured peer's name (case-insensitive): a new conversation with it;
 //  2. an http(s):// URL: a new conversation with that endpoint;
 //  3. the contextId of a known outbound conversation (case-sensitive): continue it with
-//     its peer;
+//     its peer; else the contextId of an inbound conversation of [LocalOwner] (a caller
+//     without a token started it with the local gateway): continue it by sending to that
+//     gateway, once [Directory.WithGateway] names it ([KindLocal]);
 //  4. a prefix of exactly one sendable peer's name (case-insensitive).
 //
 // A prefix of several names, or a contextId known with several peers, is an
-// [*AmbiguousError]; anything else is [ErrUnknownTarget]. [Directory.PeerTarget] and
+// [*AmbiguousError]; the contextId of an inbound conversation that cannot be continued
+// from here (a peer with a token started it: only that peer can continue it; or no local
+// gateway answers) is an [*InboundError]; anything else is [ErrUnknownTarget]. [Directory.PeerTarget] and
 // [Directory.ConversationTarget] return, for each entry, a string that [Directory.Resolve]
 // maps back to exactly that entry, so that a listing never prints a target that fails
 // (the Hermes "No home channel set" bug).
@@ -34,6 +38,6 @@
 // # Imports
 //
 // internal/netx (the direct-dial rule [NewTransport] applies, shared with every outbound
-// client of the gateway) and the standard library (a2a and conversations/contextid are
-// allowed, not needed).
+// client of the gateway), conversations/contextid (the local owner's name) and the
+// standard library (a2a is allowed, not needed).
 package peers

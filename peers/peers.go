@@ -53,6 +53,10 @@ const (
 	KindPeer         Kind = iota + 1 // a configured peer: a new conversation
 	KindURL                          // a URL that is no configured name: a new conversation
 	KindConversation                 // a known conversation: continue it
+	// KindLocal is an inbound conversation of [LocalOwner] (a caller without a token
+	// started it with the local gateway): continue it by sending to the local gateway
+	// itself (see [Directory.WithGateway]); the gateway records the turn.
+	KindLocal
 )
 
 // String returns "peer", "url" or "conversation".
@@ -64,6 +68,8 @@ func (k Kind) String() string {
 		return "url"
 	case KindConversation:
 		return "conversation"
+	case KindLocal:
+		return "local conversation"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -79,7 +85,7 @@ type Target struct {
 	// Token is the peer's bearer token: the configured peer's, or for a raw URL that of
 	// the configured peer with the same URL ("" when none).
 	Token string
-	// ContextID is the conversation's contextId (KindConversation only).
+	// ContextID is the conversation's contextId (KindConversation and KindLocal only).
 	ContextID string
 	// Owner is the ledger owner the exchange is recorded under: the known conversation's
 	// own owner, else Owner(Name or URL).
@@ -96,15 +102,21 @@ func (t Target) Peer() string {
 	return t.URL
 }
 
-// Directory resolves targets against the configured peers and the known outbound
-// conversations. It is immutable and safe for concurrent use.
+// Directory resolves targets against the configured peers, the known outbound
+// conversations and the local gateway's inbound ones. It is immutable and safe for
+// concurrent use.
 type Directory struct {
-	peers []Peer
-	convs []Conversation
+	peers   []Peer
+	convs   []Conversation // outbound
+	inbound []Conversation // inbound: Owner and Peer are the caller's identity
+	gateway string         // the local gateway's A2A URL ("": none answers)
 }
 
 // NewDirectory returns the directory of peers (config order) and convs (as listed,
-// typically newest first). Conversations whose owner is not outbound are dropped.
+// typically newest first). A conversation whose owner is not outbound is an inbound one
+// (a peer called the local gateway): its contextId resolves to [KindLocal] for
+// [LocalOwner] once [Directory.WithGateway] names the gateway, and to an
+// [*InboundError] otherwise.
 func NewDirectory(peers []Peer, convs []Conversation) *Directory {
 	d := &Directory{peers: slices.Clone(peers)}
 	for _, c := range convs {
@@ -113,6 +125,8 @@ func NewDirectory(peers []Peer, convs []Conversation) *Directory {
 		}
 		p, ok := PeerOfOwner(c.Owner)
 		if !ok {
+			c.Peer = c.Owner
+			d.inbound = append(d.inbound, c)
 			continue
 		}
 		c.Peer = p
@@ -182,6 +196,9 @@ func (d *Directory) Resolve(target string) (Target, error) {
 	}
 	switch len(found) {
 	case 0:
+		if t, ok, err := d.inboundTarget(target, s); ok {
+			return t, err
+		}
 	case 1:
 		return d.conversationTarget(target, found[0])
 	default:
@@ -269,7 +286,7 @@ func (d *Directory) ConversationTarget(c Conversation) string {
 		owner = Owner(c.Peer)
 	}
 	for _, s := range []string{c.ContextID, "a2a:" + c.ContextID} {
-		if t, err := d.Resolve(s); err == nil && t.Kind == KindConversation && t.ContextID == c.ContextID && t.Owner == owner {
+		if t, err := d.Resolve(s); err == nil && (t.Kind == KindConversation || t.Kind == KindLocal) && t.ContextID == c.ContextID && t.Owner == owner {
 			return s
 		}
 	}

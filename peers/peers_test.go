@@ -28,7 +28,7 @@ func testDirectory() *Directory {
 		{ContextID: "ctx-gone", Owner: "out:retired"},
 		{ContextID: "shadow", Owner: "out:macmini"},
 		{ContextID: "http://x.example/", Owner: "out:macmini"},
-		{ContextID: "ctx-inbound", Owner: "local"}, // not outbound: dropped
+		{ContextID: "ctx-inbound", Owner: "local"}, // inbound: not in Conversations()
 	})
 }
 
@@ -77,7 +77,9 @@ func TestDirectory_Resolve(t *testing.T) {
 		{name: "only the prefix", target: "a2a:", wantErr: ErrUnknownTarget},
 		{name: "one prefix only is stripped", target: "a2a:a2a:macmini", wantErr: ErrUnknownTarget},
 		{name: "spaces are kept", target: " macmini", wantErr: ErrUnknownTarget},
-		{name: "inbound owner is not a known conversation", target: "ctx-inbound", wantErr: ErrUnknownTarget},
+		// An inbound conversation of "local" with no local gateway known (issue #15 item
+		// 13: it was ErrUnknownTarget, as if the listed contextId did not exist).
+		{name: "inbound conversation, no gateway", target: "ctx-inbound", wantErr: ErrNotSendable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

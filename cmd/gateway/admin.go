@@ -308,6 +308,7 @@ const (
 	codeNotFound         = "not_found"
 	codeAmbiguous        = "ambiguous"
 	codeInvalid          = "invalid"
+	codePastEnd          = "past_end"
 	codeTooLarge         = "too_large"
 	codeUnsupportedMedia = "unsupported_media_type"
 	codeInternal         = "internal"
@@ -331,18 +332,21 @@ type adminErrorBody struct {
 	Owner     string                      `json:"owner,omitempty"`
 	Owners    []string                    `json:"owners,omitempty"`
 	AtSeq     uint64                      `json:"atSeq,omitempty"`
+	LastSeq   uint64                      `json:"lastSeq,omitempty"`
 	Turn      bool                        `json:"turn,omitempty"`
 	Fields    []*conversations.FieldError `json:"fields,omitempty"`
 }
 
 // adminAnswer is the one table from an error to the admin API's status and body: 404
-// not found, 409 ambiguous (with the owners), 400 invalid (with the fields), 413 and 415
+// not found, 409 ambiguous (with the owners), 400 invalid (with the fields) or past the
+// end (a replay seq beyond the last one, with the last seq), 413 and 415
 // for the body, 503 when the ledger's storage refuses writes (full, not writable), 500
 // "internal error" for anything else.
 func adminAnswer(err error) (int, adminErrorBody) {
 	var (
 		nf  *conversations.NotFoundError
 		amb *conversations.AmbiguousError
+		pe  *conversations.PastEndError
 		re  *requestError
 		se  *ledger.StorageError
 	)
@@ -352,6 +356,9 @@ func adminAnswer(err error) (int, adminErrorBody) {
 			ContextID: nf.ContextID, Owner: nf.Owner, AtSeq: nf.AtSeq, Turn: nf.Turn}
 	case errors.As(err, &amb):
 		return http.StatusConflict, adminErrorBody{Error: err.Error(), Code: codeAmbiguous, ContextID: amb.ContextID, Owners: amb.Owners}
+	case errors.As(err, &pe):
+		return http.StatusBadRequest, adminErrorBody{Error: err.Error(), Code: codePastEnd,
+			ContextID: pe.ContextID, Owner: pe.Owner, AtSeq: pe.AtSeq, LastSeq: pe.LastSeq}
 	case errors.Is(err, conversations.ErrInvalid):
 		return http.StatusBadRequest, adminErrorBody{Error: err.Error(), Code: codeInvalid, Fields: conversations.FieldErrors(err)}
 	case errors.As(err, &re):

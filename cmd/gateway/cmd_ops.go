@@ -19,9 +19,14 @@ import (
 	"github.com/a2a-gateway/gateway/projection"
 )
 
+// errSeqPastEnd is the service's seq beyond a conversation's end (replay --at): main's
+// exitCode makes it exit 2, a bad argument.
+var errSeqPastEnd = conversations.ErrPastEnd
+
 // opsFlags are the flags every operator command shares.
 type opsFlags struct {
 	server, token, dataDir string
+	quiet                  bool              // no "reading …" line on stderr
 	policy                 projection.Policy // replay with no gateway running
 }
 
@@ -30,12 +35,14 @@ func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) 
 	e.String(&o.server, "server", "http://127.0.0.1:9900", "running gateway to ask (its admin API)")
 	e.String(&o.token, "admin-token", "", "admin token of that gateway (default: the one it wrote to --data-dir's admin.token, for a loopback --server)")
 	e.String(&o.dataDir, "data-dir", "./data", "ledger directory to open directly when no gateway answers at --server")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not say on stderr which gateway or ledger was read")
 	return e
 }
 
 // openService asks the running gateway's admin API, or opens the data dir when none
-// answers there; either way the caller gets the conversations service's API. The returned
-// close func releases what was opened.
+// answers there; either way the caller gets the conversations service's API, and stderr
+// one line saying which was read (none with o.quiet). The returned close func releases
+// what was opened.
 func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService, func(), error) {
 	o = o.withLocalToken()
 	ac := newAdminClient(o.server, o.token)
@@ -43,6 +50,9 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 	defer cancel()
 	_, err := ac.List(pctx, conversations.ListOptions{Limit: 1})
 	if err == nil {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "gateway: reading the gateway at %s (its admin API; --data-dir is not read)\n", o.server)
+		}
 		return ac, ac.close, nil
 	}
 	ac.close()
@@ -53,7 +63,9 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 	if _, serr := os.Stat(path); serr != nil {
 		return nil, nil, fmt.Errorf("no gateway answers at %s and there is no ledger at %s (set --server or --data-dir)", o.server, path)
 	}
-	fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
+	if !o.quiet {
+		fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
+	}
 	led, err := ledger.Open(path, ledger.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
@@ -93,14 +105,19 @@ Commands:
                        tasks, created, last activity, running task
   show CONTEXT_ID      the conversation's messages and status changes (--all adds
                        audit-only entries such as rejected requests)
-  export CONTEXT_ID    every ledger entry as JSON Lines
+  export CONTEXT_ID    every ledger entry as JSON Lines (always JSON: it takes no --json)
   replay CONTEXT_ID    exactly what the agent was given at a turn (--at SEQ, default the
                        latest), rebuilt from the ledger: --format text|json|openai|anthropic
+                       (--json is --format json)
 
-A contextId that several peers use needs --peer to say whose conversation is meant.
+list and show print a table, or JSON with --json. A contextId that several peers use
+needs --peer to say whose conversation is meant. One line on stderr says what was read:
+"reading the gateway at URL" or "no gateway answers at URL; reading PATH directly"
+(--quiet drops it).
 
 Exit status: 0 done; 1 no such conversation, or the gateway or its ledger could not be
-read; 2 usage error, including a contextId several peers use given without --peer.
+read; 2 usage error, including a contextId several peers use given without --peer, and a
+replay --at SEQ past the conversation's last seq (the error names the last seq).
 
 Run 'gateway conversations COMMAND --help' for its flags.
 `
@@ -168,6 +185,12 @@ func parseConversations(sub string, rest []string, lookup func(string) (string, 
 	if cmd.limit < 0 {
 		return nil, usageError{"--limit must not be negative"}
 	}
+	if sub == "replay" && cmd.asJSON {
+		if cmd.format != "text" && cmd.format != "json" {
+			return nil, usageError{fmt.Sprintf("--json and --format %s exclude each other", cmd.format)}
+		}
+		cmd.format = "json"
+	}
 	cmd.contextID = fs.Arg(0)
 	return cmd, nil
 }
@@ -189,6 +212,7 @@ func (cmd *convCmd) bind(fs *flag.FlagSet, ef *envFlags) bool {
 	case "replay":
 		fs.Uint64Var(&cmd.at, "at", 0, "the turn: the ledger seq of its message, or any seq inside it (0: the latest turn)")
 		fs.StringVar(&cmd.format, "format", "text", "text (the single-text prompt), json (the provider-neutral request), openai or anthropic (the request body those backends send)")
+		fs.BoolVar(&cmd.asJSON, "json", false, "print JSON: the same as --format json")
 		fs.StringVar(&cmd.model, "model", "replay", "model name to put in openai/anthropic bodies")
 		fs.IntVar(&cmd.maxTokens, "max-tokens", 1024, "max_tokens for anthropic bodies")
 		ef.Int(&cmd.o.policy.HistoryLimit, "history-limit", 20, "with no gateway running: the history limit the gateway used")
@@ -385,10 +409,7 @@ func printShow(w io.Writer, res showResult) {
 		case ledger.KindAudit:
 			text = strings.TrimSpace(auditSummary(&e) + "  " + text)
 		}
-		task := e.TaskID
-		if len(task) > 8 {
-			task = task[:8]
-		}
+		task := e.TaskID // whole: UUIDv7 ids of the same minute share their first 8 characters
 		if task == "" {
 			task = "-"
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -32,7 +35,11 @@ type Config struct {
 	BusyPolicy      string
 	BusyWait        time.Duration
 	RedisAddr       string
-	LeaseTTL        time.Duration
+	// RedisURL is redis://[user:password@]host[:port][/db] or rediss:// (TLS); it
+	// excludes RedisAddr. Its password is never logged.
+	RedisURL       string
+	RedisKeyPrefix string
+	LeaseTTL       time.Duration
 
 	AgentURL       string
 	AgentModel     string
@@ -78,7 +85,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
 		slog.String("echo_delay", c.EchoDelay.String()), slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
-		slog.String("redis_addr", c.RedisAddr), slog.String("lease_ttl", c.LeaseTTL.String()),
+		slog.String("redis_addr", c.RedisAddr), slog.String("redis_url", redactURL(c.RedisURL)),
+		slog.String("redis_key_prefix", c.RedisKeyPrefix), slog.String("lease_ttl", c.LeaseTTL.String()),
 		slog.String("agent_model", c.AgentModel), slog.Bool("agent_key_set", c.AgentKey != ""),
 		slog.Int("history_limit", c.HistoryLimit), slog.Int("peers", len(c.Peers)),
 		slog.Bool("peer_auth", c.peerAuthConfigured()), slog.String("rate_limit", c.RateLimit),
@@ -192,7 +200,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn), a2a (relay to an upstream A2A agent at --agent-url)")
 	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API); a2a: the upstream agent's URL (required)")
 	e.String(&cfg.AgentModel, "agent-model", "", "openai/anthropic: the model name (required for them)")
-	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY); a2a: the variable holding the upstream's bearer token (default: none)")
+	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default: OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic); without a key only a custom --agent-url starts; a2a: the variable holding the upstream's bearer token (default: none)")
 	e.String(&cfg.AgentCommand, "agent-command", "", "exec: the command, run with sh -c once per turn; its stdout streams as the reply")
 	e.String(&cfg.AgentInput, "agent-input", "text", "exec: what the command reads on stdin: text (the rendered prompt) or json (contextId, taskId, peer, text, prompt, request)")
 	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
@@ -207,7 +215,9 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.AllowedHosts, "allowed-hosts", "", "comma-separated Host names served besides localhost, IP addresses, the --addr host and the --public-url host (name or name:port); any other Host gets 421, which stops DNS rebinding; \"*\" serves any Host")
 	e.Duration(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "the longest reading one request body may take (0: no bound); a JSON-RPC request cut gets HTTP 408, any cut request's connection is closed")
 	e.Int(&cfg.BodyMinRate, "body-min-rate", defaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); cut like --body-timeout")
-	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances; empty: the in-process lease (one instance)")
+	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances (no password, db 0; see --redis-url); empty: the in-process lease (one instance)")
+	e.String(&cfg.RedisURL, "redis-url", "", "Redis for the lease as a URL: redis://[user:password@]host[:port][/db], or rediss://… for TLS; instead of --redis-addr; prefer the env variable to the flag, which other users can see in ps; the password is never logged")
+	e.String(&cfg.RedisKeyPrefix, "redis-key-prefix", locking.DefaultKeyPrefix, "prefix of the lease keys in Redis, so that several gateways (or other programs) can share one database; instances that share a lease must use the same (empty: the default)")
 	e.Duration(&cfg.LeaseTTL, "lease-ttl", 30*time.Second, "lease time-to-live; the holder renews (and so checks) it every min(ttl/3, 500ms)")
 	e.String(&cfg.BusyPolicy, "busy-policy", "reject", "a send to a context whose task is still running: reject (-32004 CONTEXT_BUSY at once) or wait (up to --busy-wait, then CONTEXT_BUSY)")
 	e.Duration(&cfg.BusyWait, "busy-wait", 5*time.Second, "with --busy-policy wait: how long a send waits for the running task of its context")
@@ -250,11 +260,7 @@ func (c *Config) Validate() error {
 	if c.LeaseTTL < 100*time.Millisecond {
 		errs = append(errs, errors.New("--lease-ttl must be at least 100ms"))
 	}
-	if c.RedisAddr != "" {
-		if _, _, err := net.SplitHostPort(c.RedisAddr); err != nil {
-			errs = append(errs, fmt.Errorf("--redis-addr %q: want host:port", c.RedisAddr))
-		}
-	}
+	errs = append(errs, c.redisProblems()...)
 	if c.BusyPolicy != "reject" && c.BusyPolicy != "wait" {
 		errs = append(errs, fmt.Errorf("--busy-policy %q: want reject or wait", c.BusyPolicy))
 	}
@@ -292,6 +298,53 @@ func (c *Config) guardProblems() []error {
 	return errs
 }
 
+// redisProblems reports bad Redis settings (part of Validate).
+func (c *Config) redisProblems() []error {
+	var errs []error
+	switch {
+	case c.RedisAddr != "" && c.RedisURL != "":
+		errs = append(errs, errors.New("--redis-addr and --redis-url exclude each other: give the URL alone (redis://[user:password@]host[:port][/db])"))
+	case c.RedisAddr != "":
+		if _, _, err := net.SplitHostPort(c.RedisAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--redis-addr %q: want host:port (or --redis-url for a password, db or TLS)", c.RedisAddr))
+		}
+	case c.RedisURL != "":
+		if _, err := locking.ParseURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("--redis-url %s: %w", redactURL(c.RedisURL), err))
+		}
+	}
+	return errs
+}
+
+// redisConfig returns the Redis lease's configuration, and false for the in-process
+// lease. Validate has checked --redis-url.
+func (c *Config) redisConfig() (locking.RedisConfig, bool) {
+	var rc locking.RedisConfig
+	switch {
+	case c.RedisURL != "":
+		rc, _ = locking.ParseURL(c.RedisURL)
+	case c.RedisAddr != "":
+		rc.Addr = c.RedisAddr
+	default:
+		return rc, false
+	}
+	rc.KeyPrefix, rc.TTL = c.RedisKeyPrefix, c.LeaseTTL // "" prefix: locking's default
+	return rc, true
+}
+
+// redactURL returns raw with its password replaced by "xxxxx" ("" stays ""), for logs and
+// errors; what is not a URL becomes "(not a URL)", since it may hold a password.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
+}
+
 // agentProblems reports what the chosen agent backend misses (part of Validate).
 func (c *Config) agentProblems() []error {
 	var errs []error
@@ -300,6 +353,9 @@ func (c *Config) agentProblems() []error {
 	case "openai", "anthropic":
 		if c.AgentModel == "" {
 			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
+		}
+		if c.AgentKey == "" && c.hostedAgent() {
+			errs = append(errs, fmt.Errorf("--agent %s: no API key: set the environment variable %s (or name another with --agent-key-env); only a custom --agent-url (a local OpenAI-compatible server) may run without a key", c.Agent, c.agentKeyEnv()))
 		}
 	case "a2a":
 		if c.AgentURL == "" {
@@ -421,6 +477,21 @@ func (c *Config) wsOrigins() []string {
 		}
 	}
 	return out
+}
+
+// hostedAgent reports whether the openai/anthropic backend talks to the provider's
+// public API (no --agent-url, or one on the provider's API host), which needs a key.
+func (c *Config) hostedAgent() bool {
+	if c.AgentURL == "" {
+		return true
+	}
+	def := agent.DefaultOpenAIURL
+	if c.Agent == "anthropic" {
+		def = agent.DefaultAnthropicURL
+	}
+	u, err := url.Parse(c.AgentURL)
+	d, derr := url.Parse(def)
+	return err == nil && derr == nil && strings.EqualFold(u.Hostname(), d.Hostname())
 }
 
 // agentKeyEnv returns the variable that holds the agent's API key.

@@ -63,7 +63,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil || errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext):
+	case errors.As(err, new(usageError)) || errors.As(err, new(benchUsageError)) || errors.Is(err, errAmbiguousContext) || errors.Is(err, errSeqPastEnd):
 		return 2
 	}
 	return 1
@@ -237,6 +237,11 @@ only loopback addresses may be served.
 Every response carries an X-Request-Id header: the caller's, when it is 1 to 64
 characters of [A-Za-z0-9._-], else a new one. Every log line of that request (its
 turn included) carries it as request_id.
+
+Secrets stay out of flags: the openai/anthropic key is read from the variable
+--agent-key-env names (default OPENAI_API_KEY or ANTHROPIC_API_KEY; missing against the
+provider's public API, start-up fails), and a Redis password belongs in
+GATEWAY_REDIS_URL (redis://[user:password@]host[:port][/db], rediss:// for TLS).
 
 Every flag can also be set with its GATEWAY_* environment variable or in the YAML
 config file (--config, default ./gateway.yaml if present; keys are the flag names).

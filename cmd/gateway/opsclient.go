@@ -75,6 +75,8 @@ func (a *adminClient) answerError(resp *http.Response) error {
 	switch e.Code {
 	case codeNotFound:
 		return &conversations.NotFoundError{ContextID: e.ContextID, Owner: e.Owner, AtSeq: e.AtSeq, Turn: e.Turn}
+	case codePastEnd:
+		return &conversations.PastEndError{ContextID: e.ContextID, Owner: e.Owner, AtSeq: e.AtSeq, LastSeq: e.LastSeq}
 	case codeAmbiguous:
 		return &conversations.AmbiguousError{ContextID: e.ContextID, Owners: e.Owners}
 	case codeInvalid:

@@ -34,7 +34,11 @@ TARGET (one leading "a2a:" is ignored: a2a:macmini and macmini are the same):
               and a unique prefix will do (an ambiguous prefix lists the candidates)
   URL         http(s)://host[:port]/path of an A2A agent that is not in the config; the
               token of a configured peer with the same url is used
-  CONTEXT_ID  a conversation an earlier send started: continues it with its peer
+  CONTEXT_ID  a conversation an earlier send started: continues it with its peer; or one
+              that a caller without a token started with the local gateway (peer
+              "local" in 'gateway conversations list'): continues it there, at --server
+              (the gateway records the turn itself). A conversation that a peer with a
+              token started is that peer's: only it can continue it.
 They are tried in that order, except that a prefix is tried last. 'gateway send --list'
 prints every target, each exactly as TARGET accepts it; a conversation whose contextId
 is taken by a name or URL is continued with 'gateway send PEER --context CONTEXT_ID'.
@@ -94,11 +98,10 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 	if err != nil {
 		return err
 	}
-	known, err := knownOutbound(ctx, store)
+	dir, err := sendDirectory(ctx, cmd.peerList, store, cmd.o.ops.server)
 	if err != nil {
 		return err
 	}
-	dir := peers.NewDirectory(cmd.peerList, known)
 	if cmd.o.list {
 		return sendList(ctx, dir, min(cmd.o.timeout, listCardTimeout), cmd.o.asJSON, stdout, stderr)
 	}
@@ -202,10 +205,10 @@ func (o *sendOptions) check(positional []string) error {
 func (cmd *sendCommand) target(dir *peers.Directory) (tg peers.Target, contextID, owner string, err error) {
 	target := cmd.positional[0]
 	if tg, err = dir.Resolve(target); err != nil {
-		return tg, "", "", targetUsageError(target, err)
+		return tg, "", "", cmd.targetUsageError(dir, target, err)
 	}
 	contextID, owner = cmd.o.contextID, tg.Owner
-	if tg.Kind == peers.KindConversation {
+	if tg.Kind == peers.KindConversation || tg.Kind == peers.KindLocal {
 		switch {
 		case cmd.o.newConv:
 			owner = peers.Owner(tg.Peer())
@@ -239,6 +242,9 @@ func (cmd *sendCommand) send(ctx context.Context, dir *peers.Directory, store se
 		return nil
 	case contextID != "" && out.contextID != contextID:
 		fmt.Fprintf(stderr, "gateway: warning: the peer answered in context %q, not %q: it started a new conversation\n", out.contextID, contextID)
+	}
+	if tg.Kind == peers.KindLocal && owner == tg.Owner {
+		return nil // the local gateway recorded the turn in its own conversation
 	}
 	peer, _ := peers.PeerOfOwner(owner)
 	rec := conversations.OutboundRecord{

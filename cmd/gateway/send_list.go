@@ -54,7 +54,8 @@ type sendTargets struct {
 }
 
 // sendList prints the targets: the sendable peers (their cards fetched concurrently,
-// each within cardTimeout) and the known conversations.
+// each within cardTimeout) and the known conversations: outbound ones, and the local
+// gateway's conversations with callers without a token (peer "local").
 func sendList(ctx context.Context, dir *peers.Directory, cardTimeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	cards := probeCards(ctx, dir.Peers(), cardTimeout)
 	t := sendTargets{Peers: []listedPeer{}, Conversations: []listedConversation{}}
@@ -63,7 +64,7 @@ func sendList(ctx context.Context, dir *peers.Directory, cardTimeout time.Durati
 			t.Peers = append(t.Peers, listedPeer{Target: target, Name: p.Name, URL: p.URL, Card: cards[i]})
 		}
 	}
-	for _, c := range dir.Conversations() {
+	for _, c := range append(dir.Conversations(), dir.Local()...) {
 		target := dir.ConversationTarget(c)
 		switch {
 		case strings.ContainsFunc(target, unicode.IsSpace):
@@ -152,6 +153,10 @@ func (c cardStatus) summary() string {
 // unlistedReason says why no TARGET names c, and how to continue it.
 func unlistedReason(dir *peers.Directory, c peers.Conversation) unlistedConversation {
 	u := unlistedConversation{ContextID: c.ContextID, Peer: c.Peer}
+	if c.Owner == peers.LocalOwner {
+		u.Reason = "a local caller's conversation whose contextId is also a peer name, a URL or an outbound conversation's"
+		return u
+	}
 	_, err := dir.Resolve(c.ContextID)
 	var amb *peers.AmbiguousError
 	switch {

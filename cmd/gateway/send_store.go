@@ -49,20 +49,33 @@ func openSendStore(ctx context.Context, o opsFlags, stderr io.Writer) (sendStore
 	return dataDirStore{path: path, server: o.server}, nil
 }
 
-// knownOutbound returns the outbound conversations the store knows, for the peer
-// directory.
-func knownOutbound(ctx context.Context, store sendStore) ([]peers.Conversation, error) {
+// knownConversations returns the conversations the store knows, outbound and inbound,
+// for the peer directory.
+func knownConversations(ctx context.Context, store sendStore) ([]peers.Conversation, error) {
 	page, err := store.List(ctx, conversations.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing the known conversations: %w; nothing was sent", err)
 	}
-	var out []peers.Conversation
+	out := make([]peers.Conversation, 0, len(page.Conversations))
 	for _, c := range page.Conversations {
-		if p, ok := peers.PeerOfOwner(c.Peer); ok {
-			out = append(out, peers.Conversation{ContextID: c.ContextID, Owner: c.Peer, Peer: p, Turns: c.Turns, LastActivity: c.LastActivity})
-		}
+		out = append(out, peers.Conversation{ContextID: c.ContextID, Owner: c.Peer, Turns: c.Turns, LastActivity: c.LastActivity})
 	}
 	return out, nil
+}
+
+// sendDirectory is the peer directory of a send: the configured peers, the known
+// conversations, and the local gateway when one answered at --server (its local
+// callers' conversations are continued there).
+func sendDirectory(ctx context.Context, peerList []Peer, store sendStore, server string) (*peers.Directory, error) {
+	known, err := knownConversations(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	dir := peers.NewDirectory(peerList, known)
+	if _, ok := store.(sendClient); ok {
+		dir = dir.WithGateway(server)
+	}
+	return dir, nil
 }
 
 // sendClient is the admin API client, its idle connections closed after each call (a

@@ -196,12 +196,12 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if s.localToken, err = setupLocalAdminToken(s.cfg.DataDir, s.cfg.AdminToken); err != nil {
 		return err
 	}
-	if s.cfg.RedisAddr == "" {
+	if rc, ok := s.cfg.redisConfig(); !ok {
 		s.locks = locking.NewLocal()
 	} else {
-		rl, err := locking.NewRedis(ctx, locking.RedisConfig{Addr: s.cfg.RedisAddr, TTL: s.cfg.LeaseTTL}, s.log)
+		rl, err := locking.NewRedis(ctx, rc, s.log)
 		if err != nil {
-			return fmt.Errorf("redis lease at %s: %w", s.cfg.RedisAddr, err)
+			return fmt.Errorf("redis lease at %s (db %d): %w", rc.Addr, rc.DB, err)
 		}
 		s.locks = rl
 	}

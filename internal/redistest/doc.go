@@ -6,7 +6,7 @@
 //
 // # Imports
 //
-// Standard library only: it speaks just enough RESP to PING.
+// Standard library only: it speaks just enough RESP to AUTH and PING.
 //
 // # Caveats
 //

@@ -37,6 +37,7 @@ type Server struct {
 	dir      string
 	bin      string
 	external bool // GATEWAY_TEST_REDIS_ADDR's server: not ours to stop
+	opts     Options
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -62,8 +63,16 @@ func Start(tb testing.TB) string {
 // on PATH (saying how to install it) or does not come up.
 func StartServer(tb testing.TB) *Server {
 	tb.Helper()
+	return startServer(tb, Options{})
+}
+
+func startServer(tb testing.TB, opts Options) *Server {
+	tb.Helper()
 	if addr := os.Getenv(EnvAddr); addr != "" {
-		if err := waitReady(addr, readyTimeout, nil); err != nil {
+		if opts.set() {
+			tb.Skipf("redistest: a server with options (password, extra arguments) must be started by the test; %s is set", EnvAddr)
+		}
+		if err := waitReady(addr, "", readyTimeout, nil); err != nil {
 			tb.Fatalf("redistest: %s=%s: %v", EnvAddr, addr, err)
 		}
 		return &Server{tb: tb, addr: addr, external: true}
@@ -72,7 +81,7 @@ func StartServer(tb testing.TB) *Server {
 	if err != nil {
 		tb.Fatal("redis-server not found: install it (Debian: apt-get install redis-server) or set " + EnvAddr)
 	}
-	s := &Server{tb: tb, dir: tb.TempDir(), bin: bin}
+	s := &Server{tb: tb, dir: tb.TempDir(), bin: bin, opts: opts}
 	for range startTries {
 		s.port, err = freePort()
 		if err != nil {
@@ -172,10 +181,10 @@ func (s *Server) signal(sig syscall.Signal) {
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *Server) start() error {
 	logFile := filepath.Join(s.dir, "redis.log")
-	cmd := exec.Command(s.bin,
-		"--bind", "127.0.0.1", "--port", s.port,
+	args := append([]string{"--bind", "127.0.0.1", "--port", s.port,
 		"--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--logfile", logFile)
+		"--dir", s.dir, "--logfile", logFile}, s.opts.args()...)
+	cmd := exec.Command(s.bin, args...)
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
@@ -185,7 +194,7 @@ func (s *Server) start() error {
 		_ = cmd.Wait()
 		close(p.done)
 	}()
-	if err := waitReady(s.addr, readyTimeout, p.done); err != nil {
+	if err := waitReady(s.addr, s.opts.Password, readyTimeout, p.done); err != nil {
 		p.kill()
 		return fmt.Errorf("redis-server on %s: %w%s", s.addr, err, logTail(logFile))
 	}
@@ -233,12 +242,12 @@ func freePort() (string, error) {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
-// waitReady polls addr with PING until it answers +PONG, the timeout passes, or exited
-// is closed (the process died).
-func waitReady(addr string, timeout time.Duration, exited <-chan struct{}) error {
+// waitReady polls addr with PING (after AUTH password, when one is set) until it answers
+// +PONG, the timeout passes, or exited is closed (the process died).
+func waitReady(addr, password string, timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := ping(addr, 500*time.Millisecond)
+		err := ping(addr, password, 500*time.Millisecond)
 		if err == nil {
 			return nil
 		}
@@ -253,8 +262,8 @@ func waitReady(addr string, timeout time.Duration, exited <-chan struct{}) error
 	}
 }
 
-// ping sends one PING in RESP and expects +PONG.
-func ping(addr string, timeout time.Duration) error {
+// ping sends one PING in RESP (after AUTH password, when one is set) and expects +PONG.
+func ping(addr, password string, timeout time.Duration) error {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return err
@@ -263,15 +272,26 @@ func ping(addr string, timeout time.Duration) error {
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+	r := bufio.NewReader(conn)
+	if password != "" {
+		if err := command(conn, r, "+OK", "AUTH", password); err != nil {
+			return err
+		}
+	}
+	return command(conn, r, "+PONG", "PING")
+}
+
+// command sends one command in RESP and expects the reply line want.
+func command(conn net.Conn, r *bufio.Reader, want string, args ...string) error {
+	if _, err := conn.Write(respCommand(args...)); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if line = strings.TrimRight(line, "\r\n"); line != "+PONG" {
-		return fmt.Errorf("PING answered %q", line)
+	if line = strings.TrimRight(line, "\r\n"); line != want {
+		return fmt.Errorf("%s answered %q", args[0], line)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func TestServer_Lifecycle(t *testing.T) {
 	}
 	t.Parallel()
 	s := StartServer(t)
-	if err := ping(s.Addr(), time.Second); err != nil {
+	if err := ping(s.Addr(), "", time.Second); err != nil {
 		t.Fatalf("PING %s after StartServer: %v", s.Addr(), err)
 	}
 	if s.Addr() == "127.0.0.1:6379" {
@@ -22,25 +22,25 @@ func TestServer_Lifecycle(t *testing.T) {
 	}
 
 	s.Pause()
-	if err := ping(s.Addr(), 100*time.Millisecond); err == nil {
+	if err := ping(s.Addr(), "", 100*time.Millisecond); err == nil {
 		t.Fatal("PING answered while paused")
 	}
 	s.Resume()
-	if err := ping(s.Addr(), time.Second); err != nil {
+	if err := ping(s.Addr(), "", time.Second); err != nil {
 		t.Fatalf("PING after Resume: %v", err)
 	}
 
 	s.Stop()
-	if err := ping(s.Addr(), 100*time.Millisecond); err == nil {
+	if err := ping(s.Addr(), "", 100*time.Millisecond); err == nil {
 		t.Fatal("PING answered after Stop")
 	}
 	s.Stop() // stopping twice is fine
 	s.Restart()
-	if err := ping(s.Addr(), time.Second); err != nil {
+	if err := ping(s.Addr(), "", time.Second); err != nil {
 		t.Fatalf("PING after Restart: %v", err)
 	}
 	s.Restart() // restarting a running server stops it first
-	if err := ping(s.Addr(), time.Second); err != nil {
+	if err := ping(s.Addr(), "", time.Second); err != nil {
 		t.Fatalf("PING after a second Restart: %v", err)
 	}
 	s.Pause() // Cleanup must stop a paused server too
