@@ -142,9 +142,36 @@ func protocolError(err error) error {
 	return refusalError(err)
 }
 
+// unrecordedEndError: a turn ran, but its end (the reply and final status, then the
+// record of its failure) could not be stored, so the ledger still says the task is
+// working until a restart's recovery marks it failed. Err is why the final append failed.
+type unrecordedEndError struct {
+	TaskID string
+	Err    error
+}
+
+func (e *unrecordedEndError) Error() string {
+	return fmt.Sprintf("task %s: its end could not be recorded: %v", e.TaskID, e.Err)
+}
+
+func (e *unrecordedEndError) Unwrap() error { return e.Err }
+
+// endError is the a2a error of an unrecordedEndError: UNAVAILABLE, or STORAGE_UNAVAILABLE
+// naming the cause when the storage refused the write. Unlike a refused send, the message
+// was stored: only the reply was lost.
+func endError(ue *unrecordedEndError) error {
+	var se *ledger.StorageError
+	if errors.As(ue.Err, &se) {
+		return &a2a.Error{Err: a2a.ErrStorageUnavailable, Metadata: map[string]string{"cause": string(se.Cause), "taskId": a2a.Echo(ue.TaskID)},
+			Message: fmt.Sprintf("task %s: the gateway's storage is %s, so the reply could not be stored (your message was); the task stays unfinished until the gateway recovers; retry later in a new task", a2a.EchoQuote(ue.TaskID), se.Cause)}
+	}
+	return a2a.Errorf(a2a.ErrUnavailable, "task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(ue.TaskID))
+}
+
 // refusalError maps the refusals that are not about a parameter; see protocolError.
 func refusalError(err error) error {
 	var (
+		ue *unrecordedEndError
 		be *busyError
 		nf *taskNotFoundError
 		rl *rateLimitError
@@ -152,6 +179,8 @@ func refusalError(err error) error {
 		qe *ledger.QuarantinedError
 	)
 	switch {
+	case errors.As(err, &ue):
+		return endError(ue)
 	case errors.As(err, &qe):
 		return damagedError(qe)
 	case errors.As(err, &nf):

@@ -19,6 +19,10 @@ type liveTask struct {
 	// Set by the turn's goroutine before finished is closed: every entry of the task as the
 	// ledger stored it, when this turn created the task (so the task folds without a read).
 	stored []ledger.Entry
+	// unrecorded is why the turn's end could not be stored at all (its final append and
+	// the failure record both failed): the ledger still says "working". Set before
+	// finished is closed; nil when the end was stored.
+	unrecorded error
 }
 
 func newLiveTask(id, contextID, owner string) *liveTask {

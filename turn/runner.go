@@ -264,6 +264,9 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 	case <-ctx.Done():
 		return a2a.SendResult{}, ctx.Err()
 	}
+	if lt.unrecorded != nil {
+		return a2a.SendResult{}, lt.unrecorded
+	}
 	if lt.stored != nil { // a new task: its entries are exactly what this turn appended
 		if err := r.inflate(ctx, lt.stored); err != nil {
 			return a2a.SendResult{}, err
@@ -898,6 +901,9 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
 		failed := tr.recordFailure(fctx, err)
+		if failed == nil {
+			lt.unrecorded = &unrecordedEndError{TaskID: lt.id, Err: err}
+		}
 		tr.saveStored()
 		r.obs.TurnDone(string(a2a.StateFailed), time.Since(tr.started))
 		tr.handOver(fctx)
