@@ -247,3 +247,25 @@ func TestSubscribeFollowsParkedTaskToTheEnd(t *testing.T) {
 		t.Fatalf("streamed reply = %q, want %q", got, "finished")
 	}
 }
+
+func TestSubscribeToParkedTaskEndsWhenCanceled(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, resultAgent("unused", agent.Result{}))
+	first, err := send(t.Context(), r, "c-subcancel", "", "park")
+	if err != nil || first.Task == nil || first.Task.Status.State != a2a.StateInputRequired {
+		t.Fatalf("first send = %+v, %v; want a parked task", first, err)
+	}
+	s, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: first.Task.ID})
+	if err != nil {
+		t.Fatalf("SubscribeToTask() error = %v", err)
+	}
+	defer s.Close()
+	readN(t, s, 1) // the snapshot
+	if _, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: first.Task.ID}); err != nil {
+		t.Fatalf("CancelTask() error = %v", err)
+	}
+	evs := readAll(t, s, nil)
+	if len(evs) == 0 || evs[len(evs)-1].Status == nil || evs[len(evs)-1].Status.Status.State != a2a.StateCanceled {
+		t.Fatalf("events after the cancel = %+v; want the stream to end with the canceled status", evs)
+	}
+}
