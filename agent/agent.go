@@ -39,7 +39,8 @@ type Result struct {
 	Rejected bool
 	// Message: the reply is a direct Message, not a task's output. A blocking send
 	// answers with that Message instead of a Task (the gateway still records the turn
-	// as a task that ended COMPLETED); a stream carries it as a Message event.
+	// as a task that ended COMPLETED); a stream carries it as a Message event. Ignored
+	// with InputRequired or Rejected: the caller is answered with the task and its state.
 	Message bool
 	// Parts are further parts of the reply, after the streamed text: files (bytes or
 	// URL, with filename and media type) and structured data. They are stored, redacted,

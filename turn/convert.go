@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/prompt"
 )
@@ -22,6 +23,12 @@ func replyParts(text string, extra []ledger.Part) []ledger.Part {
 		return extra
 	}
 	return append([]ledger.Part{{Kind: ledger.PartText, Text: text}}, extra...)
+}
+
+// directMessage reports whether the agent's reply is a direct Message: a task left
+// waiting for input or rejected is answered as a task, whose state the caller needs.
+func directMessage(res agent.Result) bool {
+	return res.Message && !res.InputRequired && !res.Rejected
 }
 
 // isMessageReply reports whether an AGENT_REPLY entry's metadata marks a direct Message.

@@ -269,3 +269,26 @@ func TestSubscribeToParkedTaskEndsWhenCanceled(t *testing.T) {
 		t.Fatalf("events after the cancel = %+v; want the stream to end with the canceled status", evs)
 	}
 }
+
+func TestMessageWithAStateIsATask(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		res  agent.Result
+		want a2a.TaskState
+	}{
+		{agent.Result{Message: true, InputRequired: true}, a2a.StateInputRequired},
+		{agent.Result{Message: true, Rejected: true}, a2a.StateRejected},
+	} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			t.Parallel()
+			r, _ := newRunner(t, resultAgent("text", tc.res))
+			res, err := send(t.Context(), r, "c-state", "", "hi")
+			if err != nil || res.Task == nil || res.Message != nil {
+				t.Fatalf("send = %+v, %v; want a task", res, err)
+			}
+			if res.Task.Status.State != tc.want || len(res.Task.Artifacts) != 1 {
+				t.Fatalf("task = %s with %d artifacts; want %s with the reply", res.Task.Status.State, len(res.Task.Artifacts), tc.want)
+			}
+		})
+	}
+}

@@ -918,7 +918,7 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	r.obs.TurnDone(string(state), time.Since(tr.started))
 	tr.keep(stored.Entries)
 	tr.saveStored()
-	if agentErr == nil && res.Message {
+	if agentErr == nil && directMessage(res) {
 		lt.message = findReply(stored.Entries)
 	}
 	tr.handOver(fctx) // before the final status is published: see handOver
@@ -1008,7 +1008,7 @@ func (tr *turnRun) replyEntry(agentErr error, res agent.Result, reply string) le
 	if res.UpstreamTaskID != "" {
 		meta[metaUpstreamTask] = res.UpstreamTaskID
 	}
-	if res.Message && agentErr == nil {
+	if agentErr == nil && directMessage(res) {
 		meta[metaMessage] = true
 	}
 	return ledger.Entry{
