@@ -4,7 +4,7 @@ BIN       ?= bin/gateway
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: run test test-unit test-load build lint bench fuzz redis clean
+.PHONY: run test test-unit test-load build lint bench conformance fuzz redis clean
 
 ## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
@@ -38,6 +38,12 @@ lint:
 ## bench: gateway vs bare echo (concurrency 1 and 64, both dialects) and the ledger benchmarks
 bench: build
 	./scripts/bench.sh
+
+## conformance: the official A2A TCK (both lines, all scopes) against the gateway with --agent tck.
+# Not part of `make test`: the TCK lives beside the repo in ../shared/tck and needs Debian's
+# python packages (../shared/tck/setup.sh once). See docs/conformance.md.
+conformance:
+	GO=$(GO) ./scripts/conformance.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

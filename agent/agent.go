@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -12,6 +13,7 @@ type Turn struct {
 	ContextID string
 	TaskID    string
 	Peer      string // authenticated peer identity ("local" when none)
+	MessageID string // the current message's messageId, as the peer sent it
 	Text      string // the current message's text
 	// Prompt is the full text the agent should act on: prior turns under the boundary,
 	// then the current message. Backends that take a single text use it.
@@ -32,6 +34,19 @@ type Turn struct {
 type Result struct {
 	// InputRequired: the agent asks the peer for more input (task state INPUT_REQUIRED).
 	InputRequired bool
+	// Rejected: the agent declines the task (task state REJECTED); the streamed text, if
+	// any, says why and becomes the status message.
+	Rejected bool
+	// Message: the reply is a direct Message, not a task's output. A blocking send
+	// answers with that Message instead of a Task (the gateway still records the turn
+	// as a task that ended COMPLETED); a stream carries it as a Message event. Ignored
+	// with InputRequired or Rejected: the caller is answered with the task and its state.
+	Message bool
+	// Parts are further parts of the reply, after the streamed text: files (bytes or
+	// URL, with filename and media type) and structured data. They are stored, redacted,
+	// with the reply and sent in its artifact (or its Message). A reply with Parts and no
+	// text has no text part.
+	Parts []a2a.Part
 	// UpstreamContextID is the contextId a relaying backend used upstream; the gateway
 	// records it with the reply and hands it back on the conversation's next turn.
 	UpstreamContextID string

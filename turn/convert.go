@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/prompt"
 )
@@ -12,7 +13,48 @@ import (
 const (
 	metaArtifactID = "artifactId"
 	metaPartial    = prompt.MetaPartial
+	metaMessage    = "message" // AGENT_REPLY: the reply is a direct Message, not an artifact
 )
+
+// replyParts are the parts of a reply (or its last chunk): the text, then the agent's
+// further parts. The text part is left out when it is empty and there are further parts.
+func replyParts(text string, extra []ledger.Part) []ledger.Part {
+	if text == "" && len(extra) > 0 {
+		return extra
+	}
+	return append([]ledger.Part{{Kind: ledger.PartText, Text: text}}, extra...)
+}
+
+// directMessage reports whether the agent's reply is a direct Message: a task left
+// waiting for input or rejected is answered as a task, whose state the caller needs.
+func directMessage(res agent.Result) bool {
+	return res.Message && !res.InputRequired && !res.Rejected
+}
+
+// isMessageReply reports whether an AGENT_REPLY entry's metadata marks a direct Message.
+func isMessageReply(b json.RawMessage) bool {
+	var m struct {
+		Message bool `json:"message"`
+	}
+	return len(b) > 0 && json.Unmarshal(b, &m) == nil && m.Message
+}
+
+// findReply returns a copy of the AGENT_REPLY entry among stored, nil if there is none.
+func findReply(stored []ledger.Entry) *ledger.Entry {
+	for i := range stored {
+		if stored[i].Kind == ledger.KindAgentReply {
+			e := stored[i]
+			return &e
+		}
+	}
+	return nil
+}
+
+// replyMessage is the agent Message of an AGENT_REPLY entry of task taskID.
+func replyMessage(e *ledger.Entry, contextID, taskID string) a2a.Message {
+	return a2a.Message{MessageID: e.MessageID, ContextID: contextID, TaskID: taskID,
+		Role: a2a.RoleAgent, Parts: fromLedgerParts(e.Parts)}
+}
 
 func toLedgerParts(ps []a2a.Part) []ledger.Part {
 	out := make([]ledger.Part, len(ps))
@@ -94,8 +136,8 @@ func replyArtifactID(b json.RawMessage) string {
 }
 
 // foldTask rebuilds a task from its ledger entries (seq order): history from the visible
-// user and agent messages, artifacts from the agent replies, status from the last STATUS
-// entry. It is the only way a task record is made.
+// user and agent messages, artifacts from the agent replies (all their parts; not from a
+// direct Message reply), status from the last STATUS entry. It is the only way a task record is made.
 func foldTask(conv ledger.Conversation, taskID string, entries []ledger.Entry) a2a.Task {
 	t := a2a.Task{ID: taskID, ContextID: conv.ContextID, Status: a2a.TaskStatus{State: a2a.StateSubmitted}}
 	for i := range entries {
@@ -110,13 +152,13 @@ func foldTask(conv ledger.Conversation, taskID string, entries []ledger.Entry) a
 				Role: a2a.RoleUser, Parts: fromLedgerParts(e.Parts), Metadata: unmarshalMeta(e.Metadata),
 			})
 		case ledger.KindAgentReply:
-			parts := fromLedgerParts(e.Parts)
-			t.History = append(t.History, a2a.Message{
-				MessageID: e.MessageID, ContextID: conv.ContextID, TaskID: taskID,
-				Role: a2a.RoleAgent, Parts: parts,
-			})
+			msg := replyMessage(e, conv.ContextID, taskID)
+			t.History = append(t.History, msg)
+			if isMessageReply(e.Metadata) {
+				continue // a direct Message is no artifact
+			}
 			t.Artifacts = append(t.Artifacts, a2a.Artifact{
-				ArtifactID: replyArtifactID(e.Metadata), Name: "reply", Parts: parts,
+				ArtifactID: replyArtifactID(e.Metadata), Name: "reply", Parts: msg.Parts,
 			})
 		case ledger.KindStatus:
 			st, ok := a2a.DecodeState(e.State)

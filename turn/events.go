@@ -20,7 +20,8 @@ const (
 )
 
 // entryEvent is the stream event of a stored entry, and false for entries that are not
-// events (audit records, errors, and a reply already streamed as chunks). Live streams and
+// events (audit records, errors, and a reply already streamed as chunks). A direct Message
+// reply (agent.Result.Message) is a Message event. Live streams and
 // ledger replays both go through it, so an event is the same whichever way it arrives,
 // and its Seq is the entry's seq in the context.
 func entryEvent(e *ledger.Entry) (a2a.Event, bool) {
@@ -60,6 +61,12 @@ func entryEvent(e *ledger.Entry) (a2a.Event, bool) {
 			Append:   appendFlag, LastChunk: last}
 	case ledger.KindAgentReply:
 		m := unmarshalMeta(e.Metadata)
+		if isMsg, _ := m[metaMessage].(bool); isMsg {
+			// A direct Message, whether or not its text was streamed as chunks before.
+			msg := replyMessage(e, e.ContextID, e.TaskID)
+			ev.Message = &msg
+			break
+		}
 		if chunked, _ := m[metaChunked].(bool); chunked {
 			return ev, false
 		}

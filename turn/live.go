@@ -23,6 +23,9 @@ type liveTask struct {
 	// the failure record both failed): the ledger still says "working". Set before
 	// finished is closed; nil when the end was stored.
 	unrecorded error
+	// message is the stored reply when the agent answered with a direct Message
+	// (agent.Result.Message); set before finished is closed.
+	message *ledger.Entry
 }
 
 func newLiveTask(id, contextID, owner string) *liveTask {

@@ -267,6 +267,9 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 	if lt.unrecorded != nil {
 		return a2a.SendResult{}, lt.unrecorded
 	}
+	if lt.message != nil { // the agent answered with a Message, not a task's output
+		return r.messageResult(ctx, lt)
+	}
 	if lt.stored != nil { // a new task: its entries are exactly what this turn appended
 		if err := r.inflate(ctx, lt.stored); err != nil {
 			return a2a.SendResult{}, err
@@ -353,7 +356,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 		return nil, err
 	}
 	user := userEntry(in)
-	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), started: in.started, key: in.key,
+	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), messageID: in.m.MessageID, started: in.started, key: in.key,
 		chunks: chunks{wake: make(chan struct{}, 1)}}
 	if tr.prep, err = r.prepareTurn(ctx, in, user); err != nil {
 		return nil, err
@@ -678,7 +681,9 @@ type turnRun struct {
 	epoch uint64
 	peer  string
 	text  string
-	prep  prepared // what the agent is given
+	// messageID is the inbound message's messageId, given to the agent.
+	messageID string
+	prep      prepared // what the agent is given
 
 	started time.Time       // when the send arrived
 	key     string          // the context's key
@@ -722,7 +727,7 @@ func (tr *turnRun) run(ctx context.Context) {
 	}
 	t0 := time.Now()
 	res, err := r.agent.Reply(ctx, agent.Turn{
-		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, Text: tr.text,
+		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, MessageID: tr.messageID, Text: tr.text,
 		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream, UpstreamTaskID: tr.prep.upstreamTask,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
@@ -913,6 +918,9 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	r.obs.TurnDone(string(state), time.Since(tr.started))
 	tr.keep(stored.Entries)
 	tr.saveStored()
+	if agentErr == nil && directMessage(res) {
+		lt.message = findReply(stored.Entries)
+	}
 	tr.handOver(fctx) // before the final status is published: see handOver
 	r.publish(fctx, tr.peer, lt.contextID, stored.Entries)
 }
@@ -932,6 +940,8 @@ func (tr *turnRun) endState(ctx context.Context, agentErr error, res agent.Resul
 	switch {
 	case agentErr == nil && res.InputRequired:
 		return a2a.StateInputRequired, ""
+	case agentErr == nil && res.Rejected:
+		return a2a.StateRejected, ""
 	case agentErr == nil:
 		return a2a.StateCompleted, ""
 	case errors.Is(cause, errCanceledByPeer):
@@ -954,12 +964,21 @@ func (tr *turnRun) endState(ctx context.Context, agentErr error, res agent.Resul
 func (tr *turnRun) endEntries(agentErr error, res agent.Result, state a2a.TaskState, statusText string) []ledger.Entry {
 	id := tr.lt.id
 	reply, rest := tr.chunks.reply()
+	var extra []ledger.Part
+	if agentErr == nil && len(res.Parts) > 0 {
+		parts, _ := redactParts(res.Parts) // X-3, as the text
+		extra = toLedgerParts(parts)
+	}
 	var entries []ledger.Entry
 	if tr.chunksMade > 0 {
-		entries = append(entries, tr.chunkEntry(rest, true))
+		last := tr.chunkEntry(rest, true)
+		last.Parts = replyParts(rest, extra)
+		entries = append(entries, last)
 	}
 	if reply != "" || agentErr == nil {
-		entries = append(entries, tr.replyEntry(agentErr, res, reply))
+		e := tr.replyEntry(agentErr, res, reply)
+		e.Parts = replyParts(reply, extra)
+		entries = append(entries, e)
 	}
 	status := ledger.Entry{TaskID: id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString()}
 	switch {
@@ -968,7 +987,7 @@ func (tr *turnRun) endEntries(agentErr error, res agent.Result, state a2a.TaskSt
 		if agentErr != nil {
 			entries = append(entries, ledger.Entry{TaskID: id, Kind: ledger.KindError, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit, Actor: "gateway", Parts: []ledger.Part{{Kind: ledger.PartText, Text: statusText}}})
 		}
-	case state == a2a.StateInputRequired:
+	case state == a2a.StateInputRequired || state == a2a.StateRejected:
 		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: reply}}
 	}
 	return append(entries, status)
@@ -988,6 +1007,9 @@ func (tr *turnRun) replyEntry(agentErr error, res agent.Result, reply string) le
 	}
 	if res.UpstreamTaskID != "" {
 		meta[metaUpstreamTask] = res.UpstreamTaskID
+	}
+	if agentErr == nil && directMessage(res) {
+		meta[metaMessage] = true
 	}
 	return ledger.Entry{
 		TaskID: tr.lt.id, Kind: ledger.KindAgentReply, Trust: ledger.TrustAgent, Visibility: ledger.VisibilityModel,

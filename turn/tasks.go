@@ -251,7 +251,8 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 
 // SubscribeToTask implements a2a.Handler: a task's events after p.AfterSeq (the SSE
 // Last-Event-ID), replayed from the ledger and then live, ending with the task's final
-// status. Without AfterSeq the stream starts with a Task snapshot. A terminal task is
+// status. Without AfterSeq the stream starts with a Task snapshot; a task parked on
+// input-required is followed into its next turn, until a final status. A terminal task is
 // refused as the spec says, unless AfterSeq shows a client resuming a stream it was
 // reading: then it gets what it missed, up to the end. Its errors are protocol errors (see
 // protocolError).
@@ -274,16 +275,22 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 		ended = lt.finished
 	}
 	running = running && !st.EndsStream() // its end is stored: it is finishing
+	// A task parked on input-required is followed into its next turn: the stream ends
+	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once.
+	parked := !running && st.Interrupted()
+	if parked {
+		ended = nil
+	}
 	lastSeq := entries[len(entries)-1].Seq
 	switch {
 	case p.AfterSeq > 0 && p.AfterSeq < lastSeq || running:
 		// resuming, or a running task: replay and follow below
 	case st.Terminal() && p.AfterSeq == 0:
 		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %s is %s; use GetTask to read it", a2a.EchoQuote(p.ID), st)
-	case p.AfterSeq >= lastSeq && (st.Terminal() || !running):
+	case p.AfterSeq >= lastSeq && (st.Terminal() || !running && !parked):
 		return &sliceStream{}, nil // nothing missed, and nothing more will come here
-	case !running && p.AfterSeq == 0:
-		// parked (input-required) or orphaned: its snapshot is all there is
+	case !running && !parked && p.AfterSeq == 0:
+		// orphaned (working, with no turn running): its snapshot is all there is
 		t, err := r.loadTask(ctx, peer, p.ID, nil)
 		if err != nil {
 			return nil, err
@@ -302,6 +309,9 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	if err := r.snapshotHead(ctx, es); err != nil {
 		es.Close()
 		return nil, err
+	}
+	if parked {
+		es.done = es.head[0].Task.Status.State.Terminal()
 	}
 	return es, nil
 }

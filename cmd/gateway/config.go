@@ -197,7 +197,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	fs.StringVar(&configPath, "config", "", "YAML config file whose keys are these flags' names (default ./gateway.yaml if present) (env GATEWAY_CONFIG)")
 	e.String(&cfg.Addr, "addr", "127.0.0.1:9900", "address to listen on; without peer tokens only loopback addresses are allowed")
 	e.String(&cfg.DataDir, "data-dir", "./data", "directory of the ledger (bbolt file ledger.db); one gateway process per directory")
-	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn), a2a (relay to an upstream A2A agent at --agent-url)")
+	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn), a2a (relay to an upstream A2A agent at --agent-url), tck (the agent the A2A TCK expects: conformance runs only, not for production; see docs/conformance.md)")
 	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API); a2a: the upstream agent's URL (required)")
 	e.String(&cfg.AgentModel, "agent-model", "", "openai/anthropic: the model name (required for them)")
 	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default: OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic); without a key only a custom --agent-url starts; a2a: the variable holding the upstream's bearer token (default: none)")
@@ -349,7 +349,7 @@ func redactURL(raw string) string {
 func (c *Config) agentProblems() []error {
 	var errs []error
 	switch c.Agent {
-	case "echo":
+	case "echo", "tck":
 	case "openai", "anthropic":
 		if c.AgentModel == "" {
 			errs = append(errs, fmt.Errorf("--agent %s needs --agent-model", c.Agent))
@@ -369,7 +369,7 @@ func (c *Config) agentProblems() []error {
 			errs = append(errs, fmt.Errorf("--agent-input %q: want text or json", c.AgentInput))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec, a2a", c.Agent))
+		errs = append(errs, fmt.Errorf("--agent %q: unknown backend; available: echo, openai, anthropic, exec, a2a, tck", c.Agent))
 	}
 	return errs
 }

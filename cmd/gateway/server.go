@@ -455,6 +455,8 @@ func newAgent(cfg Config, logger *slog.Logger) (agent.Agent, error) {
 		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
 	case "a2a":
 		return agent.NewA2ARelay(agent.A2ARelayConfig{URL: cfg.AgentURL, Token: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+	case "tck":
+		return agent.TCK{Hold: 2 * agent.TCKStreamingTimeout(os.Getenv("TCK_STREAMING_TIMEOUT"))}, nil
 	case "exec":
 		return agent.NewExec(agent.ExecConfig{Command: cfg.AgentCommand, Input: cfg.AgentInput, Timeout: cfg.AgentTimeout}, logger)
 	default:
