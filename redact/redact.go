@@ -191,7 +191,10 @@ var redactors = []redactor{
 		anyOf: []string{"PRIVATE KEY"},
 	},
 	{
-		re:    regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@"'<>\\]{1,256}):[^\s/?#@"'<>\\]{1,512}@`),
+		// The user part takes no '[' or ']' (RFC 3986 userinfo has none): a placeholder
+		// another pattern left there ("://[redacted:github-token]@") is not a user and a
+		// password, so a second pass changes nothing (Text is idempotent).
+		re:    regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@"'<>\\\[\]]{1,256}):[^\s/?#@"'<>\\]{1,512}@`),
 		repl:  "${1}:" + placeholder("url-password") + "@",
 		anyOf: []string{"://"},
 	},
