@@ -291,3 +291,21 @@ func (d *Dispatcher) rpcError(ctx context.Context, err error, method string) RPC
 func withMethod(ctx context.Context, method string) context.Context {
 	return logctx.WithAttr(ctx, slog.String(logctx.KeyMethod, method))
 }
+
+// validateParams decodes req's params for its method without calling the Handler: the
+// params error (-32602), or nil. Methods without params of their own (the extended card,
+// the push methods) always pass.
+func validateParams(req *Request, spec methodSpec) error {
+	var err error
+	switch spec.kind {
+	case mSend, mStream:
+		_, err = DecodeSendParams(req.Params, spec.dialect)
+	case mGetTask:
+		_, err = DecodeGetTaskParams(req.Params)
+	case mListTasks:
+		_, err = DecodeListTasksParams(req.Params)
+	case mCancel, mSubscribe:
+		_, err = DecodeTaskIDParams(req.Params)
+	}
+	return err
+}

@@ -299,7 +299,7 @@ var goldenCases = []goldenCase{
 		name:    "v1_error_subscribe_not_found",
 		headers: map[string]string{"A2A-Version": "1.0"},
 		body:    `{"jsonrpc":"2.0","id":19,"method":"SubscribeToTask","params":{"id":"task-404"}}`,
-		sse:     true,
+		// known before the stream opens: a plain JSON error (issue 19), not SSE
 		want:    []any{&SubscribeParams{ID: "task-404"}},
 	},
 

@@ -399,19 +399,16 @@ func TestJSONRPCStreamBadParams(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status = %d, want 200", w.Code)
 			}
-			if ct := w.Header().Get("Content-Type"); ct != "text/event-stream" {
-				t.Errorf("Content-Type = %q, want text/event-stream", ct)
+			// Known before the stream opens: a plain JSON error, no event stream.
+			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
 			}
-			frames := parseSSE(t, w.Body.String())
-			if len(frames) != 1 {
-				t.Fatalf("got %d frames, want 1 error frame: %q", len(frames), w.Body)
-			}
-			r := decodeResponse(t, []byte(frames[0].Data))
+			r := decodeResponse(t, w.Body.Bytes())
 			if r.Error == nil || r.Error.Code != -32602 {
-				t.Fatalf("frame %s: want a -32602 error", frames[0].Data)
+				t.Fatalf("response %s: want a -32602 error", w.Body)
 			}
 			if string(r.ID) != `"s1"` {
-				t.Errorf("frame id = %s, want \"s1\"", r.ID)
+				t.Errorf("response id = %s, want \"s1\"", r.ID)
 			}
 			if got := errorField(t, r.Error); got != tc.wantField {
 				t.Errorf("error names field %q, want %q", got, tc.wantField)
@@ -474,7 +471,7 @@ func TestJSONRPCInternalErrorNotLeaked(t *testing.T) {
 			}},
 		},
 		{
-			name: "SendStreamingMessage open", body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":` + v1Send + `}}`, header: "1.0", sse: true,
+			name: "SendStreamingMessage open", body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":` + v1Send + `}}`, header: "1.0", // a plain JSON error: the stream never opened
 			fake: &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) { return nil, errors.New(secret) }},
 		},
 		{
@@ -554,7 +551,7 @@ func TestJSONRPCHandlerPanic(t *testing.T) {
 			name: "SendStreamingMessage",
 			body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":` + v1Send + `}}`,
 			fake: &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) { panic("secret hunter2") }},
-			sse:  true,
+			// the stream never opened: a plain JSON error, not an event stream
 		},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,102 @@
+package a2a
+
+import (
+	"context"
+	"net/http"
+	"testing"
+)
+
+// TestRequestWithoutIDValidationOrder (issue 19, defect 1): a request without an id is
+// checked like any other first (jsonrpc, then the method, then the params) and refused
+// for the missing id last, as the A2A TCK
+// (test_rejects_invalid_json_rpc_requests) and the SDK servers expect. Before the fix
+// every request without an id got -32600 at once.
+func TestRequestWithoutIDValidationOrder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		body     string
+		wantCode int
+	}{
+		// The TCK's five inputs, in its order.
+		{"bad jsonrpc", `{"jsonrpc":"aaa","method":"message/send","params":{}}`, -32600},
+		{"no method", `{"jsonrpc":"2.0","params":{}}`, -32600},
+		{"unknown method", `{"jsonrpc":"2.0","method":"message/ssend","params":{}}`, -32601},
+		{"id of a bad type", `{"jsonrpc":"2.0","method":"message/send","params":{},"id":{"bad":"type"}}`, -32600},
+		{"bad params", `{"jsonrpc":"2.0","method":"message/send","params":{"":"not_a_dict"}}`, -32602},
+		// Good method and params: the missing id is what is wrong.
+		{"good request but no id", `{"jsonrpc":"2.0","method":"GetTask","params":{"id":"t-1"}}`, -32600},
+		{"good stream but no id", `{"jsonrpc":"2.0","method":"tasks/resubscribe","params":{"id":"t-1"}}`, -32600},
+		{"bad stream params, no id", `{"jsonrpc":"2.0","method":"SubscribeToTask","params":{}}`, -32602},
+		{"no params for the card, no id", `{"jsonrpc":"2.0","method":"GetExtendedAgentCard"}`, -32600},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeHandler{} // any call to it fails the test: nothing may run
+			w := serveDirect(t, f, TransportConfig{}, http.MethodPost, tc.body)
+			if w.Code != http.StatusOK {
+				t.Fatalf("HTTP %d, want 200", w.Code)
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", ct)
+			}
+			r := decodeResponse(t, w.Body.Bytes())
+			if r.Error == nil || r.Error.Code != tc.wantCode {
+				t.Fatalf("response %s, want error %d", w.Body, tc.wantCode)
+			}
+			if string(r.ID) != "null" {
+				t.Errorf("id %s, want null (the request had none that could be used)", r.ID)
+			}
+			if got := f.params(); len(got) != 0 {
+				t.Errorf("handler called with %v, want no call", got)
+			}
+		})
+	}
+}
+
+// TestStreamOpenErrorIsPlainJSON (issue 19, defect 5): a streaming method that fails
+// before its stream opens (SubscribeToTask on a terminal task, an unknown task, bad
+// params) is answered with a plain application/json JSON-RPC error, as the SDK servers
+// do, not with a 200 event stream holding one error frame (STREAM-SUB-003). Before the
+// fix the answer was text/event-stream.
+func TestStreamOpenErrorIsPlainJSON(t *testing.T) {
+	t.Parallel()
+	terminal := func(context.Context, *SubscribeParams) (Stream, error) {
+		return nil, Errorf(ErrUnsupportedOperation, "task is completed")
+	}
+	unknown := func(context.Context, *SubscribeParams) (Stream, error) { return nil, ErrTaskNotFound }
+	tests := []struct {
+		name     string
+		sub      func(context.Context, *SubscribeParams) (Stream, error)
+		body     string
+		header   string
+		wantCode int
+	}{
+		{"v1.0 subscribe to a terminal task", terminal, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"t-1"}}`, "A2A-Version: 1.0", -32004},
+		{"v0.3 resubscribe to a terminal task", terminal, `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"t-1"}}`, "A2A-Version: 0.3", -32004},
+		{"v1.0 subscribe to an unknown task", unknown, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"t-1"}}`, "A2A-Version: 1.0", -32001},
+		{"v1.0 stream with bad params", nil, `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{}}`, "A2A-Version: 1.0", -32602},
+		{"bad Last-Event-ID", terminal, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"t-1"}}`, "Last-Event-ID: x", -32602},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeHandler{subscribe: tc.sub}
+			w := serveDirect(t, f, TransportConfig{}, http.MethodPost, tc.body, tc.header)
+			if w.Code != http.StatusOK {
+				t.Fatalf("HTTP %d, want 200", w.Code)
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q, want application/json; body %s", ct, w.Body)
+			}
+			r := decodeResponse(t, w.Body.Bytes())
+			if r.Error == nil || r.Error.Code != tc.wantCode {
+				t.Fatalf("response %s, want error %d", w.Body, tc.wantCode)
+			}
+			if string(r.ID) != "1" {
+				t.Errorf("id %s, want 1", r.ID)
+			}
+		})
+	}
+}
