@@ -262,7 +262,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		if d.cfg.ExtendedCard == nil {
 			return nil, ErrExtendedCardNotConfigured
 		}
-		return d.cfg.ExtendedCard(r)
+		return d.cfg.ExtendedCard(r, dl)
 	case mPush:
 		if dl == V1 {
 			return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")

@@ -187,10 +187,12 @@ func IsStreamingMethod(method string) bool {
 
 // TransportConfig configures [NewJSONRPCHandler] and [NewDispatcher]. The zero value is usable.
 type TransportConfig struct {
-	Logger       *slog.Logger                          // nil: slog.Default()
-	MaxBodyBytes int64                                 // 0: DefaultMaxBodyBytes
-	KeepAlive    time.Duration                         // SSE keep-alive comment interval; 0: DefaultKeepAlive
-	ExtendedCard func(r *http.Request) ([]byte, error) // GetExtendedAgentCard; nil: -32007
+	Logger       *slog.Logger  // nil: slog.Default()
+	MaxBodyBytes int64         // 0: DefaultMaxBodyBytes
+	KeepAlive    time.Duration // SSE keep-alive comment interval; 0: DefaultKeepAlive
+	// ExtendedCard answers GetExtendedAgentCard (d V1) and agent/getAuthenticatedExtendedCard
+	// (d V03) with the card JSON for that dialect; nil: -32007 (not configured).
+	ExtendedCard func(r *http.Request, d Dialect) ([]byte, error)
 	// Observe, when set, is called once per answered request with its method ("" when
 	// the request could not be decoded), dialect, JSON-RPC error code (0 for success),
 	// the error's reason from the error table (e.g. "CONTEXT_BUSY", "INTERNAL"; "" for
