@@ -2,8 +2,11 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestRequestWithoutIDValidationOrder (issue 19, defect 1): a request without an id is
@@ -98,5 +101,87 @@ func TestStreamOpenErrorIsPlainJSON(t *testing.T) {
 				t.Errorf("id %s, want 1", r.ID)
 			}
 		})
+	}
+}
+
+// TestCardLastModified (issue 19, defect 6): the card answers with Last-Modified (the
+// configuration's time, whole seconds) and a conditional GET with If-Modified-Since at or
+// after it gets 304, before it 200; If-None-Match, when present, decides alone (RFC 9110
+// §13.2.2). Before the fix there was no Last-Modified (CARD-CACHE-003) and
+// If-Modified-Since was ignored.
+func TestCardLastModified(t *testing.T) {
+	t.Parallel()
+	mod := time.Date(2026, 3, 4, 5, 6, 7, 800_000_000, time.UTC)
+	h := NewCardHandler(CardConfig{Modified: mod})
+	first := getCard(t, h, "gw.example")
+	if got, want := first.Header().Get("Last-Modified"), "Wed, 04 Mar 2026 05:06:07 GMT"; got != want {
+		t.Fatalf("Last-Modified = %q, want %q", got, want)
+	}
+	etag := first.Header().Get("ETag")
+	tests := []struct {
+		name    string
+		headers []string
+		want    int
+	}{
+		{"same time", []string{"If-Modified-Since: Wed, 04 Mar 2026 05:06:07 GMT"}, http.StatusNotModified},
+		{"later", []string{"If-Modified-Since: Thu, 05 Mar 2026 00:00:00 GMT"}, http.StatusNotModified},
+		{"earlier", []string{"If-Modified-Since: Wed, 04 Mar 2026 05:06:06 GMT"}, http.StatusOK},
+		{"not a date", []string{"If-Modified-Since: yesterday"}, http.StatusOK},
+		{"If-None-Match mismatch wins", []string{"If-None-Match: \"other\"", "If-Modified-Since: Thu, 05 Mar 2026 00:00:00 GMT"}, http.StatusOK},
+		{"If-None-Match match", []string{"If-None-Match: " + etag, "If-Modified-Since: Tue, 03 Mar 2026 00:00:00 GMT"}, http.StatusNotModified},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := getCard(t, h, "gw.example", tc.headers...)
+			if w.Code != tc.want {
+				t.Fatalf("HTTP %d, want %d", w.Code, tc.want)
+			}
+			if w.Code == http.StatusNotModified && w.Body.Len() != 0 {
+				t.Errorf("304 with a body %q", w.Body)
+			}
+			if got := w.Header().Get("Last-Modified"); got != first.Header().Get("Last-Modified") {
+				t.Errorf("Last-Modified = %q, want %q", got, first.Header().Get("Last-Modified"))
+			}
+		})
+	}
+	if lm := getCard(t, NewCardHandler(CardConfig{}), "gw.example").Header().Get("Last-Modified"); lm == "" {
+		t.Error("no Last-Modified without CardConfig.Modified; want the handler's creation time")
+	}
+}
+
+// TestCardByVersionHeader (issue 19, defect 3): the well-known card asked for with
+// A2A-Version 1.x (header or query) is the pure v1.0 card, with its own ETag; without a
+// version it stays the union of both versions.
+func TestCardByVersionHeader(t *testing.T) {
+	t.Parallel()
+	h := NewCardHandler(CardConfig{BearerAuth: true})
+	union := getCard(t, h, "gw.example")
+	for _, hv := range []string{"A2A-Version: 1.0", "A2A-Version: 1"} {
+		w := getCard(t, h, "gw.example", hv)
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"url", "protocolVersion", "preferredTransport", "additionalInterfaces", "supportsAuthenticatedExtendedCard", "security"} {
+			if _, ok := m[k]; ok {
+				t.Errorf("%s: card has the v0.3 member %q", hv, k)
+			}
+		}
+		if w.Header().Get("ETag") == union.Header().Get("ETag") {
+			t.Errorf("%s: same ETag as the union card", hv)
+		}
+		if !strings.Contains(w.Header().Get("Vary"), "A2A-Version") {
+			t.Errorf("Vary = %q, want A2A-Version in it", w.Header().Get("Vary"))
+		}
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(union.Body.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"url", "protocolVersion", "supportedInterfaces"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("card without a version lacks %q; want the union card", k)
+		}
 	}
 }
