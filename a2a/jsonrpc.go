@@ -310,16 +310,19 @@ func lastEventID(h string) func() (uint64, error) {
 // `data:` line holding a whole JSON-RPC response, ended by a blank line; comments keep
 // idle connections alive; an error after the headers goes in a data frame. An error
 // known before the stream opens (bad params, an unknown or terminal task, a busy
-// context) is answered as a plain application/json JSON-RPC error, as for a unary
-// method: there is no stream to put it in.
+// context) is answered, for a v1.0 method, as a plain application/json JSON-RPC error,
+// as for a unary method (the v1.0 SDK servers do so, and the v1.0 TCK reads an error
+// inside a 200 event stream as a success: STREAM-SUB-003); for a v0.3 method it stays
+// one error frame in a 200 event stream, as v0.3 has message/stream and
+// tasks/resubscribe always answer (its SDK servers do so, and the v0.3 TCK refuses any
+// other content type: test_tasks_resubscribe_nonexistent).
 func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, req *Request, spec methodSpec, start time.Time) {
 	d := spec.dialect
 	st, err := t.d.open(ctx, req, spec, lastEventID(r.Header.Get("Last-Event-ID")))
-	if err != nil {
+	if err != nil && d == V1 {
 		writeJSON(w, t.d.fail(ctx, req.ID, req.Method, d, err, start))
 		return
 	}
-	defer st.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -332,6 +335,12 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			flusher.Flush()
 		}
 	}
+	if err != nil {
+		t.writeSSEError(ctx, w, req, d, err, start)
+		flush()
+		return
+	}
+	defer st.Close()
 	flush()
 	var buf bytes.Buffer
 	for {

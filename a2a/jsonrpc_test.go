@@ -399,13 +399,26 @@ func TestJSONRPCStreamBadParams(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status = %d, want 200", w.Code)
 			}
-			// Known before the stream opens: a plain JSON error, no event stream.
-			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-				t.Errorf("Content-Type = %q, want application/json", ct)
+			// Known before the stream opens: a plain JSON error for a v1.0 method, one
+			// error frame in an event stream for a v0.3 method.
+			raw := w.Body.Bytes()
+			if d, _ := MethodDialect(requestMethod(t, tc.body)); d == V1 {
+				if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type = %q, want application/json", ct)
+				}
+			} else {
+				if ct := w.Header().Get("Content-Type"); ct != "text/event-stream" {
+					t.Errorf("Content-Type = %q, want text/event-stream", ct)
+				}
+				frames := parseSSE(t, w.Body.String())
+				if len(frames) != 1 {
+					t.Fatalf("got %d frames, want 1 error frame: %q", len(frames), w.Body)
+				}
+				raw = []byte(frames[0].Data)
 			}
-			r := decodeResponse(t, w.Body.Bytes())
+			r := decodeResponse(t, raw)
 			if r.Error == nil || r.Error.Code != -32602 {
-				t.Fatalf("response %s: want a -32602 error", w.Body)
+				t.Fatalf("response %s: want a -32602 error", raw)
 			}
 			if string(r.ID) != `"s1"` {
 				t.Errorf("response id = %s, want \"s1\"", r.ID)

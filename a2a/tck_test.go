@@ -58,11 +58,12 @@ func TestRequestWithoutIDValidationOrder(t *testing.T) {
 	}
 }
 
-// TestStreamOpenErrorIsPlainJSON (issue 19, defect 5): a streaming method that fails
-// before its stream opens (SubscribeToTask on a terminal task, an unknown task, bad
-// params) is answered with a plain application/json JSON-RPC error, as the SDK servers
-// do, not with a 200 event stream holding one error frame (STREAM-SUB-003). Before the
-// fix the answer was text/event-stream.
+// TestStreamOpenErrorIsPlainJSON (issue 19, defect 5): a v1.0 streaming method that
+// fails before its stream opens (SubscribeToTask on a terminal task, an unknown task, bad
+// params) is answered with a plain application/json JSON-RPC error, as the v1.0 SDK
+// servers do, not with a 200 event stream holding one error frame (STREAM-SUB-003).
+// Before the fix the answer was text/event-stream. A v0.3 method keeps the event stream
+// (the v0.3 TCK and SDK servers want it).
 func TestStreamOpenErrorIsPlainJSON(t *testing.T) {
 	t.Parallel()
 	terminal := func(context.Context, *SubscribeParams) (Stream, error) {
@@ -77,7 +78,6 @@ func TestStreamOpenErrorIsPlainJSON(t *testing.T) {
 		wantCode int
 	}{
 		{"v1.0 subscribe to a terminal task", terminal, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"t-1"}}`, "A2A-Version: 1.0", -32004},
-		{"v0.3 resubscribe to a terminal task", terminal, `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"t-1"}}`, "A2A-Version: 0.3", -32004},
 		{"v1.0 subscribe to an unknown task", unknown, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"t-1"}}`, "A2A-Version: 1.0", -32001},
 		{"v1.0 stream with bad params", nil, `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{}}`, "A2A-Version: 1.0", -32602},
 		{"bad Last-Event-ID", terminal, `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"t-1"}}`, "Last-Event-ID: x", -32602},
@@ -102,6 +102,21 @@ func TestStreamOpenErrorIsPlainJSON(t *testing.T) {
 			}
 		})
 	}
+	t.Run("v0.3 resubscribe to a terminal task keeps the event stream", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeHandler{subscribe: terminal}
+		w := serveDirect(t, f, TransportConfig{}, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tasks/resubscribe","params":{"id":"t-1"}}`)
+		if ct := w.Header().Get("Content-Type"); w.Code != http.StatusOK || ct != "text/event-stream" {
+			t.Fatalf("HTTP %d, Content-Type %q; want 200 text/event-stream", w.Code, ct)
+		}
+		frames := parseSSE(t, w.Body.String())
+		if len(frames) != 1 {
+			t.Fatalf("%d frames, want one error frame: %q", len(frames), w.Body)
+		}
+		if r := decodeResponse(t, []byte(frames[0].Data)); r.Error == nil || r.Error.Code != -32004 {
+			t.Errorf("frame %s, want error -32004", frames[0].Data)
+		}
+	})
 }
 
 // TestCardLastModified (issue 19, defect 6): the card answers with Last-Modified (the
@@ -184,4 +199,16 @@ func TestCardByVersionHeader(t *testing.T) {
 			t.Errorf("card without a version lacks %q; want the union card", k)
 		}
 	}
+}
+
+// requestMethod reads the method of a JSON-RPC request body.
+func requestMethod(t *testing.T, body string) string {
+	t.Helper()
+	var r struct {
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("request %s: %v", body, err)
+	}
+	return r.Method
 }
