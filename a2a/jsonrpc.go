@@ -323,18 +323,7 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 		writeJSON(w, t.d.fail(ctx, req.ID, req.Method, d, err, start))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	flush := startSSE(w)
 	if err != nil {
 		t.writeSSEError(ctx, w, req, d, err, start)
 		flush()
@@ -377,6 +366,22 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			t.writeSSEError(ctx, w, req, d, err, start)
 			flush()
 			return
+		}
+	}
+}
+
+// startSSE writes the headers of an event stream (HTTP 200) and returns its flush.
+func startSSE(w http.ResponseWriter) (flush func()) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	return func() {
+		if flusher != nil {
+			flusher.Flush()
 		}
 	}
 }
