@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // CardPath is the well-known path of the agent card.
@@ -29,8 +30,15 @@ type CardConfig struct {
 	Version     string // "" = "0.1.0"
 	// URL is the public JSON-RPC endpoint; "" = derived per request from its Host.
 	URL string
-	// BearerAuth declares the bearer security scheme (peer tokens configured).
+	// BearerAuth declares the bearer security scheme (peer tokens configured) and, with
+	// it, the authenticated extended card (supportsAuthenticatedExtendedCard,
+	// capabilities.extendedAgentCard): the JSON-RPC endpoint must then authenticate
+	// every request, GetExtendedAgentCard included. Without it the card declares no
+	// extended card: the spec has it "available only" to authenticated callers.
 	BearerAuth bool
+	// Modified is the card's Last-Modified time (when its configuration was loaded);
+	// zero: the time [NewCardHandler] is called.
+	Modified time.Time
 }
 
 // Card is the union agent card: the v1.0 fields and the v0.3 fields side by side, so
@@ -52,6 +60,49 @@ type Card struct {
 	SecuritySchemes                   map[string]any        `json:"securitySchemes,omitempty"`
 	Security                          []map[string][]string `json:"security,omitempty"`
 	SecurityRequirements              []map[string]any      `json:"securityRequirements,omitempty"`
+
+	bearer bool // cfg.BearerAuth, for V1
+}
+
+// CardV1 is the pure v1.0 agent card (the v1.0 AgentCard schema allows no other member):
+// what a request that says A2A-Version 1.0 gets.
+type CardV1 struct {
+	Name                 string             `json:"name"`
+	Description          string             `json:"description"`
+	Version              string             `json:"version"`
+	SupportedInterfaces  []cardInterfaceV1  `json:"supportedInterfaces"`
+	Capabilities         cardCapabilitiesV1 `json:"capabilities"`
+	DefaultInputModes    []string           `json:"defaultInputModes"`
+	DefaultOutputModes   []string           `json:"defaultOutputModes"`
+	Skills               []cardSkill        `json:"skills"`
+	SecuritySchemes      map[string]any     `json:"securitySchemes,omitempty"`
+	SecurityRequirements []map[string]any   `json:"securityRequirements,omitempty"`
+}
+
+type cardCapabilitiesV1 struct {
+	Streaming         bool            `json:"streaming"`
+	PushNotifications bool            `json:"pushNotifications"`
+	ExtendedAgentCard bool            `json:"extendedAgentCard"`
+	Extensions        []cardExtension `json:"extensions"`
+}
+
+// V1 returns the card's v1.0 members only, with the security scheme in its v1.0 form.
+func (c *Card) V1() *CardV1 {
+	v := &CardV1{
+		Name: c.Name, Description: c.Description, Version: c.Version,
+		SupportedInterfaces: c.SupportedInterfaces,
+		Capabilities: cardCapabilitiesV1{
+			Streaming: c.Capabilities.Streaming, PushNotifications: c.Capabilities.PushNotifications,
+			ExtendedAgentCard: c.Capabilities.ExtendedAgentCard, Extensions: c.Capabilities.Extensions,
+		},
+		DefaultInputModes: c.DefaultInputModes, DefaultOutputModes: c.DefaultOutputModes,
+		Skills: c.Skills,
+	}
+	if c.bearer {
+		v.SecuritySchemes = map[string]any{"bearer": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "bearer"}}}
+		v.SecurityRequirements = c.SecurityRequirements
+	}
+	return v
 }
 
 type cardInterfaceV1 struct {
@@ -112,7 +163,7 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		AdditionalInterfaces: []cardInterfaceV03{{URL: url, Transport: "JSONRPC"}},
 		Capabilities: cardCapabilities{
 			Streaming:         true,
-			ExtendedAgentCard: true,
+			ExtendedAgentCard: cfg.BearerAuth,
 			Extensions: []cardExtension{
 				{URI: ExtAppendOnly, Description: "Replies stream as append-only artifact chunks with one stable artifactId (append: true after the first, lastChunk: true on the last); no message is ever edited or replaced, and the final reply equals the concatenation of the chunks, byte for byte. Every event carries its context's sequence number (SSE id:, WebSocket result.seq); events are stored before they are sent. To resume: SubscribeToTask or tasks/resubscribe with Last-Event-ID (also after the task ended), or conversations/subscribe {contextId, afterSeq} on GET /ws; what was missed is replayed from the ledger, then the stream continues live, with no gap and no duplicate."},
 				{URI: ExtHistoryBoundary, Description: "The agent behind the gateway receives the prior turns of the contextId wrapped in a boundary marking them as reference only, not new instructions; only original messages are stored."},
@@ -127,7 +178,8 @@ func BuildCard(cfg CardConfig, url string) *Card {
 			Tags:        []string{"conversation", "chat", "multi-turn"},
 			Examples:    []string{"hello", "continue where we left off"},
 		}},
-		SupportsAuthenticatedExtendedCard: true,
+		SupportsAuthenticatedExtendedCard: cfg.BearerAuth,
+		bearer:                            cfg.BearerAuth,
 	}
 	if cfg.BearerAuth {
 		c.SecuritySchemes = map[string]any{"bearer": map[string]any{
@@ -152,24 +204,45 @@ func RequestBaseURL(r *http.Request) string {
 	return scheme + "://" + r.Host + "/"
 }
 
-// CardJSON returns the card JSON for a request: cfg.URL, or the URL the request reached.
+// CardJSON returns the union card JSON for a request: cfg.URL, or the URL the request
+// reached.
 func CardJSON(cfg CardConfig, r *http.Request) ([]byte, error) {
+	return CardJSONFor(cfg, r, V03)
+}
+
+// CardJSONFor returns the card JSON for a request in dialect d: the pure v1.0 card for
+// [V1], the union of both versions for [V03] (v0.3 clients and clients that name no
+// version read it). The endpoint is cfg.URL, or the URL the request reached.
+func CardJSONFor(cfg CardConfig, r *http.Request, d Dialect) ([]byte, error) {
 	url := cfg.URL
 	if url == "" {
 		url = RequestBaseURL(r)
 	}
-	return json.Marshal(BuildCard(cfg, url))
+	c := BuildCard(cfg, url)
+	if d == V1 {
+		return json.Marshal(c.V1())
+	}
+	return json.Marshal(c)
 }
 
-// NewCardHandler serves the agent card with caching headers (Cache-Control, ETag).
+// NewCardHandler serves the agent card with caching headers (Cache-Control, ETag,
+// Last-Modified; If-None-Match and If-Modified-Since answer 304). A request whose
+// A2A-Version header (or query parameter) names 1.x gets the pure v1.0 card; any other
+// gets the union card.
 func NewCardHandler(cfg CardConfig) http.Handler {
+	modified := cfg.Modified
+	if modified.IsZero() {
+		modified = time.Now()
+	}
+	modified = modified.UTC().Truncate(time.Second) // HTTP dates have whole seconds
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "use GET", http.StatusMethodNotAllowed)
 			return
 		}
-		b, err := CardJSON(cfg, r)
+		d, _, _ := headerDialect(r)
+		b, err := CardJSONFor(cfg, r, d)
 		if err != nil {
 			http.Error(w, "internal error", http.StatusInternalServerError)
 			return
@@ -180,11 +253,22 @@ func NewCardHandler(cfg CardConfig) http.Handler {
 		h.Set("Content-Type", "application/json")
 		h.Set("Cache-Control", "public, max-age=300")
 		h.Set("ETag", etag)
-		h.Set("Vary", "Host")
-		if inm := strings.TrimSpace(r.Header.Get("If-None-Match")); inm == "*" || (inm != "" && strings.Contains(inm, etag)) {
+		h.Set("Last-Modified", modified.Format(http.TimeFormat))
+		h.Set("Vary", "Host, A2A-Version")
+		if notModified(r, etag, modified) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 		_, _ = w.Write(b)
 	})
+}
+
+// notModified evaluates the conditional headers (RFC 9110 §13.2.2): If-None-Match when
+// present, otherwise If-Modified-Since.
+func notModified(r *http.Request, etag string, modified time.Time) bool {
+	if inm := strings.TrimSpace(r.Header.Get("If-None-Match")); inm != "" {
+		return inm == "*" || strings.Contains(inm, etag)
+	}
+	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
+	return err == nil && !modified.After(ims)
 }

@@ -262,7 +262,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		if d.cfg.ExtendedCard == nil {
 			return nil, ErrExtendedCardNotConfigured
 		}
-		return d.cfg.ExtendedCard(r)
+		return d.cfg.ExtendedCard(r, dl)
 	case mPush:
 		if dl == V1 {
 			return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")
@@ -290,4 +290,22 @@ func (d *Dispatcher) rpcError(ctx context.Context, err error, method string) RPC
 // internal/logctx).
 func withMethod(ctx context.Context, method string) context.Context {
 	return logctx.WithAttr(ctx, slog.String(logctx.KeyMethod, method))
+}
+
+// validateParams decodes req's params for its method without calling the Handler: the
+// params error (-32602), or nil. Methods without params of their own (the extended card,
+// the push methods) always pass.
+func validateParams(req *Request, spec methodSpec) error {
+	var err error
+	switch spec.kind {
+	case mSend, mStream:
+		_, err = DecodeSendParams(req.Params, spec.dialect)
+	case mGetTask:
+		_, err = DecodeGetTaskParams(req.Params)
+	case mListTasks:
+		_, err = DecodeListTasksParams(req.Params)
+	case mCancel, mSubscribe:
+		_, err = DecodeTaskIDParams(req.Params)
+	}
+	return err
 }

@@ -299,8 +299,8 @@ var goldenCases = []goldenCase{
 		name:    "v1_error_subscribe_not_found",
 		headers: map[string]string{"A2A-Version": "1.0"},
 		body:    `{"jsonrpc":"2.0","id":19,"method":"SubscribeToTask","params":{"id":"task-404"}}`,
-		sse:     true,
-		want:    []any{&SubscribeParams{ID: "task-404"}},
+		// known before the stream opens: a plain JSON error (issue 19), not SSE
+		want: []any{&SubscribeParams{ID: "task-404"}},
 	},
 
 	// ---- v0.3 ----
@@ -390,8 +390,8 @@ func TestGolden(t *testing.T) {
 			fake := newWorldFake()
 			cfg := TransportConfig{Logger: discardLogger()}
 			if !tc.noCard {
-				cfg.ExtendedCard = func(r *http.Request) ([]byte, error) {
-					return CardJSON(CardConfig{Name: "Extended gateway", URL: goldenCardURL}, r)
+				cfg.ExtendedCard = func(r *http.Request, d Dialect) ([]byte, error) {
+					return CardJSONFor(CardConfig{Name: "Extended gateway", URL: goldenCardURL, BearerAuth: true}, r, d)
 				}
 			}
 			srv := httptest.NewServer(NewJSONRPCHandler(fake, cfg))

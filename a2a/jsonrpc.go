@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -36,7 +37,9 @@ var nullID = json.RawMessage("null")
 // DecodeRequest decodes a JSON-RPC 2.0 request envelope. Errors wrap [ErrParseError]
 // (not JSON, including a body that is not valid UTF-8 anywhere: the message names the
 // byte offset) or [ErrInvalidRequest] (JSON, but not a request object); the returned
-// Request carries the id whenever it could be read, for the error response.
+// Request carries the id whenever it could be read, for the error response. The checks
+// run in the order jsonrpc, id type, method; a missing id is reported last, and then
+// the Request carries the method and params (its ID is null).
 //
 // Invalid UTF-8 is refused before anything is decoded because encoding/json replaces it
 // with U+FFFD: "ctx-\xff" and "ctx-\xfe" would otherwise both become "ctx-\uFFFD", one
@@ -68,14 +71,13 @@ func DecodeRequest(body []byte) (*Request, error) {
 		return &Request{ID: nullID}, Errorf(ErrInvalidRequest, "the request must be a JSON object")
 	}
 	req := &Request{ID: nullID, Params: env.Params}
-	if len(env.ID) == 0 {
-		return req, Errorf(ErrInvalidRequest, "id is required (notifications are not supported)")
-	}
-	switch c := env.ID[0]; {
-	case c == '"' || c == '-' || (c >= '0' && c <= '9') || string(env.ID) == "null":
-		req.ID = env.ID
-	default:
-		return req, Errorf(ErrInvalidRequest, "id must be a string, a number or null")
+	if len(env.ID) > 0 {
+		switch c := env.ID[0]; {
+		case c == '"' || c == '-' || (c >= '0' && c <= '9') || string(env.ID) == "null":
+			req.ID = env.ID
+		default:
+			return req, Errorf(ErrInvalidRequest, "id must be a string, a number or null")
+		}
 	}
 	if string(env.JSONRPC) != `"2.0"` {
 		return req, Errorf(ErrInvalidRequest, `jsonrpc must be "2.0"`)
@@ -86,8 +88,17 @@ func DecodeRequest(body []byte) (*Request, error) {
 	if string(req.Params) == "null" {
 		req.Params = nil
 	}
+	if len(env.ID) == 0 {
+		return req, Errorf(errNoID, "id is required (notifications are not supported)")
+	}
 	return req, nil
 }
+
+// errNoID is the [ErrInvalidRequest] of a request without an id (a JSON-RPC
+// notification, which this gateway does not take). [DecodeRequest] reports it last, with
+// the method and params decoded, so that the HTTP transport can answer an unknown method
+// (-32601) or bad params (-32602) first, as the A2A TCK and the SDK servers do.
+var errNoID = fmt.Errorf("id missing: %w", ErrInvalidRequest)
 
 func syntaxDetail(body []byte) string {
 	var v any
@@ -176,10 +187,12 @@ func IsStreamingMethod(method string) bool {
 
 // TransportConfig configures [NewJSONRPCHandler] and [NewDispatcher]. The zero value is usable.
 type TransportConfig struct {
-	Logger       *slog.Logger                          // nil: slog.Default()
-	MaxBodyBytes int64                                 // 0: DefaultMaxBodyBytes
-	KeepAlive    time.Duration                         // SSE keep-alive comment interval; 0: DefaultKeepAlive
-	ExtendedCard func(r *http.Request) ([]byte, error) // GetExtendedAgentCard; nil: -32007
+	Logger       *slog.Logger  // nil: slog.Default()
+	MaxBodyBytes int64         // 0: DefaultMaxBodyBytes
+	KeepAlive    time.Duration // SSE keep-alive comment interval; 0: DefaultKeepAlive
+	// ExtendedCard answers GetExtendedAgentCard (d V1) and agent/getAuthenticatedExtendedCard
+	// (d V03) with the card JSON for that dialect; nil: -32007 (not configured).
+	ExtendedCard func(r *http.Request, d Dialect) ([]byte, error)
 	// Observe, when set, is called once per answered request with its method ("" when
 	// the request could not be decoded), dialect, JSON-RPC error code (0 for success),
 	// the error's reason from the error table (e.g. "CONTEXT_BUSY", "INTERNAL"; "" for
@@ -247,13 +260,23 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := DecodeRequest(body)
-	if err != nil {
+	noID := errors.Is(err, errNoID)
+	if err != nil && !noID {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, "", hd, err, start))
 		return
 	}
 	spec, ok := methods[req.Method]
 	if !ok {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, hd, methodNotFound(req.Method), start))
+		return
+	}
+	if noID {
+		// A request without an id is refused, but only once its method and params
+		// are known good: those errors come first (JSON-RPC 2.0 validation order).
+		if perr := validateParams(req, spec); perr != nil {
+			err = perr
+		}
+		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, err, start))
 		return
 	}
 	if !versionOK {
@@ -285,22 +308,22 @@ func lastEventID(h string) func() (uint64, error) {
 
 // serveStream answers a streaming method with SSE: every frame is `id: <seq>` plus one
 // `data:` line holding a whole JSON-RPC response, ended by a blank line; comments keep
-// idle connections alive; an error after the headers goes in a data frame.
+// idle connections alive; an error after the headers goes in a data frame. An error
+// known before the stream opens (bad params, an unknown or terminal task, a busy
+// context) is answered, for a v1.0 method, as a plain application/json JSON-RPC error,
+// as for a unary method (the v1.0 SDK servers do so, and the v1.0 TCK reads an error
+// inside a 200 event stream as a success: STREAM-SUB-003); for a v0.3 method it stays
+// one error frame in a 200 event stream, as v0.3 has message/stream and
+// tasks/resubscribe always answer (its SDK servers do so, and the v0.3 TCK refuses any
+// other content type: test_tasks_resubscribe_nonexistent).
 func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *http.Request, req *Request, spec methodSpec, start time.Time) {
 	d := spec.dialect
 	st, err := t.d.open(ctx, req, spec, lastEventID(r.Header.Get("Last-Event-ID")))
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
+	if err != nil && d == V1 {
+		writeJSON(w, t.d.fail(ctx, req.ID, req.Method, d, err, start))
+		return
 	}
+	flush := startSSE(w)
 	if err != nil {
 		t.writeSSEError(ctx, w, req, d, err, start)
 		flush()
@@ -343,6 +366,22 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			t.writeSSEError(ctx, w, req, d, err, start)
 			flush()
 			return
+		}
+	}
+}
+
+// startSSE writes the headers of an event stream (HTTP 200) and returns its flush.
+func startSSE(w http.ResponseWriter) (flush func()) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	return func() {
+		if flusher != nil {
+			flusher.Flush()
 		}
 	}
 }

@@ -399,19 +399,29 @@ func TestJSONRPCStreamBadParams(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status = %d, want 200", w.Code)
 			}
-			if ct := w.Header().Get("Content-Type"); ct != "text/event-stream" {
-				t.Errorf("Content-Type = %q, want text/event-stream", ct)
+			// Known before the stream opens: a plain JSON error for a v1.0 method, one
+			// error frame in an event stream for a v0.3 method.
+			raw := w.Body.Bytes()
+			if d, _ := MethodDialect(requestMethod(t, tc.body)); d == V1 {
+				if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type = %q, want application/json", ct)
+				}
+			} else {
+				if ct := w.Header().Get("Content-Type"); ct != "text/event-stream" {
+					t.Errorf("Content-Type = %q, want text/event-stream", ct)
+				}
+				frames := parseSSE(t, w.Body.String())
+				if len(frames) != 1 {
+					t.Fatalf("got %d frames, want 1 error frame: %q", len(frames), w.Body)
+				}
+				raw = []byte(frames[0].Data)
 			}
-			frames := parseSSE(t, w.Body.String())
-			if len(frames) != 1 {
-				t.Fatalf("got %d frames, want 1 error frame: %q", len(frames), w.Body)
-			}
-			r := decodeResponse(t, []byte(frames[0].Data))
+			r := decodeResponse(t, raw)
 			if r.Error == nil || r.Error.Code != -32602 {
-				t.Fatalf("frame %s: want a -32602 error", frames[0].Data)
+				t.Fatalf("response %s: want a -32602 error", raw)
 			}
 			if string(r.ID) != `"s1"` {
-				t.Errorf("frame id = %s, want \"s1\"", r.ID)
+				t.Errorf("response id = %s, want \"s1\"", r.ID)
 			}
 			if got := errorField(t, r.Error); got != tc.wantField {
 				t.Errorf("error names field %q, want %q", got, tc.wantField)
@@ -474,7 +484,7 @@ func TestJSONRPCInternalErrorNotLeaked(t *testing.T) {
 			}},
 		},
 		{
-			name: "SendStreamingMessage open", body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":` + v1Send + `}}`, header: "1.0", sse: true,
+			name: "SendStreamingMessage open", body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":` + v1Send + `}}`, header: "1.0", // a plain JSON error: the stream never opened
 			fake: &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) { return nil, errors.New(secret) }},
 		},
 		{
@@ -554,7 +564,7 @@ func TestJSONRPCHandlerPanic(t *testing.T) {
 			name: "SendStreamingMessage",
 			body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":` + v1Send + `}}`,
 			fake: &fakeHandler{stream: func(context.Context, *SendParams) (Stream, error) { panic("secret hunter2") }},
-			sse:  true,
+			// the stream never opened: a plain JSON error, not an event stream
 		},
 	}
 	for _, tc := range tests {

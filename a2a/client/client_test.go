@@ -370,8 +370,14 @@ func TestClientRemoteErrors(t *testing.T) {
 	}
 	stream := func(p *a2a.SendParams) call {
 		return func(t *testing.T, c *Client) error {
-			st := openStream(t, c, p)
-			_, err := drain(t, st)
+			// An error known before the stream opens comes with the open (v1.0: a plain
+			// JSON error response) or as the stream's first frame (v0.3: an event stream).
+			st, err := c.SendStreamingMessage(t.Context(), p)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			_, err = drain(t, st)
 			return err
 		}
 	}
