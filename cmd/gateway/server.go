@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/console"
 	"github.com/a2a-gateway/gateway/internal/httpguard"
 	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
@@ -374,6 +375,7 @@ func (s *Server) routes() http.Handler {
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
 	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken}, s.log.With("component", "admin"))
+	e.Any(console.Prefix+"*", echo.WrapHandler(s.consoleHandler()))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if !s.ready.Load() {

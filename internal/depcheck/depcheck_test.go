@@ -30,6 +30,7 @@ var rules = map[string]rule{
 	"internal/httpguard":      {nil, nil, "the listener-wide request guards (body bounds, Host allow-list): standard library only"},
 	"conversations/contextid": {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
 	"conversations":           {[]string{"a2a", "conversations/contextid", "ledger", "prompt", "projection", "redact", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
+	"console":                 {[]string{"conversations", "ledger", "redact"}, nil, "the operator console: pages over the conversations service; no driver"},
 	"prompt":                  {[]string{"ledger", "projection"}, nil, "the agent's input from the ledger, shared by the turn runner and replay; reads through its own interface"},
 	"history":                 {[]string{"a2a"}, nil, "pure rendering"},
 	"projection":              {[]string{"a2a", "history", "redact"}, nil, "pure: ledger + policy → request"},
