@@ -247,6 +247,23 @@ func TestPagesEscapeAndMarkRedactions(t *testing.T) {
 	if strings.Contains(body, "<script>alert") || !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("list page does not escape a contextId:\n%s", body)
 	}
+	// The links carry the contextId escaped once: following them finds the conversation.
+	href := regexp.MustCompile(`href="(/console/conversation\?id=%3c[^"]*)"`).FindStringSubmatch(body)
+	if href == nil {
+		t.Fatalf("no link to the markup conversation:\n%s", body)
+	}
+	link := strings.ReplaceAll(href[1], "&amp;", "&")
+	resp, page := get(t, client(t), srv.URL+link)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("following %s: %d", link, resp.StatusCode)
+	}
+	replay := regexp.MustCompile(`href="/console/replay\?([^"]*)"`).FindStringSubmatch(page)
+	if replay == nil {
+		t.Fatalf("no replay link:\n%s", page)
+	}
+	if q, err := url.ParseQuery(strings.ReplaceAll(replay[1], "&amp;", "&")); err != nil || q.Get("id") != "<script>alert(1)</script>" || q.Get("peer") != "local" {
+		t.Errorf("replay link query %q: %v", replay[1], q)
+	}
 	_, body = get(t, client(t), srv.URL+"/console/conversation?id=ctx-a")
 	if !strings.Contains(body, `<mark class="redacted" title="redacted credential">[redacted:openai-key]</mark>`) || !strings.Contains(body, "&lt;b&gt;x&lt;/b&gt;") {
 		t.Errorf("timeline: no redaction marker or unescaped text:\n%s", body)

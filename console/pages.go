@@ -28,7 +28,6 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"segments": segments,
-	"q":        url.QueryEscape,
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -178,6 +177,11 @@ func ref(r *http.Request) conversations.Ref {
 	return conversations.Ref{ContextID: r.FormValue("id"), Owner: r.FormValue("peer")}
 }
 
+// convQuery is the query naming a conversation, escaped by url.Values.
+func convQuery(contextID, peer string) template.URL {
+	return template.URL(url.Values{"id": {contextID}, "peer": {peer}}.Encode()) //nolint:gosec // every value is query-escaped by Encode
+}
+
 // segment is a piece of an entry's text: plain, or a redaction placeholder.
 type segment struct {
 	Text     string
@@ -223,7 +227,7 @@ type conversationData struct {
 	Entries []entryView
 	Audit   bool
 	Verify  *conversations.VerifyReport
-	Link    string // the query naming this conversation
+	Link    template.URL // the query naming this conversation (url.Values.Encode: escaped)
 }
 
 func (h *Handler) conversation(w http.ResponseWriter, r *http.Request) {
@@ -249,7 +253,7 @@ func (h *Handler) showConversation(w http.ResponseWriter, r *http.Request, rep *
 		return
 	}
 	d := conversationData{Conv: res.Conversation, Audit: audit, Verify: rep,
-		Link: "id=" + url.QueryEscape(res.Conversation.ContextID) + "&peer=" + url.QueryEscape(res.Conversation.Peer)}
+		Link: convQuery(res.Conversation.ContextID, res.Conversation.Peer)}
 	task := ""
 	for _, e := range res.Entries {
 		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit}
@@ -307,7 +311,7 @@ func outboundRef(e ledger.Entry) *conversations.Ref {
 type replayData struct {
 	Res  conversations.ReplayResult
 	At   uint64
-	Link string
+	Link template.URL
 }
 
 // replay shows what the agent was given at a turn (?at=<seq>; none: the latest): the
@@ -328,7 +332,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, http.StatusOK, "replay", "What the agent saw", replayData{Res: res, At: at,
-		Link: "id=" + url.QueryEscape(res.ContextID) + "&peer=" + url.QueryEscape(res.Peer)})
+		Link: convQuery(res.ContextID, res.Peer)})
 }
 
 // liveBack is how many of a conversation's last entries the live page searches for the

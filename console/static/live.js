@@ -39,6 +39,7 @@
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     var ws = new WebSocket(scheme + location.host + "/ws");
     current = ws;
+    root.dataset.connects = String(Number(root.dataset.connects || 0) + 1);
     var id = nextId++;
     ws.onopen = function () {
       retry = 250;
