@@ -297,3 +297,15 @@ func TestSegments(t *testing.T) {
 		}
 	}
 }
+
+func httpRequest(path string) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.RemoteAddr = "127.0.0.1:4000"
+	return req
+}
+
+func recorder(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
