@@ -139,9 +139,16 @@ const (
 	maxScan  = 10
 )
 
+// row is one conversation of the list; For is how long its running task has run ("" when
+// none runs).
+type row struct {
+	conversations.Summary
+	For string
+}
+
 type listData struct {
 	Prefix, Peer, State string
-	Rows                []conversations.Summary
+	Rows                []row
 	Next                string
 	Now                 time.Time
 }
@@ -160,7 +167,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, c := range p.Conversations {
 			if d.State == "" || (d.State == "running") == (c.RunningTask != "") {
-				d.Rows = append(d.Rows, c)
+				d.Rows = append(d.Rows, row{Summary: c, For: h.runningFor(r, c, d.Now)})
 			}
 		}
 		d.Next = p.Next
@@ -170,6 +177,24 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		opts.Cursor = p.Next
 	}
 	h.render(w, r, http.StatusOK, "list", "Conversations", d)
+}
+
+// runningFor says how long c's running task has run: since its first entry among the
+// conversation's last liveBack entries ("" when none runs or it cannot be read).
+func (h *Handler) runningFor(r *http.Request, c conversations.Summary, now time.Time) string {
+	if c.RunningTask == "" {
+		return ""
+	}
+	res, err := h.cfg.Service.Show(r.Context(), conversations.Ref{ContextID: c.ContextID, Owner: c.Peer}, conversations.ShowOptions{Limit: liveBack, All: true})
+	if err != nil {
+		return ""
+	}
+	for _, e := range res.Entries {
+		if e.TaskID == c.RunningTask {
+			return now.Sub(e.CreatedAt).Round(time.Second).String()
+		}
+	}
+	return ""
 }
 
 // ref is the conversation a page names: ?id=<contextId>&peer=<owner>.

@@ -89,6 +89,10 @@ func TestListPaging(t *testing.T) {
 	if len(seen) != 120 || pages != 3 {
 		t.Errorf("paged through %d conversations in %d pages, want 120 in 3", len(seen), pages)
 	}
+	rec := recorder(h, httpRequest("/console/?prefix=ctx-010"))
+	if body := rec.Body.String(); !strings.Contains(body, "t-10 <span class=\"for\">(for ") {
+		t.Errorf("the running task's row does not say how long it has run:\n%s", body)
+	}
 	for _, tc := range []struct {
 		query string
 		want  int

@@ -368,6 +368,11 @@ func TestConsoleBrowser(t *testing.T) {
 			testutil.Receive(t, done, "the live turn's answer")
 		}()
 		testutil.WaitFor(t, "the live turn to run", func() bool { return f.s.runner.Running() == 1 })
+		browse(t, ctx, "list running conversations", chromedp.Navigate(base+"console/?state=running"))
+		waitJS(t, ctx, "the running conversation", `document.querySelectorAll("#conversations tr.conv").length === 1`)
+		if got := evalJS[string](t, ctx, `document.querySelector("#conversations tr.conv a.ctx").textContent + " " + document.querySelector("#conversations tr.conv .for").textContent`); !strings.HasPrefix(got, "ctx-live-1 (for ") {
+			t.Errorf("running conversations: %q, want ctx-live-1 with how long it has run", got)
+		}
 		browse(t, ctx, "open the live page", chromedp.Navigate(base+"console/live?id=ctx-live-1"))
 		waitJS(t, ctx, "the subscription", `document.getElementById("live-status").textContent === "connected"`)
 		want := ""
