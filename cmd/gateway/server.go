@@ -243,6 +243,11 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxMessageBytes:   s.cfg.MaxMessageBytes,
 		MaxStreamsPerPeer: s.cfg.MaxStreamsPerPeer,
 		Observe:           s.metrics,
+		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
+	}
+	if box := s.toolBox(); box != nil {
+		tcfg.Tools = box // a nil *tools.Box in the interface would not read as "off"
+		s.closers.add(func(context.Context) error { return box.Close() })
 	}
 	if rl := newRateLimiter(rate, nil); rl != nil {
 		tcfg.RateLimit = rl // a nil *rateLimiter in the interface would not read as "off"
