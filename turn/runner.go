@@ -690,7 +690,7 @@ type turnRun struct {
 	// messageID is the inbound message's messageId, given to the agent.
 	messageID string
 	metadata  map[string]any // the inbound message's metadata, given to the turn's tools
-	prep      prepared // what the agent is given
+	prep      prepared       // what the agent is given
 
 	started time.Time       // when the send arrived
 	key     string          // the context's key
