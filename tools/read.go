@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/a2a-gateway/gateway/conversations"
@@ -60,18 +61,28 @@ type historyArgs struct {
 	Limit     int    `json:"limit"`
 }
 
+// History output bounds (as Hermes' a2a_history): the default and largest limit, and how
+// much of one message is shown.
+const (
+	defaultHistoryLimit = 50
+	maxHistoryLimit     = 200
+	maxHistoryText      = 1000
+)
+
 // history returns the last messages of a conversation of the turn's owner, or of an
-// outbound one.
+// outbound one: "Conversation ID (last N messages):", then "[role] text" per message.
 func (tt *turnTools) history(ctx context.Context, raw string) outcome {
 	var a historyArgs
 	if err := json.Unmarshal([]byte(raw), &a); err != nil || a.ContextID == "" {
-		return refused("conversation_history wants {\"contextId\": text, \"limit\": 1..200}")
+		return refused("'contextId' is required (see peers_list for known conversations)")
 	}
-	if a.Limit == 0 {
-		a.Limit = 20
-	}
-	if a.Limit < 1 || a.Limit > 200 {
-		return refused("limit %d: want 1..200", a.Limit)
+	switch {
+	case a.Limit == 0:
+		a.Limit = defaultHistoryLimit
+	case a.Limit < 1:
+		a.Limit = 1
+	case a.Limit > maxHistoryLimit:
+		a.Limit = maxHistoryLimit
 	}
 	owner, err := tt.readableOwner(ctx, a.ContextID)
 	if err != nil {
@@ -90,7 +101,7 @@ func (tt *turnTools) history(ctx context.Context, raw string) outcome {
 	if len(msgs) > a.Limit {
 		msgs = msgs[len(msgs)-a.Limit:]
 	}
-	return outcome{text: fmt.Sprintf("conversation %s, last %d messages:\n%s", a.ContextID, len(msgs), strings.Join(msgs, "\n")), status: "ok"}
+	return outcome{text: fmt.Sprintf("Conversation %s (last %d messages):\n%s", a.ContextID, len(msgs), strings.Join(msgs, "\n")), status: "ok"}
 }
 
 var errNotReadable = errors.New("not readable")
@@ -120,14 +131,15 @@ func (tt *turnTools) readableOwner(ctx context.Context, contextID string) (strin
 	return found, nil
 }
 
-// historyLine renders a message or tool entry as one line for the model.
+// historyLine renders a message or tool entry as "[role] text", the text cut at
+// maxHistoryText bytes (on a rune boundary) with " …[truncated]".
 func historyLine(e *ledger.Entry) (string, bool) {
 	var who string
 	switch e.Kind {
 	case ledger.KindUserMessage:
-		who = "[user " + e.Actor + "]"
+		who = "[user]"
 	case ledger.KindAgentReply:
-		who = "[agent " + e.Actor + "]"
+		who = "[agent]"
 	case ledger.KindToolCall:
 		who = "[tool call]"
 	case ledger.KindToolResult:
@@ -139,5 +151,13 @@ func historyLine(e *ledger.Entry) (string, bool) {
 	for _, p := range e.Parts {
 		b.WriteString(p.Text)
 	}
-	return fmt.Sprintf("#%d %s %s", e.Seq, who, b.String()), true
+	text := b.String()
+	if len(text) > maxHistoryText {
+		n := maxHistoryText
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n] + " …[truncated]"
+	}
+	return who + " " + text, true
 }
