@@ -51,6 +51,14 @@ type Tools interface {
 	Call(ctx context.Context, call ToolCall) (string, error)
 }
 
+// ToolEnv is implemented by Tools that a process can reach over HTTP: the exec backend
+// adds Env's KEY=value variables (the gateway's URL and a token bound to the turn) to
+// the command's environment, so that a script can use the same tools, recorded and
+// bounded alike.
+type ToolEnv interface {
+	Env() []string
+}
+
 // toolBudget is what is left of a turn's tool calls and tool time.
 type toolBudget struct {
 	max      int

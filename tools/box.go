@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2a-gateway/gateway/agent"
@@ -74,6 +75,9 @@ type Config struct {
 	HopLimit int
 	// PerPeer bounds peer_send calls to one peer in one turn (0: DefaultPerPeer).
 	PerPeer int
+	// MaxCalls bounds the tool calls a turn's process makes with its token (0:
+	// DefaultMaxHTTPCalls); a model's calls are bounded by the agent (Turn.MaxToolCalls).
+	MaxCalls int
 	// PeerTimeout bounds one call to a peer (0: DefaultPeerTimeout).
 	PeerTimeout time.Duration
 	// HTTPClient reaches the peers; nil: one with peers.NewTransport.
@@ -84,8 +88,9 @@ type Config struct {
 
 // Box makes each turn's tools. It is safe for concurrent use. Close it when done.
 type Box struct {
-	cfg   Config
-	owned bool // cfg.HTTPClient is the Box's own
+	cfg    Config
+	owned  bool // cfg.HTTPClient is the Box's own
+	tokens turnTokens
 }
 
 // Close releases the idle connections of the Box's own HTTP client (none when
@@ -107,6 +112,9 @@ func New(cfg Config) *Box {
 	if cfg.PerPeer <= 0 {
 		cfg.PerPeer = DefaultPerPeer
 	}
+	if cfg.MaxCalls <= 0 {
+		cfg.MaxCalls = DefaultMaxHTTPCalls
+	}
 	if cfg.PeerTimeout <= 0 {
 		cfg.PeerTimeout = DefaultPeerTimeout
 	}
@@ -120,12 +128,16 @@ func New(cfg Config) *Box {
 	return &Box{cfg: cfg, owned: owned}
 }
 
-// ForTurn implements turn.ToolBox: nil in ModeNone, else the turn's tools.
+// ForTurn implements turn.ToolBox: nil in ModeNone, else the turn's tools, with a
+// token that lets the turn's process call them over HTTP (ServeHTTP; Env names it)
+// until the runner closes them at the end of the agent's reply.
 func (b *Box) ForTurn(t turn.ToolTurn) agent.Tools {
 	if b.cfg.Mode == ModeNone || b.cfg.Mode == "" || b.cfg.Conv == nil {
 		return nil
 	}
-	return &turnTools{box: b, t: t, hops: hopsOf(t.Metadata), sent: map[string]int{}}
+	tt := &turnTools{box: b, t: t, hops: hopsOf(t.Metadata), sent: map[string]int{}}
+	b.tokens.issue(tt)
+	return tt
 }
 
 // turnTools are one turn's tools.
@@ -133,6 +145,9 @@ type turnTools struct {
 	box  *Box
 	t    turn.ToolTurn
 	hops Hops // the inbound message's hop data
+	// token lets the turn's process call the tools over HTTP (ServeHTTP) until Close.
+	token     string
+	httpCalls atomic.Int64
 
 	mu   sync.Mutex
 	sent map[string]int // peer_send calls by peer URL

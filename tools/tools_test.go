@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -219,5 +221,51 @@ func TestHops(t *testing.T) {
 		if got := hopsOf(meta); got.Hop != 0 || len(got.Chain) != 0 {
 			t.Errorf("hopsOf(%v) = %+v, want zero", meta, got)
 		}
+	}
+}
+
+func TestTurnTokenHTTP(t *testing.T) {
+	t.Parallel()
+	_, svc := fixture(t)
+	rec := &recorder{}
+	box := New(Config{Mode: ModeRead, Conv: svc, Self: "http://127.0.0.1:1/", MaxCalls: 1})
+	tt := box.ForTurn(turn.ToolTurn{Owner: "local", ContextID: "ctx-1", Record: rec.record})
+	env := tt.(agent.ToolEnv).Env()
+	token := strings.TrimPrefix(env[1], EnvTurnToken+"=")
+	if env[0] != EnvURL+"=http://127.0.0.1:1/" || !strings.HasPrefix(token, "gwt_") {
+		t.Fatalf("Env() = %q", env)
+	}
+	post := func(token, body string) (int, string) {
+		r := httptest.NewRequest(http.MethodPost, ToolsPath, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		box.ServeHTTP(w, r)
+		var res ToolResponse
+		_ = json.Unmarshal(w.Body.Bytes(), &res)
+		return w.Code, res.Result
+	}
+	history := `{"tool":"conversation_history","arguments":{"contextId":"ctx-1"}}`
+	tests := []struct {
+		name, token, body string
+		code              int
+		want              string
+	}{
+		{"wrong token", "gwt_nope", history, http.StatusUnauthorized, ""},
+		{"bad body", token, `{"arguments":1}`, http.StatusBadRequest, ""},
+		{"call", token, history, http.StatusOK, "[agent] 4"},
+		{"past the budget", token, history, http.StatusOK, "refused: this turn's limit of 1 tool calls is spent"},
+	}
+	for _, tc := range tests {
+		code, got := post(tc.token, tc.body)
+		if code != tc.code || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: HTTP %d %q, want %d with %q", tc.name, code, got, tc.code, tc.want)
+		}
+	}
+	if len(rec.entries) != 2 {
+		t.Errorf("recorded %d entries, want the one call's 2", len(rec.entries))
+	}
+	tt.(interface{ Close() }).Close()
+	if code, _ := post(token, history); code != http.StatusUnauthorized {
+		t.Errorf("after Close: HTTP %d, want 401", code)
 	}
 }

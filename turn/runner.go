@@ -732,11 +732,13 @@ func (tr *turnRun) run(ctx context.Context) {
 		tr.chunks.add(c)
 		return nil
 	}
+	tools, endTools := tr.toolsFor()
+	defer endTools()
 	t0 := time.Now()
 	res, err := r.agent.Reply(ctx, agent.Turn{
 		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, MessageID: tr.messageID, Text: tr.text,
 		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream, UpstreamTaskID: tr.prep.upstreamTask,
-		Tools: tr.toolsFor(), MaxToolCalls: r.cfg.MaxToolCalls, ToolTime: r.cfg.ToolTime,
+		Tools: tools, MaxToolCalls: r.cfg.MaxToolCalls, ToolTime: r.cfg.ToolTime,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
 	stopWriter()

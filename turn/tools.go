@@ -30,13 +30,19 @@ type ToolTurn struct {
 	Record func(ctx context.Context, entries ...ledger.Entry) ([]ledger.Entry, error)
 }
 
-// toolsFor returns the turn's tools from the runner's ToolBox (nil when there is none).
-func (tr *turnRun) toolsFor() agent.Tools {
+// toolsFor returns the turn's tools from the runner's ToolBox (nil when there is none)
+// and the function that ends them when the agent is done (tools with a Close method,
+// such as those a process reaches with a turn-bound token, are closed).
+func (tr *turnRun) toolsFor() (agent.Tools, func()) {
 	box := tr.r.cfg.Tools
 	if box == nil {
-		return nil
+		return nil, func() {}
 	}
-	return box.ForTurn(ToolTurn{Owner: tr.peer, ContextID: tr.lt.contextID, TaskID: tr.lt.id, Metadata: tr.metadata, Record: tr.recordTool})
+	t := box.ForTurn(ToolTurn{Owner: tr.peer, ContextID: tr.lt.contextID, TaskID: tr.lt.id, Metadata: tr.metadata, Record: tr.recordTool})
+	if c, ok := t.(interface{ Close() }); ok {
+		return t, c.Close
+	}
+	return t, func() {}
 }
 
 // recordTool appends tool entries in the turn's epoch, with the turn's task id.

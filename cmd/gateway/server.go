@@ -24,6 +24,7 @@ import (
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
 	"github.com/a2a-gateway/gateway/streaming"
+	"github.com/a2a-gateway/gateway/tools"
 	"github.com/a2a-gateway/gateway/turn"
 )
 
@@ -56,6 +57,7 @@ type Server struct {
 	// data dir's admin.token (see adminGate); "" with --admin-token.
 	localToken string
 	runner     *turn.Runner
+	toolbox    *tools.Box // the agent's tools; nil when off
 	http       *http.Server
 	ln         net.Listener
 	ready      atomic.Bool
@@ -246,7 +248,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
 	}
 	if box := s.toolBox(); box != nil {
-		tcfg.Tools = box // a nil *tools.Box in the interface would not read as "off"
+		tcfg.Tools, s.toolbox = box, box // a nil *tools.Box in the interface would not read as "off"
 		s.closers.add(func(context.Context) error { return box.Close() })
 	}
 	if rl := newRateLimiter(rate, nil); rl != nil {
@@ -322,6 +324,10 @@ func (s *Server) mux(ws http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", ws)
 	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
+	if s.toolbox != nil {
+		// A turn's process calls its tools with its turn-bound token (not a peer's).
+		mux.Handle("POST "+tools.ToolsPath, s.withRequestID(s.toolbox))
+	}
 	mux.Handle("/", s.routes())
 	return mux
 }

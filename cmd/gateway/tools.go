@@ -59,7 +59,7 @@ func (s *Server) toolBox() *tools.Box {
 		return nil
 	}
 	return tools.New(tools.Config{
-		Mode: mode, Peers: s.cfg.Peers, Conv: s.adminService(), Self: s.selfURL(), HopLimit: s.cfg.AgentHopLimit,
+		Mode: mode, Peers: s.cfg.Peers, Conv: s.adminService(), Self: s.selfURL(), HopLimit: s.cfg.AgentHopLimit, MaxCalls: s.cfg.AgentMaxToolCalls,
 		PeerTimeout: s.cfg.AgentTimeout, Observe: s.metrics.tools, Logger: s.log,
 	})
 }
