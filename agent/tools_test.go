@@ -256,3 +256,23 @@ func TestUntrustedToolResultIsTagged(t *testing.T) {
 }
 
 func chatTurnDeadline() time.Time { return time.Now().Add(time.Minute) }
+
+func TestToolLoopTimeBound(t *testing.T) {
+	t.Parallel()
+	s := &scripted{}
+	u := newUpstream(t, s.handler(func(n int) []string {
+		return append([]string{oaRole, oaDelta("step. ")}, oaToolCallChunks("call_t", "peer_send", sendArgs)...)
+	}))
+	o, _ := newTestOpenAI(t, u, OpenAIConfig{})
+	tools := &fakeTools{reply: "x"}
+	turn := chatTurn
+	turn.Tools, turn.ToolTime = tools, time.Nanosecond // spent before the model answers
+	var got strings.Builder
+	if _, err := o.Reply(t.Context(), turn, func(c string) error { got.WriteString(c); return nil }); err != nil {
+		t.Fatalf("Reply() error = %v", err)
+	}
+	want := "step. \n\n[note: stopped after 0 tool calls: this turn's time for tools ran out; the answer may be incomplete]"
+	if got.String() != want || len(tools.got()) != 0 {
+		t.Errorf("reply = %q after %d calls, want %q", got.String(), len(tools.got()), want)
+	}
+}

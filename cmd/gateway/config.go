@@ -56,6 +56,8 @@ type Config struct {
 	AgentTools        string
 	AgentMaxToolCalls int
 	AgentHopLimit     int
+	// AgentToolTime bounds the time a turn's model may spend calling tools (0: 2m).
+	AgentToolTime time.Duration
 
 	// Limits. RateLimit is a --rate-limit spec ("600/m"; "0" or "" = off); the Max*
 	// fields are 0 for no limit. The zero values limit nothing; the flags' defaults do.
@@ -212,6 +214,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.AgentInput, "agent-input", "text", "exec: what the command reads on stdin: text (the rendered prompt) or json (contextId, taskId, peer, text, prompt, request)")
 	e.String(&cfg.AgentTools, "agent-tools", "", "the tools the openai/anthropic agent may call: none, read (peers_list, conversation_history) or all (and peer_send); default all when peers are configured, else none")
 	e.Int(&cfg.AgentMaxToolCalls, "agent-max-tool-calls", 8, "most tool calls in one turn; past it the reply ends with the text so far and a note")
+	e.Duration(&cfg.AgentToolTime, "agent-tool-time", 2*time.Minute, "the longest a turn's model may spend calling tools; past it the reply ends with the text so far and a note")
 	e.Int(&cfg.AgentHopLimit, "agent-hop-limit", 4, "most agent-to-agent hops a message may have travelled for this gateway's agent to call out")
 	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
 	e.Int(&cfg.HistoryLimit, "history-limit", 20, "prior messages of the context the agent is given, under the reference-only boundary (0 disables, at most 200)")

@@ -246,6 +246,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxStreamsPerPeer: s.cfg.MaxStreamsPerPeer,
 		Observe:           s.metrics,
 		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
+		ToolTime:          s.cfg.AgentToolTime,
 	}
 	if box := s.toolBox(); box != nil {
 		tcfg.Tools, s.toolbox = box, box // a nil *tools.Box in the interface would not read as "off"

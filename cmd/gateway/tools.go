@@ -37,6 +37,9 @@ func (c *Config) toolProblems() []error {
 	if c.AgentMaxToolCalls < 0 {
 		errs = append(errs, errors.New("--agent-max-tool-calls must not be negative"))
 	}
+	if c.AgentToolTime < 0 {
+		errs = append(errs, errors.New("--agent-tool-time must not be negative"))
+	}
 	if c.AgentHopLimit < 0 {
 		errs = append(errs, errors.New("--agent-hop-limit must not be negative"))
 	}
