@@ -33,6 +33,7 @@ type fakeModel struct {
 	mu     sync.Mutex
 	seen   [][]string // tool results of each request
 	calls  int
+	bodies []string // every request body
 }
 
 func newFakeModel(t *testing.T, kind string, script modelScript) *fakeModel {
@@ -48,6 +49,7 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	results := toolResults(m.kind, body)
 	m.mu.Lock()
 	m.seen = append(m.seen, results)
+	m.bodies = append(m.bodies, string(body))
 	m.calls++
 	n := m.calls
 	m.mu.Unlock()
@@ -216,8 +218,18 @@ func llmConfig(t *testing.T, kind string, model *fakeModel, addr string, ps ...P
 // reply's text and contextId.
 func sendText(t *testing.T, url, text string) (reply, contextID string) {
 	t.Helper()
+	return sendTextIn(t, url, "", text)
+}
+
+// sendTextIn is sendText in the conversation contextID ("" for a new one).
+func sendTextIn(t *testing.T, url, contextID, text string) (reply, replyContextID string) {
+	t.Helper()
 	msg, _ := json.Marshal(text)
-	res := postRPC(t, newHTTPClient(t), url, false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m-`+fmt.Sprint(len(text))+`","role":"user","parts":[{"kind":"text","text":`+string(msg)+`}]}}}`)
+	ctxField := ""
+	if contextID != "" {
+		ctxField = `"contextId":"` + contextID + `",`
+	}
+	res := postRPC(t, newHTTPClient(t), url, false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",`+ctxField+`"messageId":"m-`+fmt.Sprint(len(text))+`","role":"user","parts":[{"kind":"text","text":`+string(msg)+`}]}}}`)
 	if res.Error != nil {
 		t.Fatalf("message/send error: %+v", res.Error)
 	}
@@ -309,6 +321,24 @@ func TestAgentCallsPeer(t *testing.T) {
 			in := conversation(t, b, "local", meta.ContextID)
 			if len(in) < 2 || entryText(&in[0]) != "what is 2+2?" {
 				t.Errorf("B's inbound conversation: %+v", in)
+			}
+			// The next turn's request carries the call and its result from the ledger,
+			// paired (the provider would refuse it otherwise), and the model answers.
+			model.mu.Lock()
+			before := len(model.bodies)
+			model.mu.Unlock()
+			if _, c := sendTextIn(t, a.URL(), ctxA, "thanks"); c != ctxA {
+				t.Fatalf("second turn answered in %q", c)
+			}
+			model.mu.Lock()
+			bodies := model.bodies[before:]
+			model.mu.Unlock()
+			wantCall := `"function":{"name":"peer_send","arguments":"{\"target\":\"b\",\"message\":\"what is 2+2?\"}"}`
+			if kind == "anthropic" {
+				wantCall = `"name":"peer_send","input":{"target":"b","message":"what is 2+2?"}`
+			}
+			if len(bodies) != 1 || !strings.Contains(bodies[0], wantCall) || !strings.Contains(bodies[0], "echo: what is 2+2?") {
+				t.Errorf("the second turn made %d requests; the first lacks the first turn's call %s or its result: %s", len(bodies), wantCall, bodies)
 			}
 		})
 	}
