@@ -36,6 +36,9 @@ type CardConfig struct {
 	// every request, GetExtendedAgentCard included. Without it the card declares no
 	// extended card: the spec has it "available only" to authenticated callers.
 	BearerAuth bool
+	// Extensions are further extensions to declare (URI, description), after the
+	// gateway's own.
+	Extensions []CardExtension
 	// Modified is the card's Last-Modified time (when its configuration was loaded);
 	// zero: the time [NewCardHandler] is called.
 	Modified time.Time
@@ -116,6 +119,12 @@ type cardInterfaceV03 struct {
 	Transport string `json:"transport"`
 }
 
+// CardExtension is an extension a [CardConfig] declares besides the gateway's own.
+type CardExtension struct {
+	URI         string
+	Description string
+}
+
 type cardExtension struct {
 	URI         string `json:"uri"`
 	Description string `json:"description"`
@@ -180,6 +189,9 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		}},
 		SupportsAuthenticatedExtendedCard: cfg.BearerAuth,
 		bearer:                            cfg.BearerAuth,
+	}
+	for _, e := range cfg.Extensions {
+		c.Capabilities.Extensions = append(c.Capabilities.Extensions, cardExtension{URI: e.URI, Description: e.Description})
 	}
 	if cfg.BearerAuth {
 		c.SecuritySchemes = map[string]any{"bearer": map[string]any{

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/projection"
@@ -28,6 +29,15 @@ type Turn struct {
 	// for input (INPUT_REQUIRED), "" otherwise: a relaying backend sends the message into
 	// that task, as A2A continues an interrupted task.
 	UpstreamTaskID string
+	// Tools are the tools the model may call this turn (nil: none). The chat backends
+	// offer them and run the model's calls in a loop; other backends ignore them.
+	Tools Tools
+	// MaxToolCalls bounds the tool calls of this turn; zero means [DefaultMaxToolCalls].
+	MaxToolCalls int
+	// ToolTime bounds the time from the turn's first request to its last tool call; zero
+	// means [DefaultToolTime]. Past either bound the reply ends with the text so far and
+	// a note saying why.
+	ToolTime time.Duration
 }
 
 // Result is how a reply ended.

@@ -8,7 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // Anthropic defaults, used when the matching AnthropicConfig field is zero.
@@ -98,7 +101,11 @@ func (a *Anthropic) Close() error {
 	return nil
 }
 
-// Reply implements [Agent]. It sends t.Request as projection's Request.Anthropic maps it
+// Reply implements [Agent]. With t.Tools it offers the tools and runs the model's calls
+// in a loop (see [Tools]; results go back cleaned and tagged PEER_UNTRUSTED), within
+// t.MaxToolCalls and t.ToolTime; text streamed before and between calls is emitted as it
+// comes, and a spent budget ends the reply with a note.
+// It sends t.Request as projection's Request.Anthropic maps it
 // (when t.Request has no messages, t.Prompt is the only user message). Failures return an
 // error wrapping [ErrBackend] whose text is safe to show a peer (it names the HTTP status
 // or the failure class, never upstream text); the detail is logged at Warn: a request the
@@ -107,34 +114,69 @@ func (a *Anthropic) Close() error {
 // that ends before message_stop, and the Timeout. The caller's cancellation returns
 // ctx's error, and an error from emit is returned as it is.
 func (a *Anthropic) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
-	body, err := chatRequest(t).Anthropic(a.model, a.maxTokens, true)
-	if err != nil {
-		a.h.log.WarnContext(ctx, "the request cannot be sent", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
-		return Result{}, unsendable("anthropic", err)
+	return a.h.reply(ctx, t, a.encode, a.header, emit, a.whole, a.stream)
+}
+
+// encode maps req to a Messages API body, with the tools offered.
+func (a *Anthropic) encode(req projection.Request, specs []ToolSpec) ([]byte, error) {
+	body, err := req.Anthropic(a.model, a.maxTokens, true)
+	if err != nil || len(specs) == 0 {
+		return body, err
 	}
-	return a.h.reply(ctx, t, body, a.header.Clone(), emit, a.whole, a.stream)
+	type tool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	tools := make([]tool, 0, len(specs))
+	for _, sp := range specs {
+		tools = append(tools, tool{Name: sp.Name, Description: sp.Description, InputSchema: schema(sp.Parameters)})
+	}
+	raw, err := json.Marshal(tools)
+	if err != nil {
+		return nil, err
+	}
+	return withJSONMember(body, "tools", raw)
 }
 
 // anthropicEvent is the data of one stream event (the fields the backend reads).
 type anthropicEvent struct {
 	Type  string `json:"type"`
+	Index int    `json:"index"` // content_block_*: the block's position in the message
 	Delta struct {
-		Type       string `json:"type"` // content_block_delta: text_delta, input_json_delta, thinking_delta, ...
-		Text       string `json:"text"`
-		StopReason string `json:"stop_reason"` // message_delta
+		Type        string `json:"type"` // content_block_delta: text_delta, input_json_delta, thinking_delta, ...
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"` // input_json_delta
+		StopReason  string `json:"stop_reason"`  // message_delta
 	} `json:"delta"`
-	ContentBlock struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content_block"`
-	Error struct {
+	ContentBlock anthropicBlock `json:"content_block"`
+	Error        struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
+// anthropicBlock is a content block: text, or a tool_use with its id, name and input.
+type anthropicBlock struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// addToolUse adds a tool_use block (a whole one, or the start of a streamed one) to r.
+// A streamed block's input starts empty ({}) and comes in input_json_delta pieces.
+func (b *anthropicBlock) addToolUse(r *round, idx int, streamed bool) {
+	c := r.call(idx)
+	c.ID, c.Name = b.ID, b.Name
+	if in := strings.TrimSpace(string(b.Input)); !streamed && in != "" && in != "null" {
+		c.Arguments = in
+	}
+}
+
 // stream reads the event stream, emitting text deltas, until message_stop.
-func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error {
+func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, emit Emit, r *round) error {
 	sse := newSSEReader(body)
 	stop := ""
 	for {
@@ -159,12 +201,18 @@ func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, 
 		}
 		switch kind {
 		case "content_block_start":
+			if e.ContentBlock.Type == "tool_use" {
+				e.ContentBlock.addToolUse(r, e.Index, true)
+			}
 			if e.ContentBlock.Type == "text" && e.ContentBlock.Text != "" {
 				if err := emit(e.ContentBlock.Text); err != nil {
 					return err
 				}
 			}
 		case "content_block_delta":
+			if e.Delta.Type == "input_json_delta" {
+				r.call(e.Index).Arguments += e.Delta.PartialJSON
+			}
 			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
 				if err := emit(e.Delta.Text); err != nil {
 					return err
@@ -185,18 +233,15 @@ func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, 
 }
 
 // whole reads a non-streamed message (an endpoint that ignored "stream").
-func (a *Anthropic) whole(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error {
+func (a *Anthropic) whole(parent, ctx context.Context, t Turn, body io.Reader, emit Emit, r *round) error {
 	data, err := io.ReadAll(io.LimitReader(body, maxSSEEvent+1))
 	if err != nil {
 		return a.h.broken(parent, ctx, t, "reading the upstream reply failed", err)
 	}
 	var m struct {
-		Type    string `json:"type"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		StopReason string `json:"stop_reason"`
+		Type       string           `json:"type"`
+		Content    []anthropicBlock `json:"content"`
+		StopReason string           `json:"stop_reason"`
 		Error      struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
@@ -213,7 +258,10 @@ func (a *Anthropic) whole(parent, ctx context.Context, t Turn, body io.Reader, e
 		return a.h.malformed(parent, t, "reply is not a message", data)
 	}
 	a.truncated(parent, t, m.StopReason)
-	for _, b := range m.Content {
+	for i, b := range m.Content {
+		if b.Type == "tool_use" {
+			b.addToolUse(r, i, false)
+		}
 		if b.Type == "text" && b.Text != "" {
 			if err := emit(b.Text); err != nil {
 				return err

@@ -133,6 +133,9 @@ func (e *Exec) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
 	cmd := exec.CommandContext(rctx, "sh", "-c", e.cfg.Command)
 	cmd.Env = append(append(os.Environ(), e.cfg.Env...),
 		"GATEWAY_CONTEXT_ID="+t.ContextID, "GATEWAY_TASK_ID="+t.TaskID, "GATEWAY_PEER="+t.Peer)
+	if te, ok := t.Tools.(ToolEnv); ok {
+		cmd.Env = append(cmd.Env, te.Env()...)
+	}
 	// The copying goroutines exec starts for these end before cmd.Wait returns.
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout = out

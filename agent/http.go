@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/internal/netx"
+	"github.com/a2a-gateway/gateway/projection"
 	// Named so: the package's tests have a helper called sse.
 	sseread "github.com/a2a-gateway/gateway/internal/sse"
 )
@@ -193,28 +194,82 @@ func newSSEReader(r io.Reader) *sseread.Reader { return sseread.NewReader(r, max
 // errSSETooLong is wrapped by the error of an event larger than maxSSEEvent.
 var errSSETooLong = sseread.ErrTooLong
 
-// readBody reads an upstream answer (a stream or one JSON object) and emits its text.
-// parent is the caller's context, ctx the same bounded by the backend's timeout.
-type readBody func(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error
+// readBody reads an upstream answer (a stream or one JSON object), emits its text and
+// collects its tool calls in r. parent is the caller's context, ctx the same bounded by
+// the backend's timeout.
+type readBody func(parent, ctx context.Context, t Turn, body io.Reader, emit Emit, r *round) error
 
-// reply posts body with header, reads the answer with whole (a JSON answer) or stream (an
-// event stream) through the [INPUT_REQUIRED] marker filter, and reports how it ended.
-func (h *httpBackend) reply(ctx context.Context, t Turn, body []byte, header http.Header, emit Emit, whole, stream readBody) (Result, error) {
+// encoder maps a request, with the tools offered (none when specs is empty), to a body.
+type encoder func(req projection.Request, specs []ToolSpec) ([]byte, error)
+
+// reply runs the turn: it posts the request encode makes of t, reads the answer with
+// whole (a JSON answer) or stream (an event stream) through the [INPUT_REQUIRED] marker
+// filter, and while the model calls tools (and t.Tools offers some) runs them, appends
+// the calls and their results to the request and asks again, within the turn's tool
+// budget. Past the budget the reply ends with a note. It reports how the reply ended.
+func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header http.Header, emit Emit, whole, stream readBody) (Result, error) {
+	f := newMarkerFilter(emit)
+	req := chatRequest(t)
+	var specs []ToolSpec
+	if t.Tools != nil {
+		specs = t.Tools.Specs()
+	}
+	budget := newToolBudget(t)
+	for n := 0; ; n++ {
+		body, err := encode(req, specs)
+		if err != nil {
+			h.log.WarnContext(ctx, "the request cannot be sent", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
+			return Result{}, unsendable(h.name, err)
+		}
+		r, err := h.round(ctx, t, body, header, f.write, whole, stream)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(r.calls) == 0 {
+			break
+		}
+		if len(specs) == 0 {
+			h.log.WarnContext(ctx, "the model called a tool none was offered; ignored", "context_id", t.ContextID, "task_id", t.TaskID)
+			break
+		}
+		r.finish(n)
+		if note, ok := budget.admit(len(r.calls)); !ok {
+			h.log.InfoContext(ctx, "tool budget spent", "context_id", t.ContextID, "task_id", t.TaskID, "calls", budget.used)
+			if err := f.write(note); err != nil {
+				return Result{}, err
+			}
+			break
+		}
+		more, err := runTools(ctx, t.Tools, r, budget.deadline)
+		if err != nil {
+			return Result{}, err
+		}
+		req.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)], more...)
+	}
+	found, err := f.finish()
+	return Result{InputRequired: found}, err
+}
+
+// round posts body and reads one answer, bounded by the backend's timeout.
+func (h *httpBackend) round(ctx context.Context, t Turn, body []byte, header http.Header, emit Emit, whole, stream readBody) (*round, error) {
 	rctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	resp, err := h.post(ctx, rctx, t, body, header)
+	resp, err := h.post(ctx, rctx, t, body, header.Clone())
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	f := newMarkerFilter(emit)
+	r := &round{}
+	collect := func(chunk string) error {
+		r.text.WriteString(chunk)
+		return emit(chunk)
+	}
 	read := stream
 	if isJSON(resp) {
 		read = whole
 	}
-	if err := read(ctx, rctx, t, resp.Body, f.write); err != nil {
-		return Result{}, err
+	if err := read(ctx, rctx, t, resp.Body, collect, r); err != nil {
+		return nil, err
 	}
-	found, err := f.finish()
-	return Result{InputRequired: found}, err
+	return r, nil
 }

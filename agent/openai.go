@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/a2a-gateway/gateway/projection"
 )
 
 // DefaultOpenAIURL is the OpenAI API base used when OpenAIConfig.URL is empty.
@@ -86,7 +88,11 @@ func (o *OpenAI) Close() error {
 	return nil
 }
 
-// Reply implements [Agent]. It sends t.Request as projection's Request.OpenAI maps it
+// Reply implements [Agent]. With t.Tools it offers the tools and runs the model's calls
+// in a loop (see [Tools]; results go back cleaned and tagged PEER_UNTRUSTED), within
+// t.MaxToolCalls and t.ToolTime; text streamed before and between calls is emitted as it
+// comes, and a spent budget ends the reply with a note.
+// It sends t.Request as projection's Request.OpenAI maps it
 // (when t.Request has no messages, t.Prompt is the only user message). Failures return an
 // error wrapping [ErrBackend] whose text is safe to show a peer (it names the HTTP status
 // or the failure class, never upstream text); the detail is logged at Warn: a request the
@@ -96,15 +102,36 @@ func (o *OpenAI) Close() error {
 // Timeout. The caller's cancellation returns ctx's error, and an error from emit is
 // returned as it is.
 func (o *OpenAI) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
-	body, err := chatRequest(t).OpenAI(o.model, true)
+	return o.h.reply(ctx, t, o.encode, o.header, emit, o.whole, o.stream)
+}
+
+// encode maps req to a Chat Completions body, with max_tokens and the tools offered.
+func (o *OpenAI) encode(req projection.Request, specs []ToolSpec) ([]byte, error) {
+	body, err := req.OpenAI(o.model, true)
 	if err == nil && o.maxTokens > 0 {
 		body, err = withJSONInt(body, "max_tokens", o.maxTokens)
 	}
-	if err != nil {
-		o.h.log.WarnContext(ctx, "the request cannot be sent", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
-		return Result{}, unsendable("openai", err)
+	if err != nil || len(specs) == 0 {
+		return body, err
 	}
-	return o.h.reply(ctx, t, body, o.header.Clone(), emit, o.whole, o.stream)
+	type function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	type tool struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	tools := make([]tool, 0, len(specs))
+	for _, sp := range specs {
+		tools = append(tools, tool{Type: "function", Function: function{Name: sp.Name, Description: sp.Description, Parameters: schema(sp.Parameters)}})
+	}
+	raw, err := json.Marshal(tools)
+	if err != nil {
+		return nil, err
+	}
+	return withJSONMember(body, "tools", raw)
 }
 
 // openAIChunk is a streamed chat.completion.chunk, or a whole chat.completion.
@@ -112,14 +139,39 @@ type openAIChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content string `json:"content"`
+			Content   string           `json:"content"`
+			ToolCalls []openAIToolCall `json:"tool_calls"`
 		} `json:"delta"`
 		Message struct {
-			Content string `json:"content"`
+			Content   string           `json:"content"`
+			ToolCalls []openAIToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Error json.RawMessage `json:"error"`
+}
+
+// openAIToolCall is a tool call in a message, or a piece of one in a delta: the first
+// delta of a call has its index, id and name, later ones more of its arguments.
+type openAIToolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// add merges a call (or a delta of one) into r.
+func (c *openAIToolCall) add(r *round, idx int) {
+	call := r.call(idx)
+	if c.ID != "" {
+		call.ID = c.ID
+	}
+	if c.Function.Name != "" {
+		call.Name = c.Function.Name
+	}
+	call.Arguments += c.Function.Arguments
 }
 
 // failed reports the error object a chunk carries, if any.
@@ -137,7 +189,7 @@ func (o *OpenAI) reportError(ctx context.Context, t Turn, raw json.RawMessage) e
 }
 
 // stream reads the event stream, emitting the first choice's content deltas.
-func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error {
+func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emit Emit, r *round) error {
 	sse := newSSEReader(body)
 	finish := ""
 	for {
@@ -176,6 +228,9 @@ func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emi
 					return err
 				}
 			}
+			for i := range ch.Delta.ToolCalls {
+				ch.Delta.ToolCalls[i].add(r, ch.Delta.ToolCalls[i].Index)
+			}
 			if ch.FinishReason != "" {
 				finish = ch.FinishReason
 			}
@@ -184,7 +239,7 @@ func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emi
 }
 
 // whole reads a non-streamed chat.completion (an endpoint that ignored "stream").
-func (o *OpenAI) whole(parent, ctx context.Context, t Turn, body io.Reader, emit Emit) error {
+func (o *OpenAI) whole(parent, ctx context.Context, t Turn, body io.Reader, emit Emit, r *round) error {
 	data, err := io.ReadAll(io.LimitReader(body, maxSSEEvent+1))
 	if err != nil {
 		return o.h.broken(parent, ctx, t, "reading the upstream reply failed", err)
@@ -199,6 +254,9 @@ func (o *OpenAI) whole(parent, ctx context.Context, t Turn, body io.Reader, emit
 	for _, ch := range c.Choices {
 		if ch.Index == 0 {
 			o.truncated(parent, t, ch.FinishReason)
+			for i := range ch.Message.ToolCalls {
+				ch.Message.ToolCalls[i].add(r, i)
+			}
 			if ch.Message.Content == "" {
 				return nil
 			}

@@ -44,6 +44,12 @@ func unsendable(backend string, err error) error {
 // withJSONInt adds "key":v as the first member of the JSON object body, so that what the
 // mapper put last (the messages) stays last.
 func withJSONInt(body []byte, key string, v int) ([]byte, error) {
+	return withJSONMember(body, key, strconv.AppendInt(nil, int64(v), 10))
+}
+
+// withJSONMember adds "key":value (value is JSON text) as the first member of the JSON
+// object body.
+func withJSONMember(body []byte, key string, value []byte) ([]byte, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
 		return nil, errors.New("request body is not a JSON object")
@@ -52,14 +58,22 @@ func withJSONInt(body []byte, key string, v int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(body)+len(k)+24)
+	out := make([]byte, 0, len(body)+len(k)+len(value)+2)
 	out = append(out, '{')
 	out = append(out, k...)
 	out = append(out, ':')
-	out = strconv.AppendInt(out, int64(v), 10)
+	out = append(out, value...)
 	if len(bytes.TrimSpace(body[1:len(body)-1])) == 0 {
 		return append(out, '}'), nil
 	}
 	out = append(out, ',')
 	return append(out, body[1:]...), nil
+}
+
+// schema is a tool's parameter schema, an empty object schema when it has none.
+func schema(s json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(s)) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return s
 }

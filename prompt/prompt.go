@@ -30,6 +30,10 @@ const (
 	// MetaUpstreamTask is the upstream task a relay's reply left waiting for input; only
 	// the latest reply's counts.
 	MetaUpstreamTask = "upstreamTaskId"
+	// MetaToolCallID and MetaToolName, in a TOOL_CALL or TOOL_RESULT entry's metadata,
+	// are the call's id and the tool's name; a TOOL_CALL's text is its arguments.
+	MetaToolCallID = "toolCallId"
+	MetaToolName   = "toolName"
 )
 
 // Reader is what the prompt reads of the ledger. Implemented by *ledger.Store.
@@ -69,6 +73,12 @@ func Item(e *ledger.Entry) projection.Item {
 	for _, p := range e.Parts {
 		if p.ArtifactRef != "" {
 			it.ArtifactRef, it.Size = p.ArtifactRef, p.Size
+		}
+	}
+	if e.Kind == ledger.KindToolCall || e.Kind == ledger.KindToolResult {
+		it.ToolCallID, it.ToolName = metaString(e, MetaToolCallID), metaString(e, MetaToolName)
+		if e.Kind == ledger.KindToolCall {
+			it.ToolArgs, it.Text = it.Text, ""
 		}
 	}
 	if e.Kind == ledger.KindAgentReply && strings.Contains(string(e.Metadata), `"`+MetaPartial+`":true`) {

@@ -50,6 +50,12 @@ type Config struct {
 	RateLimit RateLimiter
 	// Observe receives measurements; nil observes nothing.
 	Observe Observer
+	// Tools gives each turn the tools its agent may call; nil offers none.
+	Tools ToolBox
+	// MaxToolCalls and ToolTime bound a turn's tool calls (agent.Turn's fields; 0: the
+	// agent's defaults).
+	MaxToolCalls int
+	ToolTime     time.Duration
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
@@ -508,7 +514,7 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 	r.mu.Lock()
 	r.live[in.taskID] = lt
 	r.mu.Unlock()
-	tr.lt, tr.epoch, tr.keepStored = lt, res.Epoch, !in.continuing
+	tr.lt, tr.epoch, tr.keepStored, tr.metadata = lt, res.Epoch, !in.continuing, m.Metadata
 	tr.keep(res.Entries)
 	r.wg.Go(func() { // exits when the agent is done and the end is recorded
 		defer func() { stopBase(); cancel(nil) }()
@@ -683,7 +689,8 @@ type turnRun struct {
 	text  string
 	// messageID is the inbound message's messageId, given to the agent.
 	messageID string
-	prep      prepared // what the agent is given
+	metadata  map[string]any // the inbound message's metadata, given to the turn's tools
+	prep      prepared       // what the agent is given
 
 	started time.Time       // when the send arrived
 	key     string          // the context's key
@@ -725,10 +732,13 @@ func (tr *turnRun) run(ctx context.Context) {
 		tr.chunks.add(c)
 		return nil
 	}
+	tools, endTools := tr.toolsFor()
+	defer endTools()
 	t0 := time.Now()
 	res, err := r.agent.Reply(ctx, agent.Turn{
 		ContextID: lt.contextID, TaskID: lt.id, Peer: tr.peer, MessageID: tr.messageID, Text: tr.text,
 		Prompt: tr.prep.prompt, Request: tr.prep.request, UpstreamContextID: tr.prep.upstream, UpstreamTaskID: tr.prep.upstreamTask,
+		Tools: tools, MaxToolCalls: r.cfg.MaxToolCalls, ToolTime: r.cfg.ToolTime,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
 	stopWriter()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/tools"
 )
 
 // cardConfig is the agent card of this server: public (GET /.well-known/agent-card.json),
@@ -11,7 +12,11 @@ import (
 // authenticate. Its Last-Modified is left to a2a.NewCardHandler: the time the routes
 // were built, at start-up, when the configuration it reflects was loaded.
 func (s *Server) cardConfig() a2a.CardConfig {
-	return a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
+	c := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
+	if s.cfg.toolMode() != tools.ModeNone {
+		c.Extensions = []a2a.CardExtension{{URI: tools.HopsExtension, Description: toolsHopsDescription}}
+	}
+	return c
 }
 
 // extendedCard answers GetExtendedAgentCard (and v0.3's

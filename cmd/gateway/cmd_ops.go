@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/a2a-gateway/gateway/tools"
 	"io"
 	"log/slog"
 	"os"
@@ -149,6 +150,10 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 	cmd, err := parseConversations(args[0], args[1:], lookup, stdout)
 	if err != nil {
 		return err
+	}
+	if url, token, ok := turnToken(lookup); ok && cmd.sub == "show" {
+		// Inside an exec agent's turn: the turn's conversation_history tool.
+		return callTurnTool(ctx, url, token, tools.ToolHistory, map[string]any{"contextId": cmd.contextID, "limit": cmd.limit}, stdout)
 	}
 	svc, closeSvc, err := openService(ctx, cmd.o, stderr)
 	if err != nil {

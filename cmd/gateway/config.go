@@ -50,6 +50,15 @@ type Config struct {
 	HistoryLimit   int
 	OperatorPolicy string
 
+	// AgentTools is --agent-tools: none, read or all; "" means all when peers are
+	// configured (see toolMode). AgentMaxToolCalls bounds one turn's tool calls (0: the
+	// agent's default, 8); AgentHopLimit bounds agent-to-agent hops (0: 4).
+	AgentTools        string
+	AgentMaxToolCalls int
+	AgentHopLimit     int
+	// AgentToolTime bounds the time a turn's model may spend calling tools (0: 2m).
+	AgentToolTime time.Duration
+
 	// Limits. RateLimit is a --rate-limit spec ("600/m"; "0" or "" = off); the Max*
 	// fields are 0 for no limit. The zero values limit nothing; the flags' defaults do.
 	RateLimit         string
@@ -203,6 +212,10 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.AgentKeyEnv, "agent-key-env", "", "openai/anthropic: name of the environment variable holding the API key (default: OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic); without a key only a custom --agent-url starts; a2a: the variable holding the upstream's bearer token (default: none)")
 	e.String(&cfg.AgentCommand, "agent-command", "", "exec: the command, run with sh -c once per turn; its stdout streams as the reply")
 	e.String(&cfg.AgentInput, "agent-input", "text", "exec: what the command reads on stdin: text (the rendered prompt) or json (contextId, taskId, peer, text, prompt, request)")
+	e.String(&cfg.AgentTools, "agent-tools", "", "the tools the openai/anthropic agent may call: none, read (peers_list, conversation_history) or all (and peer_send); default all when peers are configured, else none")
+	e.Int(&cfg.AgentMaxToolCalls, "agent-max-tool-calls", 8, "most tool calls in one turn; past it the reply ends with the text so far and a note")
+	e.Duration(&cfg.AgentToolTime, "agent-tool-time", 2*time.Minute, "the longest a turn's model may spend calling tools; past it the reply ends with the text so far and a note")
+	e.Int(&cfg.AgentHopLimit, "agent-hop-limit", 4, "most agent-to-agent hops a message may have travelled for this gateway's agent to call out")
 	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
 	e.Int(&cfg.HistoryLimit, "history-limit", 20, "prior messages of the context the agent is given, under the reference-only boundary (0 disables, at most 200)")
 	e.String(&cfg.OperatorPolicy, "operator-policy", "", "operator instructions placed in the agent's instruction stack (below the platform policy, above the peer framing)")
@@ -245,6 +258,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
 	errs = append(errs, c.agentProblems()...)
+	errs = append(errs, c.toolProblems()...)
 	if c.AgentTimeout <= 0 {
 		errs = append(errs, errors.New("--agent-timeout must be positive"))
 	}

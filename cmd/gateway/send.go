@@ -94,6 +94,9 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 	if err != nil {
 		return err
 	}
+	if url, token, ok := turnToken(lookup); ok {
+		return cmd.sendAsTurn(ctx, url, token, stdin, stdout) // inside an exec agent's turn
+	}
 	store, err := openSendStore(ctx, cmd.o.ops, stderr)
 	if err != nil {
 		return err

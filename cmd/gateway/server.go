@@ -25,6 +25,7 @@ import (
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
 	"github.com/a2a-gateway/gateway/streaming"
+	"github.com/a2a-gateway/gateway/tools"
 	"github.com/a2a-gateway/gateway/turn"
 )
 
@@ -57,6 +58,7 @@ type Server struct {
 	// data dir's admin.token (see adminGate); "" with --admin-token.
 	localToken string
 	runner     *turn.Runner
+	toolbox    *tools.Box // the agent's tools; nil when off
 	http       *http.Server
 	ln         net.Listener
 	ready      atomic.Bool
@@ -244,6 +246,12 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxMessageBytes:   s.cfg.MaxMessageBytes,
 		MaxStreamsPerPeer: s.cfg.MaxStreamsPerPeer,
 		Observe:           s.metrics,
+		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
+		ToolTime:          s.cfg.AgentToolTime,
+	}
+	if box := s.toolBox(); box != nil {
+		tcfg.Tools, s.toolbox = box, box // a nil *tools.Box in the interface would not read as "off"
+		s.closers.add(func(context.Context) error { return box.Close() })
 	}
 	if rl := newRateLimiter(rate, nil); rl != nil {
 		tcfg.RateLimit = rl // a nil *rateLimiter in the interface would not read as "off"
@@ -318,6 +326,10 @@ func (s *Server) mux(ws http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", ws)
 	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
+	if s.toolbox != nil {
+		// A turn's process calls its tools with its turn-bound token (not a peer's).
+		mux.Handle("POST "+tools.ToolsPath, s.withRequestID(s.toolbox))
+	}
 	mux.Handle("/", s.routes())
 	return mux
 }

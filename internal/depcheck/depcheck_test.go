@@ -42,6 +42,7 @@ var rules = map[string]rule{
 	"peers":                   {[]string{"a2a", "conversations/contextid", "internal/netx"}, nil, "peer directory"},
 	"internal/logctx":         {nil, nil, "the request scope of log lines: standard library only, so every layer may import it"},
 	"internal/testutil":       {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
+	"tools":                   {[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by cmd/gateway"},
 	"turn":                    {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 

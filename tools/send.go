@@ -1,0 +1,181 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
+	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/peers"
+)
+
+// sendArgs are peer_send's arguments.
+type sendArgs struct {
+	Target    string `json:"target"`
+	Message   string `json:"message"`
+	ContextID string `json:"contextId"`
+}
+
+// peerSend sends a message to a peer as `gateway send` does and returns its reply.
+func (tt *turnTools) peerSend(ctx context.Context, raw string) outcome {
+	var a sendArgs
+	if err := json.Unmarshal([]byte(raw), &a); err != nil || a.Target == "" || strings.TrimSpace(a.Message) == "" {
+		return refused("peer_send wants {\"target\": a peer's name, \"message\": text, \"contextId\": optional}")
+	}
+	tg, contextID, owner, out := tt.resolve(ctx, a)
+	if out != nil {
+		return *out
+	}
+	if out := tt.admit(tg, contextID); out != nil {
+		return *out
+	}
+	msg := a2a.Message{MessageID: uuid.NewString(), ContextID: contextID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(a.Message)},
+		Metadata: map[string]any{HopsExtension: tt.hops.next(tt.box.cfg.Self, tt.t.ContextID)}, Extensions: []string{HopsExtension}}
+	rep, err := tt.deliver(ctx, tg, msg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return failed("the turn's time for tools ran out before %s answered", tg.Peer())
+		}
+		tt.box.cfg.Logger.WarnContext(ctx, "peer_send failed", "peer", tg.Peer(), "err", err)
+		return failed("%s did not answer: %v", tg.Peer(), err)
+	}
+	peer, _ := peers.PeerOfOwner(owner)
+	link := &outboundLink{Peer: peer, Owner: owner, ContextID: rep.contextID, RemoteTaskID: rep.taskID, State: string(rep.state)}
+	if rep.contextID != "" {
+		rec := conversations.OutboundRecord{Peer: peer, PeerURL: tg.URL, ContextID: rep.contextID, RemoteTaskID: rep.taskID,
+			State: string(rep.state), MessageID: msg.MessageID, Text: a.Message, ReplyMessageID: rep.messageID, Reply: rep.text}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if _, err := tt.box.cfg.Conv.RecordOutbound(rctx, rec); err != nil {
+			tt.box.cfg.Logger.WarnContext(ctx, "peer_send: the exchange was not recorded", "peer", peer, "err", err)
+		}
+	}
+	text := "reply from " + peer + " (contextId " + rep.contextID + ", state " + string(rep.state) + "; pass this contextId to continue):\n" + rep.text
+	return outcome{text: text, status: "ok", link: link}
+}
+
+// resolve maps the arguments to a target, the contextId to send in and the owner the
+// exchange is recorded under, with the directory of `gateway send`.
+func (tt *turnTools) resolve(ctx context.Context, a sendArgs) (peers.Target, string, string, *outcome) {
+	dir, err := tt.directory(ctx)
+	if err != nil {
+		o := failed("the peer directory could not be read")
+		return peers.Target{}, "", "", &o
+	}
+	tg, err := dir.Resolve(a.Target)
+	if err != nil {
+		o := refused("target %q: %v; use a peer's name from peers_list", a.Target, err)
+		return tg, "", "", &o
+	}
+	switch tg.Kind {
+	case peers.KindPeer:
+		return tg, a.ContextID, tg.Owner, nil
+	case peers.KindConversation:
+		if a.ContextID != "" && a.ContextID != tg.ContextID {
+			o := refused("target %q continues conversation %q but contextId says %q; give one of them", a.Target, tg.ContextID, a.ContextID)
+			return tg, "", "", &o
+		}
+		return tg, tg.ContextID, tg.Owner, nil
+	}
+	o := refused("target %q is a %s; only configured peers (and their conversations) can be called by tools", a.Target, tg.Kind)
+	return tg, "", "", &o
+}
+
+// admit applies the hop limit, the loop check and the per-peer limit; nil admits.
+func (tt *turnTools) admit(tg peers.Target, contextID string) *outcome {
+	cfg := &tt.box.cfg
+	if tt.hops.Hop+1 > cfg.HopLimit {
+		o := refused("the hop limit is reached: this conversation is %d agent-to-agent call(s) deep and the limit is %d; answer with what you have", tt.hops.Hop, cfg.HopLimit)
+		return &o
+	}
+	if l, loop := tt.hops.loops(tg.URL, contextID); loop || sameURL(tg.URL, cfg.Self) {
+		if !loop {
+			l = Link{URL: cfg.Self, ContextID: tt.t.ContextID}
+		}
+		o := refused("loop: %s would call back into %s (conversation %s), which is already part of this chain of calls; answer with what you have", tg.Peer(), l.URL, l.ContextID)
+		return &o
+	}
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.sent[tg.URL] >= cfg.PerPeer {
+		o := refused("this turn already sent %d messages to %s, the limit per peer", tt.sent[tg.URL], tg.Peer())
+		return &o
+	}
+	tt.sent[tg.URL]++
+	return nil
+}
+
+// directory is the peer directory of a send: the configured peers and the known
+// conversations.
+func (tt *turnTools) directory(ctx context.Context) (*peers.Directory, error) {
+	page, err := tt.box.cfg.Conv.List(ctx, conversations.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	known := make([]peers.Conversation, 0, len(page.Conversations))
+	for _, c := range page.Conversations {
+		known = append(known, peers.Conversation{ContextID: c.ContextID, Owner: c.Peer, Turns: c.Turns, LastActivity: c.LastActivity})
+	}
+	return peers.NewDirectory(tt.box.cfg.Peers, known), nil
+}
+
+// reply is what a peer answered.
+type reply struct {
+	contextID, taskID, messageID string
+	state                        a2a.TaskState
+	text                         string
+}
+
+// deliver sends msg to tg (blocking send) and reads the reply.
+func (tt *turnTools) deliver(ctx context.Context, tg peers.Target, msg a2a.Message) (reply, error) {
+	cfg := &tt.box.cfg
+	c, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: cfg.HTTPClient, Token: tg.Token, Dialect: a2aclient.DialectAuto, Timeout: cfg.PeerTimeout})
+	if err != nil {
+		return reply{}, err
+	}
+	defer c.Close()
+	sctx, cancel := context.WithTimeout(ctx, cfg.PeerTimeout)
+	defer cancel()
+	res, err := c.SendMessage(sctx, &a2a.SendParams{Message: msg})
+	if err != nil {
+		return reply{}, err
+	}
+	return replyOf(res)
+}
+
+// errNoReply: the peer answered with neither a task nor a message.
+var errNoReply = errors.New("the peer's answer has neither a task nor a message")
+
+// replyOf reads the reply text and ids of a send's result.
+func replyOf(res a2a.SendResult) (reply, error) {
+	switch {
+	case res.Message != nil:
+		m := res.Message
+		return reply{contextID: m.ContextID, taskID: m.TaskID, messageID: m.MessageID, state: a2a.StateCompleted, text: m.Text()}, nil
+	case res.Task != nil:
+		t := res.Task
+		r := reply{contextID: t.ContextID, taskID: t.ID, state: t.Status.State}
+		var b strings.Builder
+		for _, a := range t.Artifacts {
+			b.WriteString(a2a.PartsText(a.Parts))
+		}
+		if m := t.Status.Message; m != nil {
+			if b.Len() == 0 {
+				b.WriteString(m.Text())
+			}
+			r.messageID = m.MessageID
+		}
+		r.text = b.String()
+		if r.state != a2a.StateCompleted && !r.state.Interrupted() {
+			return r, errors.New("the peer's task ended " + string(r.state))
+		}
+		return r, nil
+	}
+	return reply{}, errNoReply
+}
