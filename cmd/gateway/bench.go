@@ -103,8 +103,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := opts.cfg
 	if opts.baseline {
 		perRound := cfg.Warmup + cfg.Duration
-		fmt.Fprintf(stderr, "bench: %d rounds against %s and against an in-process baseline, %v each: about %v\n",
-			opts.rounds, cfg.URL, perRound, 2*time.Duration(opts.rounds)*perRound)
+		against := "an in-process baseline"
+		if opts.baselineURL != "" {
+			against = "the baseline " + opts.baselineURL
+		}
+		fmt.Fprintf(stderr, "bench: %d rounds against %s and against %s, %v each: about %v\n",
+			opts.rounds, cfg.URL, against, perRound, 2*time.Duration(opts.rounds)*perRound)
 		var c loadgen.Comparison
 		var runErr error
 		if opts.baselineURL != "" {
