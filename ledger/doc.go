@@ -22,8 +22,10 @@
 //
 // Appends from many goroutines share commits (group commit, DESIGN D-4): one committer
 // goroutine owned by the [Store] takes the first queued append, drains whatever else is
-// already queued into the same bbolt transaction, commits (two fsyncs), then answers every
-// append of the batch. There is no timer, so a lone append commits at once. bbolt's
+// already queued into the same bbolt transaction, yielding the processor between drains
+// while that brings more (so that batches form with one P too), commits (two fsyncs),
+// then answers every append of the batch. There is no timer, so a lone append commits at
+// once. bbolt's
 // DB.Batch is not used. Options.NoGroupCommit falls back to one transaction per append.
 //
 // # Imports

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -297,29 +298,63 @@ type outcome struct {
 	err     error
 }
 
-// commitLoop is the committer: it blocks for the first queued request, drains whatever else
-// is already queued (up to MaxBatch) into the same transaction, commits, and answers every
-// request of the batch. There is no timer: a lone request commits at once. It returns when
-// Close has closed the queue and every queued request has been answered.
+// commitLoop is the committer: it blocks for the first queued request, gathers whatever
+// else is queued or about to be (see gather) into the same transaction, commits, and
+// answers every request of the batch. There is no timer: a lone request commits at once.
+// It returns when Close has closed the queue and every queued request has been answered.
 func (s *Store) commitLoop() {
 	batch := make([]*pending, 0, s.opts.MaxBatch)
 	for first := range s.queue {
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case p, ok := <-s.queue:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, p)
-			default:
-				break drain
-			}
-		}
+		batch = s.gather(append(batch[:0], first))
 		s.commitBatch(batch)
 		clear(batch) // drop references to answered requests
 	}
+}
+
+// maxGatherYields bounds how often gather yields the processor for one batch.
+const maxGatherYields = 8
+
+// gather appends to batch the requests already queued, up to MaxBatch. Between drains it
+// yields the processor (runtime.Gosched) for as long as a yield brings more requests, at
+// most maxGatherYields times: the goroutines that are runnable then (callers woken by the
+// previous commit's answers, requests just read) run first and queue their appends
+// before this commit instead of after it. This matters most with one P (GOMAXPROCS=1):
+// there the committer holds the only P through bbolt's two fdatasyncs per commit (the
+// runtime hands a P in a syscall to another thread only after sysmon has seen it there
+// twice, and an idle sysmon sleeps up to 10 ms), so nothing else runs during a commit,
+// and without the yield an answered caller's next append woke the committer at once
+// (runnext) and every commit carried one or two appends. A yield with nothing else
+// runnable returns at once, so a lone request still commits without delay.
+func (s *Store) gather(batch []*pending) []*pending {
+	batch, open := s.drain(batch)
+	for range maxGatherYields {
+		if !open || len(batch) >= s.opts.MaxBatch {
+			break
+		}
+		n := len(batch)
+		runtime.Gosched()
+		if batch, open = s.drain(batch); len(batch) == n {
+			break
+		}
+	}
+	return batch
+}
+
+// drain appends to batch what is queued now, up to MaxBatch, without waiting; open is
+// false once Close has closed the queue and it is empty.
+func (s *Store) drain(batch []*pending) (_ []*pending, open bool) {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case p, ok := <-s.queue:
+			if !ok {
+				return batch, false
+			}
+			batch = append(batch, p)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
 }
 
 // commitBatch applies every request of batch in one bbolt transaction, in queue order, and

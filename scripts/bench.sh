@@ -3,6 +3,11 @@
 # measured in the same run (this VM drifts ±30%, ratios hold).
 #  1. gateway (durable ledger, echo agent, in-process lease) vs a bare in-process JSON-RPC
 #     echo: message/send (v0.3) and SendMessage (v1.0) at concurrency 1 and 64.
+#  1b. gateway vs an a2a-go v0.3.3 in-memory echo agent (internal/loadgen/a2agoecho, built
+#     here, not shipped): message/send at concurrency 1 and 64, a fresh contextId per
+#     request and 64 long-lived contexts, on one core (servers under GOMAXPROCS=1 and, with
+#     taskset, pinned to CPU 0, the load generator on CPU 1) and on two (nothing pinned);
+#     alternating rounds, then a table of the gateway/a2a-go ratios.
 #  2. the same gateway with the Redis lease vs with the in-process lease (concurrency 64).
 #  3. the busy reply (perf anchor G7): bursts of 1,000 sends at once on one contextId against
 #     a gateway whose turn outlasts the burst, each followed by the same burst against the
@@ -36,6 +41,49 @@ for dialect in 0.3 1.0; do
     echo
   done
 done
+
+# 1b. The a2a-go peer (issue #16 item 4). a2a-go v0.3.3 speaks v0.3 only (SendMessage is
+# -32601 there), so this section sends message/send.
+A2AGO=$tmp/a2agoecho
+go build -o "$A2AGO" ./internal/loadgen/a2agoecho
+pin_server=() pin_client=() one_core="GOMAXPROCS=1, not pinned (no taskset or one CPU)"
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+  pin_server=(taskset -c 0) pin_client=(taskset -c 1) one_core="GOMAXPROCS=1, pinned to CPU 0, load generator on CPU 1"
+fi
+start_a2ago() { # $1: port; the rest: a command prefix (pinning)
+  local p=$1; shift
+  "$@" "$A2AGO" --addr "127.0.0.1:$p" &
+  pids+=($!)
+  wait_ready "http://127.0.0.1:$p"
+}
+p1=$(free_port); GOMAXPROCS=1 "${pin_server[@]}" "$BIN" serve --addr "127.0.0.1:$p1" --data-dir "$tmp/onecore" --log-level warn --rate-limit 0 &
+pids+=($!)
+wait_ready "http://127.0.0.1:$p1"
+a1=$(free_port); start_a2ago "$a1" env GOMAXPROCS=1 "${pin_server[@]}"
+a2=$(free_port); start_a2ago "$a2"
+peer_summary=$tmp/a2ago-summary
+printf '%-5s %-22s %4s  %10s %10s  %9s %9s %9s\n' cores workload c "gw req/s" "a2a req/s" "req/s x" "p50 x" "p99 x" >"$peer_summary"
+for cores in 1 2; do
+  if [ "$cores" = 1 ]; then gw="http://127.0.0.1:$p1/" peer="http://127.0.0.1:$a1/" client=("${pin_client[@]}")
+  else gw=$url peer="http://127.0.0.1:$a2/" client=(); fi
+  for workload in fresh 64; do
+    if [ "$workload" = fresh ]; then wflags=(--fresh-contexts) wname="fresh contextId"; else wflags=(--contexts 64) wname="64 long-lived contexts"; fi
+    for c in 1 64; do
+      echo "=== gateway vs a2a-go v0.3.3 echo (baseline), message/send, $wname, concurrency $c, $cores core(s)$([ "$cores" = 1 ] && echo " ($one_core)")"
+      out=$("${client[@]}" "$BIN" bench --concurrency "$c" "${wflags[@]}" --duration "$DUR" --rounds "$ROUNDS" --baseline-url "$peer" "$gw")
+      echo "$out"
+      echo
+      echo "$out" | awk -v cores="$cores" -v w="$wname" -v c="$c" '
+        $1 == "median" && $2 == "target" { t = $3 }
+        $1 == "median" && $2 == "baseline" { b = $3 }
+        $1 == "target/baseline" { printf "%-5s %-22s %4s  %10s %10s  %9s %9s %9s\n", cores, w, c, t, b, $3, $5, $7 }' >>"$peer_summary"
+    done
+  done
+done
+echo "=== gateway / a2a-go v0.3.3 in-memory echo: medians of $ROUNDS alternating rounds of $DUR each (req/s x above 1: the gateway"
+echo "    serves more; p50 x and p99 x above 1: the gateway is slower). Targets (issue #16): req/s x >= 0.5 on one core, >= 1.0 on two, c=64"
+cat "$peer_summary"
+echo
 
 # The burst gateway: its turn (five words, 250 ms apart: ~1.3 s) outlasts a burst of 1,000
 # (~0.1-0.2 s here), so each wave admits exactly one send. No rate limit: one peer sends all.

@@ -103,8 +103,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := opts.cfg
 	if opts.baseline {
 		perRound := cfg.Warmup + cfg.Duration
-		fmt.Fprintf(stderr, "bench: %d rounds against %s and against an in-process baseline, %v each: about %v\n",
-			opts.rounds, cfg.URL, perRound, 2*time.Duration(opts.rounds)*perRound)
+		against := "an in-process baseline"
+		if opts.baselineURL != "" {
+			against = "the baseline " + opts.baselineURL
+		}
+		fmt.Fprintf(stderr, "bench: %d rounds against %s and against %s, %v each: about %v\n",
+			opts.rounds, cfg.URL, against, perRound, 2*time.Duration(opts.rounds)*perRound)
 		var c loadgen.Comparison
 		var runErr error
 		if opts.baselineURL != "" {
@@ -174,6 +178,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.IntVar(&o.cfg.Contexts, "contexts", 0, "spread requests over `N` contextIds (0: as many as --concurrency).\n"+
 		"With N >= concurrency each worker uses its own ids, so no two\nin-flight requests share one; with 1 every request uses the same\n"+
 		"contextId, and a gateway that runs one task per context answers\nthe overlapping ones with -32004")
+	fs.BoolVar(&o.cfg.FreshContexts, "fresh-contexts", false, "give every request a contextId of its own, so that every request\nopens a new conversation (not with --contexts)")
 	fs.DurationVar(&o.cfg.Warmup, "warmup", time.Second, "run unmeasured for `D` before each measurement")
 	fs.StringVar(&o.cfg.Message, "message", "", "send `TEXT` in every message (empty: a 1 KiB sentence)")
 	fs.StringVar(&o.cfg.Token, "token", "", "send \"Authorization: Bearer `T`\" with every request")
@@ -211,6 +216,9 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 	}
 	if o.cfg.Contexts == 0 {
 		o.cfg.Contexts = concurrency
+	}
+	if o.cfg.FreshContexts && set["contexts"] {
+		problems = append(problems, errors.New("--fresh-contexts and --contexts exclude each other"))
 	}
 	if o.cfg.Message == "" {
 		o.cfg.Message = loadgen.DefaultMessage
@@ -273,16 +281,17 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 	cfg := o.cfg
 	if o.json {
 		settings := map[string]any{
-			"url":           cfg.URL,
-			"dialect":       string(cfg.Dialect),
-			"concurrency":   cfg.Concurrency,
-			"contexts":      cfg.Contexts,
-			"stream":        cfg.Stream,
-			"duration_s":    cfg.Duration.Seconds(),
-			"warmup_s":      cfg.Warmup.Seconds(),
-			"timeout_s":     cfg.Timeout.Seconds(),
-			"message_bytes": len(cfg.Message),
-			"token_set":     cfg.Token != "",
+			"url":            cfg.URL,
+			"dialect":        string(cfg.Dialect),
+			"concurrency":    cfg.Concurrency,
+			"contexts":       cfg.Contexts,
+			"fresh_contexts": cfg.FreshContexts,
+			"stream":         cfg.Stream,
+			"duration_s":     cfg.Duration.Seconds(),
+			"warmup_s":       cfg.Warmup.Seconds(),
+			"timeout_s":      cfg.Timeout.Seconds(),
+			"message_bytes":  len(cfg.Message),
+			"token_set":      cfg.Token != "",
 		}
 		out := map[string]any{"config": settings}
 		if o.baseline {
@@ -299,8 +308,12 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 	if cfg.Stream {
 		mode = "stream"
 	}
-	header := fmt.Sprintf("target       %s\nsettings     dialect %s, %s, concurrency %d, contexts %d, %v per run after %v warmup\n",
-		cfg.URL, cfg.Dialect, mode, cfg.Concurrency, cfg.Contexts, cfg.Duration, cfg.Warmup)
+	contexts := fmt.Sprintf("contexts %d", cfg.Contexts)
+	if cfg.FreshContexts {
+		contexts = "a fresh contextId per request"
+	}
+	header := fmt.Sprintf("target       %s\nsettings     dialect %s, %s, concurrency %d, %s, %v per run after %v warmup\n",
+		cfg.URL, cfg.Dialect, mode, cfg.Concurrency, contexts, cfg.Duration, cfg.Warmup)
 	if o.baseline {
 		if o.baselineURL != "" {
 			header += fmt.Sprintf("baseline     %s, %d alternating rounds\n\n", o.baselineURL, o.rounds)
@@ -330,7 +343,7 @@ func burstProblems(o benchOptions, set map[string]bool) []error {
 		}
 		return problems
 	}
-	for _, name := range []string{"concurrency", "contexts", "duration", "warmup", "stream", "rounds", "baseline-url"} {
+	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url"} {
 		if set[name] {
 			problems = append(problems, fmt.Errorf("--%s does not apply to --burst", name))
 		}

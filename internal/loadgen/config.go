@@ -68,8 +68,12 @@ type Config struct {
 	// over. When Contexts >= Concurrency each worker cycles through its own
 	// disjoint subset, so no two in-flight requests share a contextId. When
 	// it is smaller, workers share ids; 1 makes every request use one
-	// contextId. Zero means Concurrency.
+	// contextId. Zero means Concurrency. Ignored with FreshContexts.
 	Contexts int
+	// FreshContexts gives every request a contextId of its own
+	// ("bench-<RunID>-n<request id>"), so every request opens a new
+	// conversation instead of continuing one of Contexts.
+	FreshContexts bool
 	// Message is the text of every request. Empty means [DefaultMessage].
 	Message string
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
@@ -158,6 +162,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("dialect", string(c.Dialect)),
 		slog.Bool("stream", c.Stream),
 		slog.Int("contexts", c.Contexts),
+		slog.Bool("fresh_contexts", c.FreshContexts),
 		slog.Int("message_bytes", len(c.Message)),
 		slog.Bool("token_set", c.Token != ""),
 		slog.Duration("timeout", c.Timeout),

@@ -17,7 +17,8 @@
 //
 // # Imports
 //
-// Standard library only.
+// The standard library and internal/netx (the one direct-dial rule). The a2a-go peer
+// of `make bench` is the separate main package a2agoecho, which is not shipped.
 //
 // # Caveats
 //

@@ -131,6 +131,9 @@ type worker struct {
 	runRand uint64
 	index   int
 	ctxIDs  [][]byte // JSON-quoted contextIds this worker cycles through
+	// freshBuf holds the JSON-quoted fresh contextId of the request being built
+	// (FreshContexts); the body copies it.
+	freshBuf []byte
 
 	bodyCap int // capacity for the next request body: the largest so far
 	respBuf bytes.Buffer
@@ -165,7 +168,7 @@ func (w *worker) loop(ctx context.Context, window measureWindow) {
 	for seq := 0; ctx.Err() == nil && time.Now().Before(window.end); seq++ {
 		id := uint64(seq)*uint64(w.cfg.Concurrency) + uint64(w.index) + 1
 		start := time.Now()
-		o := w.do(ctx, id, w.ctxIDs[seq%len(w.ctxIDs)], start)
+		o := w.do(ctx, id, w.contextFor(seq, id), start)
 		if o.errKey != "" && ctx.Err() != nil {
 			return // most likely cut short by a cancel or the finish deadline
 		}
@@ -182,6 +185,21 @@ func (w *worker) loop(ctx context.Context, window measureWindow) {
 			w.res.ttfb = append(w.res.ttfb, o.ttfb)
 		}
 	}
+}
+
+// contextFor returns the JSON-quoted contextId of the worker's seq-th request, whose
+// JSON-RPC id is id: a fresh one per request with FreshContexts, else the next of the
+// worker's own.
+func (w *worker) contextFor(seq int, id uint64) []byte {
+	if !w.cfg.FreshContexts {
+		return w.ctxIDs[seq%len(w.ctxIDs)]
+	}
+	b := append(w.freshBuf[:0], `"bench-`...)
+	b = append(b, w.cfg.RunID...)
+	b = append(b, "-n"...)
+	b = strconv.AppendUint(b, id, 10)
+	w.freshBuf = append(b, '"')
+	return w.freshBuf
 }
 
 // do sends one request and reads its answer; start is when the clock began.
