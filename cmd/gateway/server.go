@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +47,7 @@ type locker interface {
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	ledger *ledger.Store
+	ledger ledgerStore
 	locks  locker
 	agent  agent.Agent
 	policy projection.Policy
@@ -181,9 +180,9 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if deps.ledger != nil {
 		deps.ledger(&lopts)
 	}
-	led, err := ledger.Open(filepath.Join(s.cfg.DataDir, "ledger.db"), lopts, s.log)
+	led, err := openLedger(ctx, s.cfg.Store, s.cfg.DataDir, lopts, s.log)
 	if err != nil {
-		return fmt.Errorf("open ledger in %s: %w", s.cfg.DataDir, err)
+		return err
 	}
 	s.ledger = led
 	s.closers.add(func(context.Context) error {

@@ -1,7 +1,8 @@
 // Package pgtest gives tests a real PostgreSQL: a throwaway cluster that the test binary
 // starts itself (initdb and postgres from /usr/lib/postgresql/*/bin, on a free port, in a
-// temporary directory), or the server GATEWAY_TEST_POSTGRES_URL names. Start one cluster
-// per test binary in TestMain ([Main]) and take a fresh database per test ([Database]).
+// temporary directory), or the server GATEWAY_TEST_POSTGRES_URL names. The first
+// [Database] call of a test binary starts its one cluster; [Main] (or [Stop]) in TestMain
+// stops it. Each test gets a fresh database.
 package pgtest
 
 import (
@@ -30,41 +31,58 @@ import (
 const EnvURL = "GATEWAY_TEST_POSTGRES_URL"
 
 var (
+	once     sync.Once
 	adminURL string // the maintenance database's URL of the cluster in use
+	startErr error
+	running  *cluster // the cluster this binary started; nil with EnvURL
 	seq      atomic.Uint64
 	mu       sync.Mutex
 )
 
-// Main starts a cluster (unless EnvURL is set), runs the tests and stops it; call it as
-// os.Exit(pgtest.Main(m)) from TestMain, or run wraps m.Run (for goleak). It exits the
-// binary with a clear message when PostgreSQL is not installed.
+// Main runs the tests (run, or m.Run when run is nil) and then stops the cluster the
+// first [Database] call started, if any: os.Exit(pgtest.Main(m, nil)) in TestMain.
 func Main(m *testing.M, run func() int) int {
 	if run == nil {
 		run = m.Run
 	}
-	if u := os.Getenv(EnvURL); u != "" {
-		adminURL = u
-		return run()
-	}
-	c, err := start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pgtest:", err)
-		return 1
-	}
-	adminURL = c.url
 	code := run()
-	if err := c.stop(); err != nil {
+	if err := Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "pgtest: stop:", err)
 	}
 	return code
 }
 
-// Database creates a new empty database for the test and returns its URL. It fails the
-// test when Main did not run.
+// Stop stops the cluster this binary started (a no-op if none); call it once the tests
+// are done, from TestMain (Main does).
+func Stop() error {
+	if running == nil {
+		return nil
+	}
+	c := running
+	running = nil
+	return c.stop()
+}
+
+// setup starts the cluster on first use, or takes EnvURL.
+func setup() {
+	if u := os.Getenv(EnvURL); u != "" {
+		adminURL = u
+		return
+	}
+	running, startErr = start()
+	if startErr == nil {
+		adminURL = running.url
+	}
+}
+
+// Database creates a new empty database for the test and returns its URL; the first call
+// starts the binary's cluster (stopped by [Main] or [Stop]). It fails the test when no
+// PostgreSQL can be had, saying how to install one.
 func Database(tb testing.TB) string {
 	tb.Helper()
-	if adminURL == "" {
-		tb.Fatal("pgtest: call pgtest.Main from TestMain first")
+	once.Do(setup)
+	if startErr != nil {
+		tb.Fatalf("pgtest: %v", startErr)
 	}
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), seq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
