@@ -75,13 +75,13 @@ func (p *Prepared) Artifacts() []Artifact {
 
 // Fence checks the request against the conversation's stored epoch and returns the epoch
 // its entries carry: epoch+1 for BeginTurn. Errors: [ErrFenced] when the request's
-// epoch is non-zero and differs from the stored one.
+// epoch is non-zero and differs from the stored one (see [AppendRequest].Epoch).
 func (p *Prepared) Fence(epoch uint64) (uint64, error) {
-	switch {
-	case p.p.beginTurn:
-		return epoch + 1, nil
-	case p.p.epoch != 0 && p.p.epoch != epoch:
+	if p.p.epoch != 0 && p.p.epoch != epoch {
 		return 0, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.p.contextID, p.p.epoch, epoch, ErrFenced)
+	}
+	if p.p.beginTurn {
+		return epoch + 1, nil
 	}
 	return epoch, nil
 }

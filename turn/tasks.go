@@ -377,11 +377,16 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		if st.Terminal() || st.Interrupted() {
 			continue
 		}
-		_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
+		// Compare-and-bump on the epoch listed: of several instances recovering one shared
+		// ledger together, one wins; the others (and a turn begun since) are fenced off.
+		_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Epoch: c.Epoch, Entries: []ledger.Entry{{
 			TaskID: c.LastTaskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
 			Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
 			Parts: []ledger.Part{{Kind: ledger.PartText, Text: "the gateway stopped during this turn; send the message again"}},
 		}}})
+		if errors.Is(err, ledger.ErrFenced) {
+			continue
+		}
 		if err != nil {
 			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
 		}

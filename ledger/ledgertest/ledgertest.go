@@ -167,9 +167,18 @@ func testFencing(t *testing.T, s Store) {
 		t.Fatalf("stale epoch: err = %v, want ErrFenced", err)
 	}
 	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "f", Epoch: r2.Epoch, Entries: []ledger.Entry{msg("ok")}})
+	// Compare-and-bump: of two BeginTurn appends expecting the same epoch, one wins.
+	r3 := mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "f", BeginTurn: true, Epoch: r2.Epoch, Entries: []ledger.Entry{msg("won")}})
+	if r3.Epoch != r2.Epoch+1 {
+		t.Errorf("compare-and-bump epoch = %d, want %d", r3.Epoch, r2.Epoch+1)
+	}
+	_, err = s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "f", BeginTurn: true, Epoch: r2.Epoch, Entries: []ledger.Entry{msg("lost")}})
+	if !errors.Is(err, ledger.ErrFenced) {
+		t.Fatalf("second compare-and-bump: err = %v, want ErrFenced", err)
+	}
 	c, _ := s.Conversation(ctx, "o", "f")
-	if c.LastSeq != 3 {
-		t.Errorf("lastSeq = %d, want 3 (the fenced append stored nothing)", c.LastSeq)
+	if c.LastSeq != 4 || c.Epoch != r3.Epoch {
+		t.Errorf("lastSeq %d epoch %d, want 4, %d (the fenced appends stored nothing)", c.LastSeq, c.Epoch, r3.Epoch)
 	}
 }
 
