@@ -274,6 +274,9 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	if running {
 		ended = lt.finished
 	}
+	if !running && r.cfg.SharedStore && !st.EndsStream() {
+		running, ended = true, nil // it may run on another instance: follow it to its end
+	}
 	running = running && !st.EndsStream() // its end is stored: it is finishing
 	// A task parked on input-required is followed into its next turn: the stream ends
 	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once.

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/gorilla/websocket"
+
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/internal/pgtest"
 	"github.com/a2a-gateway/gateway/internal/redistest"
@@ -265,6 +268,65 @@ func checkRecoveredOnce(t *testing.T, url string) {
 		}
 		if failed > 1 || last == "working" || last == "submitted" {
 			t.Errorf("task %s of %q: last state %q, %d failed statuses; want ended, failed at most once", cv.LastTaskID, cv.ContextID, last, failed)
+		}
+	}
+}
+
+// TestPostgresLiveEventsAcrossInstances: a /ws subscriber on B receives, live, every event
+// of a turn that runs on A, the same as A's own subscriber (seq, kind, task, text), and a
+// subscriber resuming on A after B's last seq gets the rest with no gap.
+func TestPostgresLiveEventsAcrossInstances(t *testing.T) {
+	url, addr := pgtest.Database(t), redistest.Start(t)
+	cfg := func() Config { c := storeConfig(t, url, addr); c.EchoDelay = 5 * time.Millisecond; return c }
+	a, b := startWSServer(t, cfg()), startWSServer(t, cfg())
+	subA, subB := wsDial(t, a, ""), wsDial(t, b, "")
+	wsWrite(t, subA, "%s", subscribeFrame("sub", "live-x", 0))
+	wsWrite(t, subB, "%s", subscribeFrame("sub", "live-x", 0))
+	waitUntil(t, "both subscriptions", func() bool { return a.runner.Streams() == 1 && b.runner.Streams() == 1 })
+	c := newHTTPClient(t)
+	if r := sendOnce(t, c, a.URL(), "live-x", "one two three four five six"); r.code != 0 {
+		t.Fatalf("send through A = %+v", r)
+	}
+	onA, rawA := collectRaw(t, subA, `"sub"`)
+	onB, rawB := collectRaw(t, subB, `"sub"`)
+	if diff := cmp.Diff(rawA, rawB); diff != "" {
+		t.Fatalf("B's subscriber saw the turn on A differently (-A +B):\n%s", diff)
+	}
+	if len(onA) < 4 {
+		t.Fatalf("only %d events: %+v", len(onA), onA)
+	}
+	// Resume on A after what B had read up to the middle: the rest, no gap.
+	mid := onB[len(onB)/2].Seq
+	res := wsDial(t, a, "")
+	wsWrite(t, res, "%s", subscribeFrame("res", "live-x", mid))
+	rest, err := wsCollect(res, `"res"`, finalOf(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(onB[len(onB)/2+1:], rest); diff != "" {
+		t.Errorf("resumed on A after seq %d (-want +got):\n%s", mid, diff)
+	}
+	t.Logf("%d events of a turn on A, identical on B's subscriber", len(onA))
+}
+
+// collectRaw reads the events of stream id up to a final status: parsed, and each frame's
+// result exactly as sent.
+func collectRaw(t *testing.T, ws *websocket.Conn, id string) ([]streamEvent, []string) {
+	t.Helper()
+	var evs []streamEvent
+	var raw []string
+	for {
+		f, err := wsReadFrame(ws)
+		if err != nil || string(f.ID) != id || f.Error != nil {
+			t.Fatalf("after %d events: frame %+v, %v", len(evs), f, err)
+		}
+		ev, err := parseEvent(f.Result, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, raw = append(evs, ev), append(raw, string(f.Result))
+		if ev.final() {
+			return evs, raw
 		}
 	}
 }

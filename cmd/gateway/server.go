@@ -146,6 +146,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		return nil, err
 	}
 	s.startRunner(rate, deps)
+	s.followStore()
 	if n, err := s.runner.Recover(ctx); err != nil {
 		return nil, err
 	} else if n > 0 {
@@ -242,6 +243,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxMessageBytes:   s.cfg.MaxMessageBytes,
 		MaxStreamsPerPeer: s.cfg.MaxStreamsPerPeer,
 		Observe:           s.metrics,
+		SharedStore:       s.cfg.Store != "",
 	}
 	if rl := newRateLimiter(rate, nil); rl != nil {
 		tcfg.RateLimit = rl // a nil *rateLimiter in the interface would not read as "off"

@@ -131,3 +131,43 @@ func openStoreService(ctx context.Context, o opsFlags, stderr io.Writer) (opsSer
 	}
 	return conversations.New(led, conversations.Config{Policy: o.policy}), func() { _ = led.Close() }, nil
 }
+
+// resyncHeads is how many of the most recently active conversations are announced again
+// after the store's notifications were interrupted.
+const resyncHeads = 1000
+
+// followStore announces every append committed to a shared (PostgreSQL) store, by any
+// instance, to the runner, so that live readers here follow turns that run elsewhere. Its
+// goroutine stops before the ledger closes (closers run in reverse). A no-op on bbolt.
+func (s *Server) followStore() {
+	pg, ok := s.ledger.(*postgres.Store)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { // exits when the closer below cancels ctx
+		defer close(done)
+		_ = pg.Listen(ctx, func(a postgres.Appended) {
+			if a.LastSeq == 0 { // notifications were lost: announce the latest heads again
+				s.resync(ctx)
+				return
+			}
+			s.runner.Announce(ctx, a.Owner, a.ContextID, a.FirstSeq, a.LastSeq)
+		})
+	}()
+	s.closers.add(func(context.Context) error { cancel(); <-done; return nil })
+}
+
+// resync announces the heads of the most recently active conversations: a reader that
+// missed an announcement sees a gap and catches up from the store.
+func (s *Server) resync(ctx context.Context) {
+	convs, err := s.ledger.List(ctx, ledger.ListOptions{Limit: resyncHeads})
+	if err != nil {
+		s.log.WarnContext(ctx, "live streams: could not list conversations to catch up", "err", err)
+		return
+	}
+	for _, c := range convs {
+		s.runner.Announce(ctx, c.Owner, c.ContextID, c.LastSeq, c.LastSeq)
+	}
+}

@@ -60,6 +60,9 @@ func apply(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (out outcome, req
 	if err := moveHead(ctx, tx, p, &h, epoch, entries, len(fresh)); err != nil {
 		return outcome{}, nil, err
 	}
+	if err := notify(ctx, tx, p, entries); err != nil {
+		return outcome{}, nil, err
+	}
 	return outcome{epoch: epoch, entries: entries}, nil, nil
 }
 

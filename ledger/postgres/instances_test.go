@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -148,4 +149,35 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
+}
+
+// TestListenAcrossInstances: an append through one Store is announced to a listener of
+// another, after its commit, with its seqs.
+func TestListenAcrossInstances(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan postgres.Appended, 16)
+	listening := make(chan error, 1)
+	go func() { listening <- b.Listen(ctx, func(x postgres.Appended) { got <- x }) }()
+	defer func() { cancel(); <-listening }()
+	// LISTEN takes effect asynchronously: append until the first announcement arrives.
+	var first postgres.Appended
+	for first.LastSeq == 0 {
+		if _, err := a.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "live", Entries: []ledger.Entry{text("x"), text("y")}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case first = <-got:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if first.Owner != "o" || first.ContextID != "live" || first.LastSeq != first.FirstSeq+1 {
+		t.Fatalf("announcement = %+v, want o/live, two seqs", first)
+	}
+	c, err := b.Conversation(ctx, "o", "live")
+	if err != nil || c.LastSeq < first.LastSeq {
+		t.Fatalf("announced seq %d is not readable through the listener's store: %+v, %v", first.LastSeq, c, err)
+	}
 }
