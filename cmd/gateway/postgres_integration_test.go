@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -328,5 +329,40 @@ func collectRaw(t *testing.T, ws *websocket.Conn, id string) ([]streamEvent, []s
 		if ev.final() {
 			return evs, raw
 		}
+	}
+}
+
+// TestPostgresSubscribeToTaskOnAnotherInstance: SubscribeToTask on B of a task that runs
+// on A follows it to its final status.
+func TestPostgresSubscribeToTaskOnAnotherInstance(t *testing.T) {
+	url, addr := pgtest.Database(t), redistest.Start(t)
+	ag := newCountingAgent(0)
+	ag.release = make(chan struct{})
+	a := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
+	b := startWSServer(t, storeConfig(t, url, addr))
+	c := newHTTPClient(t)
+	r := postRPC(t, c, a.URL(), false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":false},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"remote-task","parts":[{"kind":"text","text":"long turn"}]}}}`)
+	var task struct {
+		ID string `json:"id"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ID == "" {
+		t.Fatalf("send through A = %+v %s", r.Error, r.Result)
+	}
+	ws := wsDial(t, b, "")
+	wsWrite(t, ws, `{"jsonrpc":"2.0","id":"s","method":"SubscribeToTask","params":{"id":%q}}`, task.ID)
+	waitUntil(t, "the subscription on B", func() bool { return b.runner.Streams() == 1 })
+	close(ag.release)
+	evs, err := wsCollect(ws, `"s"`, finalOf(task.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == "artifact" {
+			reply.WriteString(ev.Text)
+		}
+	}
+	if last := evs[len(evs)-1]; last.State != "completed" || reply.String() != "done: long turn" {
+		t.Errorf("B's stream of A's task = %+v, want the reply and completed", evs)
 	}
 }
