@@ -4,7 +4,7 @@ BIN       ?= bin/gateway
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: chromium console-screenshot run test test-unit test-load build lint bench conformance fuzz redis clean
+.PHONY: chromium console-screenshot run test test-unit test-load build lint bench conformance fuzz redis postgres clean
 
 ## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
@@ -13,7 +13,7 @@ run: build
 	$(BIN) serve
 
 ## test: every test, integration included, with the race detector
-test: redis chromium
+test: redis postgres chromium
 	$(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m $(PKGS)
 
 ## test-load: `make test` 3 times (RUNS=N) while two CPU burners keep both cores busy
@@ -76,6 +76,9 @@ chromium:
 ## console-screenshot: regenerate docs/console.png (the README's picture of a conversation page)
 console-screenshot: chromium
 	GATEWAY_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestConsoleBrowser$$' ./cmd/gateway/
+## postgres: make sure PostgreSQL is installed for the tests that need one (they start their own)
+postgres:
+	@./scripts/ensure-postgres.sh
 
 clean:
 	rm -rf bin

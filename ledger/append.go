@@ -27,8 +27,10 @@ type AppendRequest struct {
 	// BeginTurn bumps the conversation's epoch in the same transaction; the entries carry
 	// the new epoch, which AppendResult.Epoch returns (the fencing token of the turn).
 	BeginTurn bool
-	// Epoch, when non-zero and BeginTurn is false, must equal the conversation's stored
-	// epoch, or the append fails with ErrFenced and nothing is appended. Zero: no fencing.
+	// Epoch, when non-zero, must equal the conversation's stored epoch (with BeginTurn:
+	// the epoch before the bump, a compare-and-bump that lets one of several instances
+	// recovering the same task win), or the append fails with ErrFenced and nothing is
+	// appended. Zero: no fencing.
 	Epoch uint64
 	// Entries to append, at least one. The ledger fills ID (a UUID when empty), ContextID,
 	// Owner, Seq, Epoch, CreatedAt (when zero), PrevHash and Hash; a non-empty ContextID or
@@ -365,11 +367,11 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	switch {
-	case p.beginTurn:
-		m.Epoch++
-	case p.epoch != 0 && p.epoch != m.Epoch:
+	if p.epoch != 0 && p.epoch != m.Epoch {
 		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
+	}
+	if p.beginTurn {
+		m.Epoch++
 	}
 	newTasks, err := newTaskIDs(tasks, p)
 	if err != nil {

@@ -67,11 +67,11 @@ func (s *Store) precompute(p *prepared) {
 		return
 	}
 	epoch := h.epoch
-	switch {
-	case p.beginTurn:
-		epoch++
-	case p.epoch != 0 && p.epoch != h.epoch:
+	if p.epoch != 0 && p.epoch != h.epoch {
 		return // fenced: the committer refuses it
+	}
+	if p.beginTurn {
+		epoch++
 	}
 	g := &guess{baseSeq: h.seq, baseHash: h.hash, epoch: epoch,
 		encoded: make([][]byte, len(p.templates)), hashes: make([]string, len(p.templates))}

@@ -187,6 +187,12 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			if err != nil {
 				return a2a.Event{}, err
 			}
+			if s.r.cfg.SharedStore && ev.Seq > s.covered+1 {
+				// A seq in between may be an event announced late or never (another
+				// instance's commit): read the store from covered first; ev comes again.
+				s.replaying = true
+				continue
+			}
 		}
 		if ev.Seq <= s.covered {
 			continue // replayed already

@@ -56,6 +56,13 @@ type Config struct {
 	// agent's defaults).
 	MaxToolCalls int
 	ToolTime     time.Duration
+
+	// SharedStore: the ledger is shared with other instances (ledger/postgres), which
+	// announce what they commit through [Runner.Announce]. A turn then stores its reply
+	// chunks whether or not a reader on this instance watches (readers elsewhere read them
+	// from the store), a task stream follows a task running on another instance, and a
+	// live stream that sees a gap in seq catches up from the store first.
+	SharedStore bool
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
@@ -838,7 +845,7 @@ func (tr *turnRun) watchLease() (stop func()) {
 func (tr *turnRun) writeChunks(ctx context.Context, stop <-chan struct{}) {
 	for {
 		watched, joined := tr.feed.Watched()
-		if watched {
+		if watched || tr.r.cfg.SharedStore {
 			if text := tr.chunks.take(false); text != "" {
 				if err := tr.appendChunk(ctx, text, false); err != nil {
 					tr.chunkErr = err

@@ -274,6 +274,9 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	if running {
 		ended = lt.finished
 	}
+	if !running && r.cfg.SharedStore && !st.EndsStream() {
+		running, ended = true, nil // it may run on another instance: follow it to its end
+	}
 	running = running && !st.EndsStream() // its end is stored: it is finishing
 	// A task parked on input-required is followed into its next turn: the stream ends
 	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once.
@@ -377,11 +380,16 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		if st.Terminal() || st.Interrupted() {
 			continue
 		}
-		_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
+		// Compare-and-bump on the epoch listed: of several instances recovering one shared
+		// ledger together, one wins; the others (and a turn begun since) are fenced off.
+		_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Epoch: c.Epoch, Entries: []ledger.Entry{{
 			TaskID: c.LastTaskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
 			Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
 			Parts: []ledger.Part{{Kind: ledger.PartText, Text: "the gateway stopped during this turn; send the message again"}},
 		}}})
+		if errors.Is(err, ledger.ErrFenced) {
+			continue
+		}
 		if err != nil {
 			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
 		}

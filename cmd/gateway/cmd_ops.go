@@ -27,6 +27,7 @@ var errSeqPastEnd = conversations.ErrPastEnd
 // opsFlags are the flags every operator command shares.
 type opsFlags struct {
 	server, token, dataDir string
+	store                  string            // a postgres:// store to read directly
 	quiet                  bool              // no "reading …" line on stderr
 	policy                 projection.Policy // replay with no gateway running
 }
@@ -36,6 +37,7 @@ func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) 
 	e.String(&o.server, "server", "http://127.0.0.1:9900", "running gateway to ask (its admin API)")
 	e.String(&o.token, "admin-token", "", "admin token of that gateway (default: the one it wrote to --data-dir's admin.token, for a loopback --server)")
 	e.String(&o.dataDir, "data-dir", "./data", "ledger directory to open directly when no gateway answers at --server")
+	e.String(&o.store, "store", "", "a PostgreSQL store (postgres://…) to read directly, whatever gateways run on it; instead of --server and --data-dir")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not say on stderr which gateway or ledger was read")
 	return e
 }
@@ -45,6 +47,9 @@ func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) 
 // one line saying which was read (none with o.quiet). The returned close func releases
 // what was opened.
 func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService, func(), error) {
+	if o.store != "" {
+		return openStoreService(ctx, o, stderr)
+	}
 	o = o.withLocalToken()
 	ac := newAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -299,6 +304,7 @@ Commands:
   verify [CONTEXT_ID]  walk the hash chains of every conversation (or of one), and the
                        file's pages
   salvage --out FILE   copy every intact conversation to a new ledger file (offline)
+  copy --from --to     copy a ledger between a data dir and PostgreSQL, verifying every chain
 
 Run 'gateway ledger COMMAND --help' for its flags.
 `
@@ -314,11 +320,14 @@ Flags:
 `
 
 // ledgerCommands are the commands of `gateway ledger`.
-var ledgerCommands = []string{"verify", "salvage"}
+var ledgerCommands = []string{"verify", "salvage", "copy"}
 
 func runLedger(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "salvage" {
 		return runLedgerSalvage(ctx, args[1:], lookup, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "copy" {
+		return runLedgerCopy(ctx, args[1:], lookup, stdout, stderr)
 	}
 	switch {
 	case len(args) == 0:

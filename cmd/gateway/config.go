@@ -22,8 +22,11 @@ import (
 
 // Config is everything `gateway serve` reads. Precedence: flag > GATEWAY_* env > default.
 type Config struct {
-	Addr            string
-	DataDir         string
+	Addr    string
+	DataDir string
+	// Store is a PostgreSQL URL (postgres://…) holding the ledger that several instances
+	// share; empty: the bbolt ledger in DataDir. Its password is never logged.
+	Store           string
 	Agent           string
 	EchoDelay       time.Duration
 	LogLevel        slog.Level
@@ -91,7 +94,7 @@ type Config struct {
 // LogValue implements slog.LogValuer; secrets are never logged, only whether they are set.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("agent", c.Agent),
+		slog.String("addr", c.Addr), slog.String("data_dir", c.DataDir), slog.String("store", redactURL(c.Store)), slog.String("agent", c.Agent),
 		slog.String("echo_delay", c.EchoDelay.String()), slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("admin_token_set", c.AdminToken != ""), slog.String("busy_policy", c.BusyPolicy),
 		slog.String("redis_addr", c.RedisAddr), slog.String("redis_url", redactURL(c.RedisURL)),
@@ -206,6 +209,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	fs.StringVar(&configPath, "config", "", "YAML config file whose keys are these flags' names (default ./gateway.yaml if present) (env GATEWAY_CONFIG)")
 	e.String(&cfg.Addr, "addr", "127.0.0.1:9900", "address to listen on; without peer tokens only loopback addresses are allowed")
 	e.String(&cfg.DataDir, "data-dir", "./data", "directory of the ledger (bbolt file ledger.db); one gateway process per directory")
+	e.String(&cfg.Store, "store", "", "the ledger in PostgreSQL, shared by every gateway instance that names it: postgres://user:password@host:port/db (prefer the env variable to the flag, which other users can see in ps; the password is never logged); empty: the bbolt ledger in --data-dir (which still holds admin.token)")
 	e.String(&cfg.Agent, "agent", "echo", "agent backend that produces replies: echo (replies \"echo: <text>\"), openai (any OpenAI-compatible Chat Completions endpoint), anthropic (Messages API), exec (a local command per turn), a2a (relay to an upstream A2A agent at --agent-url), tck (the agent the A2A TCK expects: conformance runs only, not for production; see docs/conformance.md)")
 	e.String(&cfg.AgentURL, "agent-url", "", "openai/anthropic: the API base URL (default: the provider's public API); a2a: the upstream agent's URL (required)")
 	e.String(&cfg.AgentModel, "agent-model", "", "openai/anthropic: the model name (required for them)")
@@ -256,6 +260,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if c.Store != "" && !isStoreURL(c.Store) {
+		errs = append(errs, errors.New("--store: want a postgres://… or postgresql://… URL (empty: the bbolt ledger in --data-dir)"))
 	}
 	errs = append(errs, c.agentProblems()...)
 	errs = append(errs, c.toolProblems()...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,11 +14,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/a2a-gateway/gateway/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		removeBuiltBinary()
+		if err := pgtest.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "pgtest:", err)
+		}
 		os.Exit(code)
 	}))
 }

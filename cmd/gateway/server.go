@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -50,7 +49,7 @@ type locker interface {
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	ledger *ledger.Store
+	ledger ledgerStore
 	locks  locker
 	agent  agent.Agent
 	policy projection.Policy
@@ -150,6 +149,7 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 		return nil, err
 	}
 	s.startRunner(rate, deps)
+	s.followStore()
 	if n, err := s.runner.Recover(ctx); err != nil {
 		return nil, err
 	} else if n > 0 {
@@ -184,9 +184,9 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if deps.ledger != nil {
 		deps.ledger(&lopts)
 	}
-	led, err := ledger.Open(filepath.Join(s.cfg.DataDir, "ledger.db"), lopts, s.log)
+	led, err := openLedger(ctx, s.cfg.Store, s.cfg.DataDir, lopts, s.log)
 	if err != nil {
-		return fmt.Errorf("open ledger in %s: %w", s.cfg.DataDir, err)
+		return err
 	}
 	s.ledger = led
 	s.closers.add(func(context.Context) error {
@@ -246,6 +246,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxMessageBytes:   s.cfg.MaxMessageBytes,
 		MaxStreamsPerPeer: s.cfg.MaxStreamsPerPeer,
 		Observe:           s.metrics,
+		SharedStore:       s.cfg.Store != "",
 		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
 		ToolTime:          s.cfg.AgentToolTime,
 	}

@@ -36,6 +36,9 @@ var rules = map[string]rule{
 	"projection":                 {[]string{"a2a", "history", "redact"}, nil, "pure: ledger + policy → request"},
 	"redact":                     {nil, nil, "pure credential redaction; imports no project package"},
 	"ledger":                     {[]string{"internal/jsonenc", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user"},
+	"ledger/ledgertest":          {[]string{"ledger"}, []string{"github.com/google/go-cmp"}, "the store contract's conformance suite, run by every backend's tests"},
+	"ledger/postgres":            {[]string{"ledger", "conversations/contextid"}, []string{"github.com/jackc/pgx/v5"}, "the PostgreSQL backend: the ledger's entry model and hashing, stored with pgx"},
+	"internal/pgtest":            {nil, []string{"github.com/jackc/pgx/v5"}, "test helper: a throwaway PostgreSQL cluster or GATEWAY_TEST_POSTGRES_URL"},
 	"locking":                    {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
 	"streaming":                  {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
 	"agent":                      {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
@@ -62,6 +65,7 @@ var everywhere = []string{"internal/logctx"}
 var drivers = map[string][]string{
 	"github.com/labstack/echo":     {"cmd/gateway"},
 	"go.etcd.io/bbolt":             {"ledger"},
+	"github.com/jackc/pgx":         {"ledger/postgres", "internal/pgtest"},
 	"github.com/redis/go-redis":    {"locking", "streaming"},
 	"github.com/gorilla/websocket": {"streaming"},
 }

@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel on which every committed append is
+// announced; PostgreSQL delivers a notification when (and only if) its transaction
+// commits, in commit order.
+const notifyChannel = "gateway_ledger_appends"
+
+// Appended announces entries FirstSeq..LastSeq of a conversation, committed by some
+// instance.
+type Appended struct {
+	Owner     string `json:"o"`
+	ContextID string `json:"c"`
+	FirstSeq  uint64 `json:"f"`
+	LastSeq   uint64 `json:"l"`
+}
+
+// notify queues the append's announcement in tx (sent at its commit). A payload over
+// PostgreSQL's 8000-byte limit (a very long contextId) is not sent: listeners then catch
+// up at the next announcement of the conversation.
+func notify(ctx context.Context, tx pgx.Tx, p *ledger.Prepared, entries []ledger.Entry) error {
+	b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: entries[len(entries)-1].Seq})
+	if err != nil || len(b) >= 8000 {
+		return err
+	}
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, string(b))
+	return err
+}
+
+// Listen calls fn with every append any instance commits to the store (this one's too),
+// in commit order, until ctx is done; it returns ctx.Err() then. It holds one connection
+// of the pool. When the connection is lost it reconnects and calls fn with a zero
+// Appended ("something may have been missed: catch up from the store"); a signal lost
+// that way delays readers, it never drops an entry (they read the store). fn runs on
+// Listen's goroutine and must not block for long.
+func (s *Store) Listen(ctx context.Context, fn func(Appended)) error {
+	for {
+		err := s.listenOnce(ctx, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.logger.WarnContext(ctx, "postgres store: lost the append notifications; reconnecting", "err", err)
+		fn(Appended{})
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, fn func(Appended)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	defer func() {
+		// The connection goes back to the pool: stop listening on it (or drop it).
+		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, "UNLISTEN *"); err != nil {
+			_ = conn.Conn().Close(uctx)
+		}
+	}()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var a Appended
+		if err := json.Unmarshal([]byte(n.Payload), &a); err != nil {
+			return errors.Join(errors.New("undecodable append notification"), err)
+		}
+		fn(a)
+	}
+}
