@@ -63,6 +63,11 @@ type Config struct {
 	// from the store), a task stream follows a task running on another instance, and a
 	// live stream that sees a gap in seq catches up from the store first.
 	SharedStore bool
+	// LeaseTTL is the Locker's lease lifetime. With SharedStore and a positive LeaseTTL
+	// the Runner sweeps every LeaseTTL for tasks that an instance left running when it
+	// stopped (their lease has expired) and marks them failed (see Recover): such a task
+	// is recovered within about twice LeaseTTL of the stop. 0: no sweep.
+	LeaseTTL time.Duration
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
@@ -98,6 +103,8 @@ type Runner struct {
 	obs      Observer
 	prefixes prefixTracker
 
+	sweepDone chan struct{} // closed when the recovery sweep has returned; already closed without one
+
 	streamsMu sync.Mutex     // guards streams only; never held with mu
 	streams   map[string]int // open streams per peer
 }
@@ -129,6 +136,12 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		r.obs = noObserver{}
 	}
 	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
+	r.sweepDone = make(chan struct{})
+	if cfg.SharedStore && cfg.LeaseTTL > 0 {
+		go r.sweepRecover(cfg.LeaseTTL) // exits when Close cancels r.base
+	} else {
+		close(r.sweepDone)
+	}
 	return r
 }
 
@@ -238,6 +251,7 @@ func (r *Runner) Close(ctx context.Context) error {
 		<-done
 	}
 	r.cancel()
+	<-r.sweepDone
 	r.mu.Lock()
 	if r.audits != nil {
 		close(r.audits)

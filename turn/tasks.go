@@ -357,46 +357,5 @@ func (s *sliceStream) Next(ctx context.Context) (a2a.Event, error) {
 
 func (s *sliceStream) Close() {}
 
-// Recover marks tasks that were running when the gateway last stopped as FAILED, so that
-// no task stays "working" forever. Call it before serving.
-func (r *Runner) Recover(ctx context.Context) (int, error) {
-	convs, err := r.led.List(ctx, ledger.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("recover: %w", err)
-	}
-	n := 0
-	for _, c := range convs {
-		if c.LastTaskID == "" {
-			continue
-		}
-		conv, entries, err := r.led.TaskEntries(ctx, c.LastTaskID)
-		if errors.Is(err, ledger.ErrQuarantined) {
-			continue // damaged: the ledger quarantined it (and logged it); the others recover
-		}
-		if err != nil {
-			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
-		}
-		st := foldTask(conv, c.LastTaskID, entries).Status.State
-		if st.Terminal() || st.Interrupted() {
-			continue
-		}
-		// Compare-and-bump on the epoch listed: of several instances recovering one shared
-		// ledger together, one wins; the others (and a turn begun since) are fenced off.
-		_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Epoch: c.Epoch, Entries: []ledger.Entry{{
-			TaskID: c.LastTaskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
-			Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
-			Parts: []ledger.Part{{Kind: ledger.PartText, Text: "the gateway stopped during this turn; send the message again"}},
-		}}})
-		if errors.Is(err, ledger.ErrFenced) {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
-		}
-		n++
-	}
-	return n, nil
-}
-
 // endedAlready is the ended channel of a task whose turn is not running.
 var endedAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

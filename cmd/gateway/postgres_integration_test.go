@@ -197,7 +197,7 @@ func TestPostgresKillOneInstance(t *testing.T) {
 	}
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	args := func() []string {
-		return []string{"--store", url, "--redis-addr", addr, "--data-dir", t.TempDir(), "--echo-delay", "2ms"}
+		return []string{"--store", url, "--redis-addr", addr, "--data-dir", t.TempDir(), "--echo-delay", "2ms", "--lease-ttl", "500ms"}
 	}
 	a, b := startProc(t, bin, args()...), startProc(t, bin, args()...)
 	c := newHTTPClient(t)
@@ -231,7 +231,8 @@ func TestPostgresKillOneInstance(t *testing.T) {
 			t.Fatalf("acknowledged task %s (%q) not found through B after A's kill: %+v %s", m.taskID, m.text, r.Error, r.Result)
 		}
 	}
-	startProc(t, bin, args()...) // A again: recovers what it left running
+	startProc(t, bin, args()...) // A again: recovers what it left running once its leases expire
+	waitNoneRunning(t, url)
 	checkRecoveredOnce(t, url)
 	verify := exec.Command(bin, "ledger", "verify", "--store", url)
 	if out, err := verify.CombinedOutput(); err != nil || !strings.Contains(string(out), "verified") {

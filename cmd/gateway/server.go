@@ -250,6 +250,9 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
 		ToolTime:          s.cfg.AgentToolTime,
 	}
+	if s.cfg.Store != "" && (s.cfg.RedisAddr != "" || s.cfg.RedisURL != "") {
+		tcfg.LeaseTTL = s.cfg.LeaseTTL // leases shared by the instances: sweep for a stopped one's tasks
+	}
 	if box := s.toolBox(); box != nil {
 		tcfg.Tools, s.toolbox = box, box // a nil *tools.Box in the interface would not read as "off"
 		s.closers.add(func(context.Context) error { return box.Close() })

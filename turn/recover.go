@@ -1,0 +1,118 @@
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
+)
+
+// recoverHolder is the lease holder Recover names while it marks a task failed.
+const recoverHolder = "gateway-recover"
+
+// Recover marks tasks that were running when the gateway last stopped as FAILED, so that
+// no task stays "working" forever, and returns how many it marked. Call it before serving.
+//
+// With Config.SharedStore another instance may be running the task right now: Recover
+// then marks a task only while it holds the task's context lease (free means no instance
+// runs a turn there), and leaves alone a task whose lease is held. A stopped instance's
+// lease stays held until its TTL expires; the Runner's sweep (Config.LeaseTTL) recovers
+// those tasks later. Its errors are the ledger's and the Locker's (other than held).
+func (r *Runner) Recover(ctx context.Context) (int, error) {
+	convs, err := r.led.List(ctx, ledger.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+	n := 0
+	for _, c := range convs {
+		if c.LastTaskID == "" {
+			continue
+		}
+		marked, err := r.recoverTask(ctx, c)
+		if err != nil {
+			return n, fmt.Errorf("recover task %s: %w", c.LastTaskID, err)
+		}
+		if marked {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// recoverTask marks c's last task failed when it is still running (see Recover); it
+// reports whether it did.
+func (r *Runner) recoverTask(ctx context.Context, c ledger.Conversation) (bool, error) {
+	running, err := r.taskRunning(ctx, c.LastTaskID)
+	if err != nil || !running {
+		return false, err
+	}
+	if r.cfg.SharedStore {
+		lease, err := r.locks.Acquire(ctx, contextid.Key(c.Owner, c.ContextID), recoverHolder)
+		if errors.Is(err, locking.ErrHeld) {
+			return false, nil // a turn runs there (here or elsewhere), or a stopped one's lease has not expired yet
+		}
+		if err != nil {
+			return false, err
+		}
+		defer r.releaseLease(ctx, lease)
+		// The task may have ended between the listing and the lease.
+		if running, err = r.taskRunning(ctx, c.LastTaskID); err != nil || !running {
+			return false, err
+		}
+	}
+	// Compare-and-bump on the epoch listed: of several instances recovering one shared
+	// ledger together, one wins; the others (and a turn begun since) are fenced off.
+	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: c.Owner, ContextID: c.ContextID, BeginTurn: true, Epoch: c.Epoch, Entries: []ledger.Entry{{
+		TaskID: c.LastTaskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
+		Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
+		Parts: []ledger.Part{{Kind: ledger.PartText, Text: "the gateway stopped during this turn; send the message again"}},
+	}}})
+	if errors.Is(err, ledger.ErrFenced) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// taskRunning reports whether the ledger shows taskID neither ended nor interrupted. A
+// quarantined (damaged) conversation is not running: the ledger logged it.
+func (r *Runner) taskRunning(ctx context.Context, taskID string) (bool, error) {
+	conv, entries, err := r.led.TaskEntries(ctx, taskID)
+	if errors.Is(err, ledger.ErrQuarantined) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st := foldTask(conv, taskID, entries).Status.State
+	return !st.Terminal() && !st.Interrupted(), nil
+}
+
+// sweepRecover runs Recover every interval until r.base is canceled (Close), so that the
+// tasks of an instance that stopped are marked failed once its leases expire. It closes
+// r.sweepDone when it returns.
+func (r *Runner) sweepRecover(interval time.Duration) {
+	defer close(r.sweepDone)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.base.Done():
+			return
+		case <-tick.C:
+		}
+		n, err := r.Recover(r.base)
+		switch {
+		case err != nil && r.base.Err() == nil:
+			r.log.WarnContext(r.base, "recovery sweep failed; it runs again", "err", err)
+		case n > 0:
+			r.log.WarnContext(r.base, "marked turns of a stopped instance as failed", "tasks", n)
+		}
+	}
+}
