@@ -30,9 +30,10 @@ fi
 
 if docker compose version >/dev/null 2>&1; then
 	GATEWAY_ADMIN_TOKEN=lint-placeholder docker compose -f deploy/docker-compose.yaml config -q || status=1
+	GATEWAY_ADMIN_TOKEN=lint-placeholder POSTGRES_PASSWORD=lint-placeholder docker compose -f deploy/docker-compose.multi.yaml config -q || status=1
 else
 	echo "lint-deploy: docker compose not available; the compose file is checked by the Go tests only"
 fi
 
-$GO test -count=1 -run '^(TestDeployFiles|TestDeployLint_.*)$' ./cmd/gateway/ || status=1
+$GO test -count=1 -run '^(TestDeployFiles|TestDeployLint_.*|TestDeployMulti.*|TestStoreFromEnv)$' ./cmd/gateway/ || status=1
 exit $status
