@@ -35,7 +35,7 @@ lint:
 	$(GO) test -count=1 ./internal/depcheck/
 	GO=$(GO) ./scripts/lint-deploy.sh
 
-## bench: gateway vs bare echo (concurrency 1 and 64, both dialects), vs an a2a-go echo (one and two cores), and the ledger benchmarks
+## bench: gateway vs bare echo (concurrency 1 and 64, both dialects), vs an a2a-go echo (one and two cores), the ledger benchmarks, and PostgreSQL vs bbolt / one vs two instances / cross-instance latency
 bench: build
 	./scripts/bench.sh
 

@@ -16,6 +16,9 @@
 #  4. ledger appends (plain fsync'd transactions vs group commit; growth) and lease
 #     acquire/release against a real redis-server.
 #  5. projection time against conversation length.
+#  6. several instances (scripts/bench-postgres.sh): the PostgreSQL store vs bbolt at
+#     concurrency 1 and 64, one vs two instances on one PostgreSQL, cross-instance event
+#     latency (commit on A to frame on B's WebSocket).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/gateway}
@@ -161,6 +164,10 @@ echo "    time to first event, WebSocket and SSE vs a message/send round trip; e
   go test -run '^$' -bench 'BenchmarkTimeToFirstEvent' -benchtime 300x ./cmd/gateway/
   go test -run '^$' -bench 'BenchmarkFanout100' -benchtime 5x ./cmd/gateway/
 )
+
+echo "=== several instances on PostgreSQL (issue #17): PostgreSQL vs bbolt store, one vs two instances, cross-instance event latency"
+BIN=$BIN BENCH_DURATION=$DUR BENCH_ROUNDS=$ROUNDS ./scripts/bench-postgres.sh
+echo
 
 if [ "$burst_status" -ne 0 ]; then
   echo "busy-rejection check (G7) FAILED: see the burst section above" >&2
