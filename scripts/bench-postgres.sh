@@ -82,7 +82,7 @@ if command -v redis-server >/dev/null 2>&1; then
   echo "    one: concurrency 64 against A; two: 32 against A and 32 against B at once (req/s summed); $ROUNDS alternating rounds of $DUR"
   one=() two=()
   for r in $(seq "$ROUNDS"); do
-    o=$("$BIN" bench --json --concurrency 64 --fresh-contexts --duration "$DUR" "http://127.0.0.1:$aport/" 2>/dev/null | rps)
+    o=$("$BIN" bench --json --concurrency 64 --fresh-contexts --duration "$DUR" "http://127.0.0.1:$aport/" 2>/dev/null | rps | awk '{ printf "%.1f", $1 }')
     "$BIN" bench --json --concurrency 32 --fresh-contexts --duration "$DUR" "http://127.0.0.1:$aport/" 2>/dev/null >"$tmp/two-a" &
     ba=$!
     "$BIN" bench --json --concurrency 32 --fresh-contexts --duration "$DUR" "http://127.0.0.1:$cport/" 2>/dev/null >"$tmp/two-b"
