@@ -117,8 +117,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := h.sessions.create()
-	http.SetCookie(w, h.cookie(r, sessionCookie, id, 0))
 	http.SetCookie(w, h.wsCookie(r, id, 0)) // for the Live page's socket, see Operator
+	http.SetCookie(w, h.cookie(r, sessionCookie, id, 0))
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 }
 
@@ -130,8 +130,8 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		h.sessions.remove(c.Value)
 	}
-	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
 	http.SetCookie(w, h.wsCookie(r, "", -1))
+	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }
 
