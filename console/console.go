@@ -237,6 +237,31 @@ func (h *Handler) cookie(r *http.Request, name, value string, maxAge int) *http.
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"}
 }
 
+// WSPath is the gateway's WebSocket route: the session cookie is also scoped to it, so the
+// Live page's socket carries it (see [Handler.Operator]).
+const WSPath = "/ws"
+
+// wsCookie is the session cookie as the browser sends it on GET [WSPath] only: the same
+// session id and attributes as the console's, another Path.
+func (h *Handler) wsCookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	c := h.cookie(r, sessionCookie, value, maxAge)
+	c.Path = WSPath
+	return c
+}
+
+// Operator reports whether r carries a valid console session cookie: an operator logged
+// in with the admin token. The gateway lets such a GET /ws follow any peer's conversation
+// (conversations/subscribe with "peer"). Without an admin token there are no sessions and
+// it is always false; the admin token as a bearer does not count (it is no cookie a
+// browser sends on its own).
+func (h *Handler) Operator(r *http.Request) bool {
+	if h.cfg.AdminToken == "" {
+		return false
+	}
+	c, err := r.Cookie(sessionCookie)
+	return err == nil && h.sessions.valid(c.Value)
+}
+
 // sessionTTL is how long a login lasts.
 const sessionTTL = 12 * time.Hour
 

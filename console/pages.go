@@ -116,7 +116,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnauthorized, "login", "Log in", "Wrong token.")
 		return
 	}
-	http.SetCookie(w, h.cookie(r, sessionCookie, h.sessions.create(), 0))
+	id := h.sessions.create()
+	http.SetCookie(w, h.wsCookie(r, id, 0)) // for the Live page's socket, see Operator
+	http.SetCookie(w, h.cookie(r, sessionCookie, id, 0))
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 }
 
@@ -128,6 +130,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		h.sessions.remove(c.Value)
 	}
+	http.SetCookie(w, h.wsCookie(r, "", -1))
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }

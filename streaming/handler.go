@@ -73,7 +73,18 @@ type Config struct {
 	// OnLimit, when set, is called with "ws_conns" for every connection refused by
 	// MaxConnsPerPeer (for a metric). It must not block.
 	OnLimit func(limit string)
-	Logger  *slog.Logger // nil: slog.Default()
+	// SubscribeAs decides a conversations/subscribe that names the context's owner
+	// ("peer"): it returns the context to subscribe with (acting as that peer) and true
+	// when the connection's caller may follow that peer's contexts (cmd/gateway: the
+	// caller itself, or the console's operator session). A refusal is answered with
+	// invalid params before any lookup, so it never tells whether the context exists.
+	// nil: "peer" is always refused.
+	SubscribeAs func(ctx context.Context, peer string) (context.Context, bool)
+	// SubscribeOnly reports whether a connection (by its request context) may only follow
+	// contexts: conversations/subscribe and unsubscribe are served, every other method is
+	// refused (cmd/gateway: the console's operator session, which is no peer). nil: none.
+	SubscribeOnly func(ctx context.Context) bool
+	Logger        *slog.Logger // nil: slog.Default()
 }
 
 // Stats is a snapshot of the handler's load, for metrics gauges.

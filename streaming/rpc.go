@@ -76,6 +76,11 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 		}
 		c.unsubscribe(p, pendingUnsub{id: req.ID, start: start})
 	default:
+		if so := c.h.cfg.SubscribeOnly; so != nil && so(ctx) {
+			dl, _ := a2a.MethodDialect(req.Method)
+			c.fail(ctx, req, req.Method, dl, a2a.Errorf(a2a.ErrInvalidRequest, "this connection may only follow conversations (%s, %s)", MethodSubscribe, MethodUnsubscribe), start)
+			return
+		}
 		dl, ok := a2a.MethodDialect(req.Method)
 		switch {
 		case !ok:
@@ -155,6 +160,16 @@ func (c *conn) subscribe(ctx context.Context, req *a2a.Request, start time.Time)
 	if c.h.src == nil {
 		c.fail(ctx, req, req.Method, p.dialect, a2a.Errorf(a2a.ErrUnsupportedOperation, "%s is not available on this gateway", MethodSubscribe), start)
 		return
+	}
+	if p.peer != "" {
+		var ok bool
+		if as := c.h.cfg.SubscribeAs; as != nil {
+			ctx, ok = as(ctx, p.peer)
+		}
+		if !ok {
+			c.fail(ctx, req, req.Method, p.dialect, a2a.InvalidParams("peer", "may name only the caller's own peer (any peer: the console's operator session)"), start)
+			return
+		}
 	}
 	src := c.h.src
 	c.startStream(ctx, req, p.dialect, p.afterSeq, p.contextID, start, func(ctx context.Context) (a2a.Stream, error) {
@@ -326,12 +341,14 @@ func idKey(id json.RawMessage) string {
 
 type subscribeParams struct {
 	contextID string
+	peer      string // the context's owner; "": the caller's own
 	afterSeq  uint64
 	dialect   a2a.Dialect
 }
 
 // decodeSubscribe decodes conversations/subscribe params: {"contextId": string,
-// "afterSeq": number (default 0), "dialect": "1.0" | "0.3" (default "1.0")}. The returned
+// "afterSeq": number (default 0), "dialect": "1.0" | "0.3" (default "1.0"), "peer": the
+// context's owner (default the caller; see Config.SubscribeAs)}. The returned
 // dialect is usable for the error frame even when err is set.
 func decodeSubscribe(raw json.RawMessage) (subscribeParams, error) {
 	p := subscribeParams{dialect: a2a.V1}
@@ -339,9 +356,15 @@ func decodeSubscribe(raw json.RawMessage) (subscribeParams, error) {
 		ContextID json.RawMessage `json:"contextId"`
 		AfterSeq  json.RawMessage `json:"afterSeq"`
 		Dialect   json.RawMessage `json:"dialect"`
+		Peer      json.RawMessage `json:"peer"`
 	}
 	if err := decodeObject(raw, &w); err != nil {
 		return p, err
+	}
+	if len(w.Peer) > 0 && string(w.Peer) != "null" {
+		if w.Peer[0] != '"' || json.Unmarshal(w.Peer, &p.peer) != nil || p.peer == "" {
+			return p, a2a.InvalidParams("peer", "must be a non-empty string")
+		}
 	}
 	if len(w.Dialect) > 0 && string(w.Dialect) != "null" {
 		var s string

@@ -20,3 +20,18 @@ func PeerFrom(ctx context.Context) string {
 	}
 	return contextid.LocalOwner
 }
+
+type operatorKey struct{}
+
+// WithOperator returns ctx marked as the operator's: a request the console's login
+// session authenticated (cmd/gateway), which may follow any peer's conversation live
+// (conversations/subscribe with "peer"). It names no peer; see [IsOperator].
+func WithOperator(ctx context.Context) context.Context {
+	return context.WithValue(ctx, operatorKey{}, true)
+}
+
+// IsOperator reports whether ctx was marked by [WithOperator].
+func IsOperator(ctx context.Context) bool {
+	v, _ := ctx.Value(operatorKey{}).(bool)
+	return v
+}

@@ -79,11 +79,43 @@ func bearerToken(r *http.Request) (string, bool) {
 // It also gives the request its id (see tagRequest) if it has none yet: GET /ws is
 // served outside echo, and one more wrapper there would stay on the stack of every
 // connection's reader for its whole life (doubling its stack to 16 KiB).
-func (s *Server) peerAuth(next http.Handler) http.Handler {
+func (s *Server) peerAuth(next http.Handler) http.Handler { return s.authPeers(next, false) }
+
+// wsAuth is peerAuth for GET /ws, which also admits the console's operator: a request
+// without a bearer token that carries a valid console session cookie (see
+// console.Handler.Operator; the Live page's socket) is marked turn.WithOperator, with no
+// peer of its own when peer tokens are configured. Such a connection may only follow
+// conversations, any peer's (see wsSubscribeAs, wsSubscribeOnly). The Origin check of
+// the WebSocket handler applies to it as to everyone.
+func (s *Server) wsAuth(next http.Handler) http.Handler { return s.authPeers(next, true) }
+
+// operator reports whether r carries a valid console session.
+func (s *Server) operator(r *http.Request) bool { return s.console != nil && s.console.Operator(r) }
+
+// wsSubscribeAs lets a conversations/subscribe name the context's owner: the caller's own
+// peer, or any peer for the operator (streaming.Config.SubscribeAs).
+func wsSubscribeAs(ctx context.Context, peer string) (context.Context, bool) {
+	if turn.IsOperator(ctx) || peer == turn.PeerFrom(ctx) {
+		return turn.WithPeer(ctx, peer), true
+	}
+	return ctx, false
+}
+
+// wsSubscribeOnly reports whether a connection is the operator's without a peer identity
+// (peer tokens configured): it may only follow conversations (streaming.Config.SubscribeOnly).
+func (s *Server) wsSubscribeOnly(ctx context.Context) bool {
+	return s.tokens.enabled() && turn.IsOperator(ctx)
+}
+
+func (s *Server) authPeers(next http.Handler, operators bool) http.Handler {
 	if !s.tokens.enabled() {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			r = s.tagRequest(w, r)
-			next.ServeHTTP(w, r.WithContext(turn.WithPeer(r.Context(), contextid.LocalOwner)))
+			ctx := turn.WithPeer(r.Context(), contextid.LocalOwner)
+			if operators && s.operator(r) {
+				ctx = turn.WithOperator(ctx)
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 	log := s.log.With("component", "auth")
@@ -93,6 +125,10 @@ func (s *Server) peerAuth(next http.Handler) http.Handler {
 			return
 		}
 		tok, ok := bearerToken(r)
+		if !ok && operators && s.operator(r) {
+			next.ServeHTTP(w, r.WithContext(turn.WithOperator(r.Context())))
+			return
+		}
 		reason := "missing"
 		if ok {
 			var peer string

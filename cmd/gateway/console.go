@@ -21,6 +21,7 @@ func (s *Server) consoleHandler() http.Handler {
 			http.Error(w, "operator console unavailable: "+err.Error(), http.StatusInternalServerError)
 		})
 	}
+	s.console = h
 	return h
 }
 

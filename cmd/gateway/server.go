@@ -85,6 +85,9 @@ type Server struct {
 	ws          *streaming.Handler
 	wsTune      func(*streaming.Config) // withStreaming's adjustment, applied by listen; nil: none
 	hosts       *httpguard.Hosts        // the Host names every route answers to (see guard)
+	// console is the operator console, set by routes before the listener serves; its
+	// sessions admit the operator on GET /ws (see wsAuth). nil: it could not be built.
+	console *console.Handler
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent or tune the
@@ -298,7 +301,8 @@ func (s *Server) bind() error {
 func (s *Server) listen(ctx context.Context) error {
 	ln := s.ln
 	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsAllowedOrigins(ln.Addr()), Logger: s.log,
-		MaxConnsPerPeer: s.cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded}
+		MaxConnsPerPeer: s.cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded,
+		SubscribeAs: wsSubscribeAs, SubscribeOnly: s.wsSubscribeOnly}
 	if s.wsTune != nil {
 		s.wsTune(&wscfg)
 	}
@@ -306,7 +310,7 @@ func (s *Server) listen(ctx context.Context) error {
 	// No ReadTimeout: it would stay on the connection while an SSE response streams and
 	// cut it; the guard bounds each request body instead, and lifts its deadline once
 	// the body is read.
-	ws := s.peerAuth(s.ws)
+	ws := s.wsAuth(s.ws)
 	s.http = &http.Server{Handler: s.guard(s.mux(ws), ws, s.hosts), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)

@@ -1383,12 +1383,18 @@ func TestStreamAuth(t *testing.T) {
 		})
 	}
 
-	// Alice and bob subscribe to "shared"; bob's subscription frame claims to be alice's
-	// (the token only in the frame params changes nothing).
+	// Alice and bob subscribe to "shared". Bob's first subscription frame claims to be
+	// alice's: naming another peer ("peer") is refused with -32602 (only the console's
+	// operator may), and a token in the frame params changes nothing; his plain
+	// subscription then sees his own conversation only.
 	alice := wsDial(t, s, tokAlice)
 	wsWrite(t, alice, "%s", subscribeFrame("a", "shared", 0))
 	bob := wsDial(t, s, tokBob)
-	wsWrite(t, bob, `{"jsonrpc":"2.0","id":"b","method":"conversations/subscribe","params":{"contextId":"shared","afterSeq":0,"peer":"alice","owner":"alice","authorization":"Bearer %s","token":%q}}`, tokAlice, tokAlice)
+	wsWrite(t, bob, `{"jsonrpc":"2.0","id":"claim","method":"conversations/subscribe","params":{"contextId":"shared","afterSeq":0,"peer":"alice","owner":"alice","authorization":"Bearer %s","token":%q}}`, tokAlice, tokAlice)
+	if f, err := wsReadFrame(bob); err != nil || f.Error == nil || f.Error.Code != -32602 || string(f.ID) != `"claim"` {
+		t.Fatalf("bob's subscription naming peer alice = %+v, %v; want a -32602 error frame", f, err)
+	}
+	wsWrite(t, bob, `{"jsonrpc":"2.0","id":"b","method":"conversations/subscribe","params":{"contextId":"shared","afterSeq":0,"owner":"alice","authorization":"Bearer %s","token":%q}}`, tokAlice, tokAlice)
 	waitUntil(t, "both subscriptions", func() bool { return s.runner.Streams() == 2 })
 
 	// Bob's turn first, then alice's, on the same contextId.

@@ -7,6 +7,9 @@
   var root = document.getElementById("live");
   if (!root) { return; }
   var contextId = root.dataset.context;
+  // The owner: the socket carries the console's session cookie, which lets it follow any
+  // peer's conversation.
+  var peer = root.dataset.peer;
   var lastSeq = Number(root.dataset.after) || 0;
   var text = document.getElementById("live-text");
   var status = document.getElementById("live-status");
@@ -45,7 +48,7 @@
       retry = 250;
       status.textContent = "connected";
       ws.send(JSON.stringify({ jsonrpc: "2.0", id: id, method: "conversations/subscribe",
-        params: { contextId: contextId, afterSeq: lastSeq } }));
+        params: { contextId: contextId, peer: peer, afterSeq: lastSeq } }));
     };
     ws.onmessage = function (m) {
       var f;
