@@ -34,10 +34,6 @@ type Options struct {
 	// MaxConns bounds the connection pool. Zero value: the URL's pool_max_conns if it
 	// has one, else defaultMaxConns.
 	MaxConns int32
-	// Committers is how many transactions of queued appends may be in flight at once
-	// (each waits for its commit's WAL flush; the others fill meanwhile). Appends to one
-	// conversation in two of them serialize on its head row. Zero value: 2.
-	Committers int
 	// Now returns the current time. Zero value: time.Now.
 	Now func() time.Time
 	// OnCommit, when set, is called after each committed transaction that carried
@@ -75,9 +71,6 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Committers <= 0 {
-		opts.Committers = 2
-	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: parse URL: %w", err)
@@ -98,10 +91,8 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 		return nil, fmt.Errorf("postgres store at %s: migrate: %w", cfg.ConnConfig.Host, err)
 	}
 	s := &Store{pool: pool, opts: opts, logger: logger, queue: make(chan *pending, opts.MaxBatch)}
-	for range opts.Committers {
-		s.wg.Add(1)
-		go s.commitLoop()
-	}
+	s.wg.Add(1)
+	go s.commitLoop()
 	return s, nil
 }
 
