@@ -3,21 +3,21 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
-// A pipelined commit carries a whole batch in four round trips, whatever its size: BEGIN;
-// one pgx.Batch that locks the batch's head rows (in key order, so that two instances
-// never deadlock on them) and reads its task ids; one pgx.Batch with every write (one
-// statement per table, rows passed as arrays, and one pg_notify statement); COMMIT. The
-// checks (fencing epoch against the locked head, task ids against the index) run in Go
+// A pipelined commit carries a whole batch in two round trips, whatever its size: one
+// pgx.Batch that begins the transaction, locks the batch's head rows (in key order, so
+// that two instances never deadlock on them) and reads its task ids; one pgx.Batch with
+// every write (one statement per table, rows passed as arrays, and one pg_notify
+// statement) and the COMMIT. After a failed statement the server skips the rest of the
+// pipeline, COMMIT included, so a failure commits nothing. The checks (fencing epoch against the locked head, task ids against the index) run in Go
 // between the two batches, so a refused request writes nothing and needs no savepoint.
 // Anything the plan cannot foresee (another instance creating the same conversation or
 // task at the same time) fails the transaction and the batch falls back to
@@ -55,30 +55,50 @@ type planHead struct {
 }
 
 // commitPipelined commits batch in one transaction and returns each request's outcome
-// (a refusal in its err). Errors: the server's *pgconn.PgError or errHeadMoved when the
+// (a refusal in its err). Errors: the server's *pgconn.PgError when the
 // transaction was rolled back (the caller may retry request by request); any other
 // error leaves the commit's outcome unknown.
-func (s *Store) commitPipelined(ctx context.Context, batch []*pending) (outs []outcome, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		pl, err := readPlan(ctx, tx, batch)
-		if err != nil {
-			return err
-		}
+func (s *Store) commitPipelined(ctx context.Context, batch []*pending) ([]outcome, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	pl, err := readPlan(ctx, conn, batch)
+	if err == nil {
 		for i, w := range batch {
 			pl.add(i, w.p)
 		}
-		if err := pl.write(ctx, tx); err != nil {
-			return err
-		}
-		outs = pl.outs
-		return nil
-	})
-	return outs, err
+		err = pl.write(ctx, conn)
+	}
+	if err != nil {
+		rollback(conn.Conn())
+		return nil, err
+	}
+	return pl.outs, nil
+}
+
+// rollback ends a transaction a failed pipeline left open; a connection that cannot is
+// closed (the pool then drops it).
+func rollback(conn *pgx.Conn) {
+	if conn.PgConn().TxStatus() == 'I' {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Close(ctx)
+	}
+}
+
+// batcher sends a pgx.Batch: a pooled connection.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // readPlan locks the batch's existing head rows and reads the index entries of its task
 // ids, in one round trip.
-func readPlan(ctx context.Context, tx pgx.Tx, batch []*pending) (*plan, error) {
+func readPlan(ctx context.Context, tx batcher, batch []*pending) (*plan, error) {
 	var keys, ids []string
 	for _, w := range batch {
 		keys = append(keys, w.p.Key())
@@ -89,6 +109,7 @@ func readPlan(ctx context.Context, tx pgx.Tx, batch []*pending) (*plan, error) {
 	pl := &plan{heads: map[string]*planHead{}, known: map[string]string{}, outs: make([]outcome, len(batch))}
 	pl.arts.seen = map[string]bool{}
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`SELECT `+headCols+` FROM conversations WHERE key = ANY($1) ORDER BY key FOR UPDATE`, keys).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var h head
@@ -190,18 +211,21 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 	return outcome{epoch: epoch, entries: entries}, nil
 }
 
-// errHeadMoved fails a pipelined commit whose head UPDATE missed a row.
-var errHeadMoved = errors.New("postgres store: a conversation head moved during the commit")
-
 // write sends the plan's writes in one round trip: the new heads first (the entries and
 // tasks refer to them), then the entries, tasks and artifacts, the moved heads (each
 // UPDATE matching only the head as locked, so that nothing can leave a gap) and the
-// announcements, queued for the commit.
-func (pl *plan) write(ctx context.Context, tx pgx.Tx) error {
-	if len(pl.order) == 0 {
-		return nil
-	}
+// announcements, queued for the commit, then COMMIT.
+func (pl *plan) write(ctx context.Context, tx batcher) error {
 	b := &pgx.Batch{}
+	if len(pl.order) > 0 {
+		pl.queueWrites(b)
+	}
+	b.Queue(`COMMIT`)
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueWrites queues the plan's writes.
+func (pl *plan) queueWrites(b *pgx.Batch) {
 	pl.queueHeads(b)
 	b.Queue(`INSERT INTO entries (conv_key, seq, task_id, body)
 		SELECT k, s, NULLIF(t, ''), d FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[]) AS u(k, s, t, d)`,
@@ -218,7 +242,6 @@ func (pl *plan) write(ctx context.Context, tx pgx.Tx) error {
 	if len(pl.notes) > 0 {
 		b.Queue(`SELECT count(pg_notify($1, n)) FROM unnest($2::text[]) AS u(n)`, notifyChannel, pl.notes)
 	}
-	return tx.SendBatch(ctx, b).Close()
 }
 
 // queueHeads queues the INSERT of the batch's new heads and the UPDATE of its moved ones.
@@ -241,19 +264,17 @@ func (pl *plan) queueHeads(b *pgx.Batch) {
 			ins.entries, ins.turns, ins.tasks, ins.lastTasks)
 	}
 	if len(upd.keys) > 0 {
-		want := int64(len(upd.keys))
-		b.Queue(`UPDATE conversations AS c SET last_seq = u.s, last_hash = u.h, epoch = u.e, last_activity = u.la,
+		// Each UPDATE matches only the head as locked; one that matched fewer rows divides
+		// by zero, failing the statement (and so skipping the COMMIT after it) in the
+		// server, since the pipeline does not wait for the client to count them.
+		b.Queue(`WITH m AS (UPDATE conversations AS c SET last_seq = u.s, last_hash = u.h, epoch = u.e, last_activity = u.la,
 				entries = c.entries + u.n, turns = c.turns + u.t, tasks = c.tasks + u.x, last_task_id = u.lt
 			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
 				$8::bigint[], $9::text[], $10::bigint[]) AS u(k, s, h, e, la, n, t, x, lt, old)
-			WHERE c.key = u.k AND c.last_seq = u.old`,
+			WHERE c.key = u.k AND c.last_seq = u.old RETURNING 1)
+			SELECT 1 / (CASE WHEN count(*) = $11 THEN 1 ELSE 0 END) FROM m`,
 			upd.keys, upd.seqs, upd.hashes, upd.epochs, upd.activity, upd.entries, upd.turns, upd.tasks, upd.lastTasks, upd.old,
-		).Exec(func(tag pgconn.CommandTag) error {
-			if tag.RowsAffected() != want {
-				return errHeadMoved
-			}
-			return nil
-		})
+			int64(len(upd.keys)))
 	}
 }
 

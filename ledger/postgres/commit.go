@@ -87,7 +87,7 @@ func (s *Store) commitBatch(batch []*pending) {
 	start := time.Now()
 	outs, err := s.commitPipelined(ctx, batch)
 	var pe *pgconn.PgError
-	if err != nil && !errors.As(err, &pe) && !errors.Is(err, errHeadMoved) {
+	if err != nil && !errors.As(err, &pe) {
 		// Not the server's refusal: the commit may or may not have happened (a lost
 		// connection), so nothing is retried and no append is acknowledged.
 		for _, w := range batch {
