@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,42 +34,58 @@ const commitTimeout = 30 * time.Second
 func (s *Store) commitLoop() {
 	defer s.wg.Done()
 	for w := range s.queue {
-		batch := []*pending{w}
-	more:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case w, ok := <-s.queue:
-				if !ok {
-					break more
-				}
-				batch = append(batch, w)
-			default:
-				break more
-			}
-		}
-		s.commitBatch(batch)
+		s.commitBatch(s.gather([]*pending{w}))
 	}
 }
 
-// commitBatch commits batch in one transaction, each request under its own savepoint so
-// that a refused request (fenced, invalid task) leaves no trace and the others go on. If
-// the transaction fails (a conflict with another instance, say), each request is retried
-// in a transaction of its own.
+// maxGatherYields bounds how often gather yields the processor for one batch.
+const maxGatherYields = 8
+
+// gather appends to batch the appends already queued, up to MaxBatch, yielding the
+// processor between drains for as long as a yield brings more (at most maxGatherYields
+// times), as the bbolt Store's gather does: callers woken by the previous commit queue
+// their next appends before this commit instead of after it, which on a machine with few
+// cores (PostgreSQL sharing them) otherwise leaves one or two appends per commit.
+func (s *Store) gather(batch []*pending) []*pending {
+	batch = s.drain(batch)
+	for range maxGatherYields {
+		n := len(batch)
+		if n >= s.opts.MaxBatch {
+			break
+		}
+		runtime.Gosched()
+		if batch = s.drain(batch); len(batch) == n {
+			break
+		}
+	}
+	return batch
+}
+
+// drain appends to batch what is queued now, up to MaxBatch, without waiting.
+func (s *Store) drain(batch []*pending) []*pending {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case w, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, w)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commitBatch commits batch in one pipelined transaction (commitPipelined): a refused
+// request (fenced, invalid task) is refused before any write, so it leaves no trace and
+// the others go on. If the transaction fails (a conflict with another instance, say),
+// each request is retried in a transaction of its own.
 func (s *Store) commitBatch(batch []*pending) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	start := time.Now()
-	outs := make([]outcome, len(batch))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for i, w := range batch {
-			out, err := s.applySaved(ctx, tx, w.p)
-			if err != nil {
-				return err
-			}
-			outs[i] = out
-		}
-		return nil
-	})
+	outs, err := s.commitPipelined(ctx, batch)
 	var pe *pgconn.PgError
 	if err != nil && !errors.As(err, &pe) {
 		// Not the server's refusal: the commit may or may not have happened (a lost

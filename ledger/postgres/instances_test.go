@@ -126,13 +126,16 @@ func TestGroupCommit(t *testing.T) {
 	s := openURL(t, pgtest.Database(t))
 	ctx := context.Background()
 	var wg sync.WaitGroup
+	start := make(chan struct{}) // released together: appenders started one by one on a loaded machine could each find an idle committer
 	for i := range 64 {
 		wg.Go(func() {
+			<-start
 			if _, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: fmt.Sprintf("g%d", i%8), Entries: []ledger.Entry{text("x")}}); err != nil {
 				t.Error(err)
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	st := s.Stats()
 	if st.Appends != 64 || st.Commits >= 64 {

@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +31,8 @@ type Options struct {
 	// MaxBatch is the most Append requests one transaction carries; it also bounds the
 	// queue. Zero value: 256.
 	MaxBatch int
-	// MaxConns bounds the connection pool. Zero value: pgxpool's default.
+	// MaxConns bounds the connection pool. Zero value: the URL's pool_max_conns if it
+	// has one, else defaultMaxConns.
 	MaxConns int32
 	// Now returns the current time. Zero value: time.Now.
 	Now func() time.Time
@@ -73,8 +76,11 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 		return nil, fmt.Errorf("postgres store: parse URL: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	if opts.MaxConns > 0 {
+	switch {
+	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !hasPoolMaxConns(url):
+		cfg.MaxConns = max(cfg.MaxConns, defaultMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -88,6 +94,26 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	s.wg.Add(1)
 	go s.commitLoop()
 	return s, nil
+}
+
+// defaultMaxConns is the pool size when neither Options.MaxConns nor the URL sets one:
+// pgxpool's default (the larger of 4 and the CPU count) leaves the readers of a busy
+// gateway (64 turns at once, each reading its conversation) queuing for a connection
+// behind the committers and the listener.
+const defaultMaxConns = 16
+
+// hasPoolMaxConns reports whether the connection string sets pool_max_conns, as a URL
+// query parameter or a key=value setting.
+func hasPoolMaxConns(conn string) bool {
+	if u, err := neturl.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		return u.Query().Has("pool_max_conns")
+	}
+	for _, f := range strings.Fields(conn) {
+		if k, _, ok := strings.Cut(f, "="); ok && k == "pool_max_conns" {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops taking appends, waits for the queued ones to commit and closes the pool.

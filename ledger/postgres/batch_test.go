@@ -1,0 +1,77 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/a2a-gateway/gateway/internal/pgtest"
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// TestBatchRefusalsLeaveNoTrace: refused requests (fenced, or naming another
+// conversation's task) committed in the same batches as accepted ones are refused, write
+// nothing (not even the head row of a conversation they would have created), and the
+// accepted ones still commit with gap-free seqs and the right totals.
+func TestBatchRefusalsLeaveNoTrace(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	s := openURL(t, url)
+	ctx := context.Background()
+	owned := text("owned")
+	owned.TaskID = "t-owned"
+	if _, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "owner", Entries: []ledger.Entry{owned}}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var req ledger.AppendRequest
+			var want error
+			switch i % 3 {
+			case 0: // accepted, all to one conversation
+				req = ledger.AppendRequest{Owner: "o", ContextID: "shared", Entries: []ledger.Entry{text(fmt.Sprint(i))}}
+			case 1: // fenced: a conversation that does not exist has epoch 0
+				req = ledger.AppendRequest{Owner: "o", ContextID: fmt.Sprintf("fenced%d", i), Epoch: 7, Entries: []ledger.Entry{text("x")}}
+				want = ledger.ErrFenced
+			default: // another conversation's task
+				e := text("x")
+				e.TaskID = "t-owned"
+				req = ledger.AppendRequest{Owner: "o", ContextID: fmt.Sprintf("thief%d", i), Entries: []ledger.Entry{e}}
+			}
+			_, err := s.Append(ctx, req)
+			var fe *ledger.FieldError
+			switch {
+			case i%3 == 0 && err != nil:
+				t.Errorf("append %d: %v", i, err)
+			case want != nil && !errors.Is(err, want):
+				t.Errorf("append %d = %v, want %v", i, err, want)
+			case i%3 == 2 && !errors.As(err, &fe):
+				t.Errorf("append %d = %v, want a *ledger.FieldError", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	conn := connect(t, url)
+	var convs, entries, lastSeq, total int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM conversations`).Scan(&convs); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM entries`).Scan(&entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT last_seq, entries FROM conversations WHERE context_id = 'shared'`).Scan(&lastSeq, &total); err != nil {
+		t.Fatal(err)
+	}
+	accepted := int64((n + 2) / 3)
+	if convs != 2 || entries != accepted+1 || lastSeq != accepted || total != accepted {
+		t.Errorf("stored %d conversations, %d entries, shared head at seq %d with %d entries; want 2, %d, %d, %d",
+			convs, entries, lastSeq, total, accepted+1, accepted, accepted)
+	}
+	if st := s.Stats(); st.Commits >= n {
+		t.Logf("no batch carried two appends (%+v): the refusals were not mixed into shared commits", st)
+	}
+}
