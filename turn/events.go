@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
@@ -171,7 +172,11 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			continue
 		default:
 			var err error
-			ev, err = s.cur.Next(ctx, s.ended)
+			ev, err = s.follow(ctx)
+			if errors.Is(err, errPollStore) {
+				s.replaying = true // nothing announced for a while: look in the shared store
+				continue
+			}
 			if errors.Is(err, streaming.ErrEnded) {
 				s.done = true
 				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
@@ -209,6 +214,29 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 		return ev, nil
 	}
 	return a2a.Event{}, io.EOF
+}
+
+// sharedPoll is how long a stream over a shared store waits for an announced event
+// before it reads the store itself: an announcement (another instance's NOTIFY) that is
+// late or lost then delays an event by at most this much, never drops it.
+const sharedPoll = 500 * time.Millisecond
+
+// errPollStore: nothing came on the live feed within sharedPoll (shared store only).
+var errPollStore = errors.New("poll the shared store")
+
+// follow waits for the next event of the live feed; over a shared store, for at most
+// sharedPoll (errPollStore).
+func (s *eventStream) follow(ctx context.Context) (a2a.Event, error) {
+	if !s.r.cfg.SharedStore {
+		return s.cur.Next(ctx, s.ended)
+	}
+	wctx, cancel := context.WithTimeout(ctx, sharedPoll)
+	defer cancel()
+	ev, err := s.cur.Next(wctx, s.ended)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return a2a.Event{}, errPollStore
+	}
+	return ev, err
 }
 
 // readPage reads the next entries after covered from the ledger.
