@@ -183,7 +183,10 @@ func (r *redactor) expandCuts(s string, idx [][]int, cuts []int) (string, int) {
 func placeholder(kind string) string { return Prefix + kind + "]" }
 
 // redactors run in this order: the private key block first (it can contain anything),
-// the Anthropic key before the generic "sk-" key.
+// the Anthropic key before the generic "sk-" key. A URL's user part takes no '[' or ']'
+// (RFC 3986 userinfo has none): a placeholder another pattern left there
+// ("://[redacted:github-token]@") is not a user and a password, so a second pass changes
+// nothing (Text is idempotent).
 var redactors = []redactor{
 	{
 		re:    regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)`),
@@ -191,9 +194,6 @@ var redactors = []redactor{
 		anyOf: []string{"PRIVATE KEY"},
 	},
 	{
-		// The user part takes no '[' or ']' (RFC 3986 userinfo has none): a placeholder
-		// another pattern left there ("://[redacted:github-token]@") is not a user and a
-		// password, so a second pass changes nothing (Text is idempotent).
 		re:    regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/?#@"'<>\\\[\]]{1,256}):[^\s/?#@"'<>\\]{1,512}@`),
 		repl:  "${1}:" + placeholder("url-password") + "@",
 		anyOf: []string{"://"},

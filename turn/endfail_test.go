@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,17 +20,7 @@ import (
 // naming the cause and saying that the message was stored but the reply was not.
 func TestStorageFullMidTurn(t *testing.T) {
 	t.Parallel()
-	var full atomic.Bool
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	st, err := ledger.Open(path, ledger.Options{NoSync: true, WriteFault: func(string) error {
-		if full.Load() {
-			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
-		}
-		return nil
-	}}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, full := openFullableLedger(t)
 	ag := funcAgent(func(_ context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
 		full.Store(true) // the inbound message is stored; nothing after it will be
 		return agent.Result{}, emit("the reply")

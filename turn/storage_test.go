@@ -47,17 +47,7 @@ func TestStorageFullRefusesTheTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var full atomic.Bool
-			path := filepath.Join(t.TempDir(), "ledger.db")
-			st, err := ledger.Open(path, ledger.Options{NoSync: true, WriteFault: func(string) error {
-				if full.Load() {
-					return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
-				}
-				return nil
-			}}, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, full := openFullableLedger(t)
 			var turns atomic.Int64
 			ag := funcAgent(func(_ context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
 				turns.Add(1)
@@ -74,7 +64,7 @@ func TestStorageFullRefusesTheTurn(t *testing.T) {
 				Parts: []a2a.Part{a2a.TextPart("hello")}}}
 
 			full.Store(true)
-			err = tc.send(t.Context(), r, p)
+			err := tc.send(t.Context(), r, p)
 			if !errors.Is(err, a2a.ErrStorageUnavailable) {
 				t.Fatalf("send while full error = %v, want ErrStorageUnavailable", err)
 			}
@@ -93,4 +83,22 @@ func TestStorageFullRefusesTheTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openFullableLedger opens a ledger in a temp dir whose storage reports ENOSPC for every
+// write while full is set (through ledger.Options.WriteFault). The caller closes it.
+func openFullableLedger(t *testing.T) (*ledger.Store, *atomic.Bool) {
+	t.Helper()
+	full := new(atomic.Bool)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	st, err := ledger.Open(path, ledger.Options{NoSync: true, WriteFault: func(string) error {
+		if full.Load() {
+			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, full
 }

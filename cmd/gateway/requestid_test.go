@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/internal/logctx"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // logSink collects a server's JSON log lines (the handler writes from many goroutines).
@@ -189,19 +191,15 @@ func TestRequestIDOnWebSocketLogLines(t *testing.T) {
 // may log after the response is read), then returns every line after from.
 func waitForLine(t *testing.T, sink *logSink, from int, msg string) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		lines := sink.lines(t, from)
-		for _, l := range lines {
-			if l["msg"] == msg {
-				return lines
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q log line within 10s: %v", msg, lines)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for a condition, not ordering
+	var lines []map[string]any
+	found := testutil.Until(testutil.Deadline(t), func() bool {
+		lines = sink.lines(t, from)
+		return slices.ContainsFunc(lines, func(l map[string]any) bool { return l["msg"] == msg })
+	})
+	if !found {
+		t.Fatalf("no %q log line by the test's deadline: %v", msg, lines)
 	}
+	return lines
 }
 
 // TestRequestIDHeader: every route answers with X-Request-Id: the caller's when it is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/internal/redistest"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/locking"
 )
 
@@ -67,13 +68,11 @@ func TestRedisRestartedEmptyAgentOverlap(t *testing.T) {
 		}
 	}
 	bound := locking.DefaultCheckInterval + locking.DefaultOpTimeout
-	for end := time.Now().Add(bound + 15*time.Second); ; time.Sleep(2 * time.Millisecond) { // polling, not ordering
-		if _, holdEnd := ag.span("hold"); !holdEnd.IsZero() {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the first turn's agent still runs %v after the second was admitted", bound+15*time.Second)
-		}
+	if !testutil.Until(time.Now().Add(bound+15*time.Second), func() bool {
+		_, holdEnd := ag.span("hold")
+		return !holdEnd.IsZero()
+	}) {
+		t.Fatalf("the first turn's agent still runs %v after the second was admitted", bound+15*time.Second)
 	}
 	nextStart, _ := ag.span("next")
 	_, holdEnd := ag.span("hold")
