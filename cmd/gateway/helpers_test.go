@@ -13,19 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/a2a-gateway/gateway/internal/pgtest"
+	"github.com/a2a-gateway/gateway/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+	redistest.VerifyTestMain(m, func() {
 		removeBuiltBinary()
 		if err := pgtest.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
-		os.Exit(code)
-	}))
+	})
 }
 
 // builtBinaryDir is the temp dir of the gateway binary the process tests build (once
