@@ -42,13 +42,14 @@ var rules = map[string]rule{
 	"locking":                    {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
 	"streaming":                  {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
 	"agent":                      {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
+	"push":                       {nil, nil, "push-notification delivery and the SSRF guard: standard library only; its outbox is implemented by turn"},
 	"peers":                      {[]string{"a2a", "conversations/contextid", "internal/netx"}, nil, "peer directory"},
 	"internal/logctx":            {nil, nil, "the request scope of log lines: standard library only, so every layer may import it"},
 	"internal/testutil":          {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
 	"internal/loadgen":           {[]string{"internal/netx"}, nil, "the load generator behind gateway bench: standard library and the one direct-dial rule"},
 	"internal/loadgen/a2agoecho": {nil, []string{"github.com/a2aproject/a2a-go"}, "the a2a-go bench peer (a main package, not shipped): a2a-go's server only"},
 	"tools":                      {[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by cmd/gateway"},
-	"turn":                       {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+	"turn":                       {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
 // forbidden are project packages a package may not import even though its rule would
