@@ -189,10 +189,10 @@ func (r *Runner) PushOutbox() push.Outbox {
 type outbox struct {
 	r *Runner
 
-	mu     sync.Mutex
+	mu       sync.Mutex
 	owners   map[string]string         // delivery id → owner of its conversation (from Pending)
 	attempts map[string]int            // delivery id → attempts recorded (from Pending and Record)
-	leases map[string]*locking.Lease // delivery id → claim lease (shared store)
+	leases   map[string]*locking.Lease // delivery id → claim lease (shared store)
 }
 
 func newOutbox(r *Runner) *outbox {
