@@ -170,29 +170,34 @@ func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (
 }
 
 // GetTaskPushConfig implements a2a.PushHandler: the config, or TASK_NOT_FOUND naming
-// the config when the task has none of that id. A v0.3 get without an id reads the
-// task's default config (id = task id), or its only one.
+// the config when the task has none of that id. A v0.3 get reads, when the task has no
+// config of the id asked (or none is asked), the task's default config (set without an
+// id: its id is the task id) or, without one, its only config: the v0.3 SDK servers
+// answer a get with the task's config whatever id is asked, and v0.3 clients (the TCK's
+// among them) ask for "default".
 func (r *Runner) GetTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (_ *a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
 	live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	id := p.ConfigID
-	if id == "" {
-		id = p.TaskID
+	ids := []string{p.ConfigID}
+	if p.Dialect == a2a.V03 {
+		ids = append(ids, p.TaskID)
 		if len(live) == 1 {
-			id = live[0].ID
+			ids = append(ids, live[0].ID)
 		}
 	}
-	for i := range live {
-		if live[i].ID == id {
-			t := fromPushRecord(p.TaskID, &live[i])
-			t.Tenant = p.Tenant
-			return &t, nil
+	for _, id := range ids {
+		for i := range live {
+			if id != "" && live[i].ID == id {
+				t := fromPushRecord(p.TaskID, &live[i])
+				t.Tenant = p.Tenant
+				return &t, nil
+			}
 		}
 	}
-	return nil, &pushConfigNotFoundError{TaskID: p.TaskID, ConfigID: id}
+	return nil, &pushConfigNotFoundError{TaskID: p.TaskID, ConfigID: p.ConfigID}
 }
 
 // ListTaskPushConfigs implements a2a.PushHandler: the task's live configs, by id.

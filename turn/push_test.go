@@ -541,3 +541,27 @@ func TestPushClaimSharedStoreExcludesASecondClaimant(t *testing.T) {
 		t.Errorf("pending after b delivered = %d, want 2", len(ds))
 	}
 }
+
+// TestPushGetV03Fallback: a v0.3 get of an id the task does not have reads the task's
+// default config (set without an id), as the v0.3 SDKs do; v1.0 does not.
+func TestPushGetV03Fallback(t *testing.T) {
+	t.Parallel()
+	rig := newPushRig(t, Config{}, "")
+	task, _ := newTask(t, rig.srv, "alice", nil)
+	if a := call(t, rig.srv, "alice", "tasks/pushNotificationConfig/get", map[string]any{"id": task, "pushNotificationConfigId": "default"}); a.code() != -32001 {
+		t.Fatalf("get with no config: code %d, want -32001", a.code())
+	}
+	mustOK(t, call(t, rig.srv, "alice", "tasks/pushNotificationConfig/set", map[string]any{"taskId": task, "pushNotificationConfig": map[string]any{"url": "https://h.example/d"}}), "set default")
+	mustOK(t, call(t, rig.srv, "alice", "tasks/pushNotificationConfig/set", map[string]any{"taskId": task, "pushNotificationConfig": map[string]any{"id": "other", "url": "https://h.example/o"}}), "set other")
+	res := mustOK(t, call(t, rig.srv, "alice", "tasks/pushNotificationConfig/get", map[string]any{"id": task, "pushNotificationConfigId": "default"}), "get default")
+	if !strings.Contains(string(res), `"url":"https://h.example/d"`) {
+		t.Errorf("v0.3 get \"default\" = %s, want the task's default config", res)
+	}
+	res = mustOK(t, call(t, rig.srv, "alice", "tasks/pushNotificationConfig/get", map[string]any{"id": task, "pushNotificationConfigId": "other"}), "get other")
+	if !strings.Contains(string(res), `"url":"https://h.example/o"`) {
+		t.Errorf("v0.3 get other = %s", res)
+	}
+	if a := call(t, rig.srv, "alice", "GetTaskPushNotificationConfig", map[string]any{"taskId": task, "id": "default"}); a.code() != -32001 {
+		t.Errorf("v1.0 get of an unknown id: code %d, want -32001", a.code())
+	}
+}
