@@ -105,6 +105,24 @@ func applyPushOp(configs, pending *bolt.Bucket, op *PushOp) error {
 	return nil
 }
 
+// salvagePush rebuilds, in a salvage's copy, the push indexes of the conversation at key
+// from its copied entries (kvs, in key order: by seq), so that its configs and pending
+// deliveries survive the salvage.
+func salvagePush(tx *bolt.Tx, key string, kvs [][2][]byte) error {
+	var entries []Entry
+	for _, kv := range kvs {
+		if _, ok := entrySeq(kv[0]); !ok || !bytes.Contains(kv[1], []byte(`"kind":"PUSH_`)) {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(kv[1], &e); err != nil {
+			return fmt.Errorf("push entry of %s: %w", key, err)
+		}
+		entries = append(entries, e)
+	}
+	return putPush(tx, key, entries)
+}
+
 // readPointed reads the entry a push index points to.
 func readPointed(tx *bolt.Tx, ptr []byte) (Entry, error) {
 	key, seq, ok := splitPointer(ptr)

@@ -71,8 +71,12 @@ type PushAttempt struct {
 }
 
 // PushRecord decodes e's push record into v (a *PushConfig, *PushOutbox or *PushAttempt
-// matching e.Kind). Unknown fields are refused.
-func PushRecord(e *Entry, v any) error {
+// matching e.Kind). Fields it does not know are ignored (a newer build may write more);
+// Append refuses them.
+func PushRecord(e *Entry, v any) error { return json.Unmarshal(e.Metadata, v) }
+
+// strictRecord decodes a push record of a request, refusing unknown fields.
+func strictRecord(e *Entry, v any) error {
 	d := json.NewDecoder(bytes.NewReader(e.Metadata))
 	d.DisallowUnknownFields()
 	return d.Decode(v)
@@ -95,14 +99,14 @@ func validatePush(i int, e *Entry) error {
 	switch e.Kind {
 	case KindPushConfig:
 		var c PushConfig
-		reason = decodeReason(PushRecord(e, &c), c.ID == "" || (!c.Deleted && c.URL == ""), "id and url are required")
+		reason = decodeReason(strictRecord(e, &c), c.ID == "" || (!c.Deleted && c.URL == ""), "id and url are required")
 	case KindPushOutbox:
 		var o PushOutbox
-		reason = decodeReason(PushRecord(e, &o), o.ConfigID == "" || o.URL == "" || o.ContentType == "" || !json.Valid(o.Body),
+		reason = decodeReason(strictRecord(e, &o), o.ConfigID == "" || o.URL == "" || o.ContentType == "" || !json.Valid(o.Body),
 			"configId, url, contentType and a JSON body are required")
 	case KindPushAttempt:
 		var a PushAttempt
-		reason = decodeReason(PushRecord(e, &a), a.OutboxSeq == 0 || a.Outcome == "" || a.Attempt < 1,
+		reason = decodeReason(strictRecord(e, &a), a.OutboxSeq == 0 || a.Outcome == "" || a.Attempt < 1,
 			"outboxSeq, outcome and attempt ≥ 1 are required")
 	}
 	if reason != "" {
