@@ -36,6 +36,9 @@ type CardConfig struct {
 	// every request, GetExtendedAgentCard included. Without it the card declares no
 	// extended card: the spec has it "available only" to authenticated callers.
 	BearerAuth bool
+	// PushNotifications declares capabilities.pushNotifications: the push config methods
+	// are served (push enabled).
+	PushNotifications bool
 	// Extensions are further extensions to declare (URI, description), after the
 	// gateway's own.
 	Extensions []CardExtension
@@ -172,6 +175,7 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		AdditionalInterfaces: []cardInterfaceV03{{URL: url, Transport: "JSONRPC"}},
 		Capabilities: cardCapabilities{
 			Streaming:         true,
+			PushNotifications: cfg.PushNotifications,
 			ExtendedAgentCard: cfg.BearerAuth,
 			Extensions: []cardExtension{
 				{URI: ExtAppendOnly, Description: "Replies stream as append-only artifact chunks with one stable artifactId (append: true after the first, lastChunk: true on the last); no message is ever edited or replaced, and the final reply equals the concatenation of the chunks, byte for byte. Every event carries its context's sequence number (SSE id:, WebSocket result.seq); events are stored before they are sent. To resume: SubscribeToTask or tasks/resubscribe with Last-Event-ID (also after the task ended), or conversations/subscribe {contextId, afterSeq} on GET /ws; what was missed is replayed from the ledger, then the stream continues live, with no gap and no duplicate."},

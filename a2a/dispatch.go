@@ -264,10 +264,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		}
 		return d.cfg.ExtendedCard(r, dl)
 	case mPush:
-		if dl == V1 {
-			return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use SendStreamingMessage or SubscribeToTask")
-		}
-		return nil, Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use message/stream or tasks/resubscribe")
+		return servePush(ctx, d.h, req.Method, req.Params, dl) // push.go
 	}
 	return nil, ErrMethodNotFound
 }

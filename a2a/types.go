@@ -191,6 +191,9 @@ type SendConfig struct {
 	// ReturnImmediately returns the task as soon as it is created (v1.0 returnImmediately,
 	// v0.3 blocking:false). The zero value blocks until a terminal or interrupted state.
 	ReturnImmediately bool
+	// Push, when set, is a push config for the task the send starts or continues (v0.3
+	// configuration.pushNotificationConfig, v1.0 configuration.taskPushNotificationConfig).
+	Push *PushConfig
 }
 
 // SendParams are the parameters of SendMessage / message/send and their streaming twins.

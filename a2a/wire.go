@@ -529,10 +529,12 @@ func DecodeSendParams(raw json.RawMessage, d Dialect) (*SendParams, error) {
 		ContextID     string         `json:"contextId"`
 		Metadata      map[string]any `json:"metadata"`
 		Configuration *struct {
-			AcceptedOutputModes []string `json:"acceptedOutputModes"`
-			HistoryLength       *int     `json:"historyLength"`
-			Blocking            *bool    `json:"blocking"`
-			ReturnImmediately   *bool    `json:"returnImmediately"`
+			AcceptedOutputModes []string        `json:"acceptedOutputModes"`
+			HistoryLength       *int            `json:"historyLength"`
+			Blocking            *bool           `json:"blocking"`
+			ReturnImmediately   *bool           `json:"returnImmediately"`
+			PushV03             *wirePushV03    `json:"pushNotificationConfig"`
+			PushV1              *wireTaskPushV1 `json:"taskPushNotificationConfig"`
 		} `json:"configuration"`
 	}
 	if err := unmarshalParams(raw, &w, true); err != nil {
@@ -562,6 +564,9 @@ func DecodeSendParams(raw json.RawMessage, d Dialect) (*SendParams, error) {
 		}
 		if c.ReturnImmediately != nil && *c.ReturnImmediately {
 			p.Config.ReturnImmediately = true
+		}
+		if p.Config.Push, err = decodeSendPush(c.PushV03, c.PushV1, d); err != nil {
+			return nil, err
 		}
 	}
 	return p, nil

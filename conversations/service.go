@@ -146,5 +146,8 @@ func (s *Service) Show(ctx context.Context, ref Ref, opts ShowOptions) (ShowResu
 	if entries == nil {
 		entries = []ledger.Entry{}
 	}
+	for i := range entries {
+		entries[i] = redactPush(entries[i]) // push.go
+	}
 	return ShowResult{Conversation: s.summary(ctx, c), Entries: entries}, nil
 }

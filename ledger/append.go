@@ -394,6 +394,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if err := putEntries(conv, tasks, p.entries, encoded, &m); err != nil {
 		return outcome{}, nil, err
 	}
+	if err := putPush(tx, p.key, entries); err != nil { // outbox.go
+		return outcome{}, nil, err
+	}
 	m.LastHash = entries[len(entries)-1].Hash
 	if p.now.After(m.LastActivity) {
 		m.LastActivity = p.now

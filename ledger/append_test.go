@@ -204,8 +204,8 @@ func TestAppend_Invalid(t *testing.T) {
 	if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
 		t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
 	}
-	if n := countTopLevel(t, s); n != 3 {
-		t.Errorf("%d top-level buckets, want 3 (the indexes only)", n)
+	if n := countTopLevel(t, s); n != 5 {
+		t.Errorf("%d top-level buckets, want 5 (the indexes only: tasks, artifacts, byid, push configs, push pending)", n)
 	}
 }
 

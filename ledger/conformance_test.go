@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/a2a-gateway/gateway/ledger"
@@ -18,5 +19,34 @@ func TestConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		return s
+	})
+}
+
+// TestPushConformance runs the push cases against the bbolt Store, reopening its file.
+func TestPushConformance(t *testing.T) {
+	openAt := func(t *testing.T, path string) *ledger.Store {
+		s, err := ledger.Open(path, ledger.Options{NoSync: true, LargePartBytes: ledgertest.LargePartBytes}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	paths := map[ledgertest.PushStore]string{}
+	var mu sync.Mutex
+	ledgertest.RunPush(t, func(t *testing.T) ledgertest.PushStore {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		s := openAt(t, path)
+		mu.Lock()
+		paths[s] = path
+		mu.Unlock()
+		return s
+	}, func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return openAt(t, paths[s])
 	})
 }

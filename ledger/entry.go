@@ -27,7 +27,7 @@ const (
 func (k Kind) Valid() bool {
 	switch k {
 	case KindUserMessage, KindAgentReply, KindReplyChunk, KindStatus, KindToolCall,
-		KindToolResult, KindError, KindAudit:
+		KindToolResult, KindError, KindAudit, KindPushConfig, KindPushOutbox, KindPushAttempt:
 		return true
 	}
 	return false
@@ -202,6 +202,9 @@ func validateEntry(i int, e *Entry, owner, contextID string) error {
 		if err := validatePart(i, j, &e.Parts[j]); err != nil {
 			return err
 		}
+	}
+	if e.Kind.isPush() {
+		return validatePush(i, e) // push.go
 	}
 	return nil
 }

@@ -186,6 +186,9 @@ func (cp *convCopy) write(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if err := salvagePush(tx, cp.key, cp.kvs); err != nil { // outbox.go
+		return err
+	}
 	return indexByID(tx, cp.meta.ContextID, cp.key)
 }
 

@@ -226,6 +226,9 @@ func openWritable(path string, opts Options) (*bolt.DB, int, error) {
 		if upgraded, err = setUp(tx); err != nil {
 			return err
 		}
+		if err := setUpPush(tx); err != nil { // outbox.go
+			return err
+		}
 		return setUpByID(tx)
 	})
 	if err != nil {

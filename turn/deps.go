@@ -18,6 +18,18 @@ type Ledger interface {
 	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
 	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
 	Inflate(ctx context.Context, entries []ledger.Entry) error
+	// The push indexes (ledger/push.go): a task's live configs, a peer's config count,
+	// and the pending outbox entries.
+	PushConfigs(ctx context.Context, owner, taskID string) ([]ledger.Entry, error)
+	PushConfigCount(ctx context.Context, owner string) (int, error)
+	PendingPush(ctx context.Context, limit int) ([]ledger.PendingPush, error)
+}
+
+// PushGuard checks a push notification URL when a peer sets it (the SSRF guard of package
+// push; DESIGN N-1). A non-nil error refuses the config: the peer gets invalid params
+// carrying the error's message, and nothing is stored. It must be safe for concurrent use.
+type PushGuard interface {
+	CheckURL(ctx context.Context, rawURL string) error
 }
 
 // Locker admits one turn per context. Implemented by *locking.Local (and the Redis

@@ -110,6 +110,42 @@ func (e *taskNotFoundError) Error() string {
 // Unwrap returns ledger.ErrNotFound.
 func (e *taskNotFoundError) Unwrap() error { return ledger.ErrNotFound }
 
+// pushURLError is a push config URL that Config.PushGuard refused; Err is the guard's
+// error, whose message the peer gets. Nothing was stored.
+type pushURLError struct {
+	URL string
+	Err error
+}
+
+func (e *pushURLError) Error() string { return "push notification url refused: " + e.Err.Error() }
+
+// Unwrap returns the guard's error.
+func (e *pushURLError) Unwrap() error { return e.Err }
+
+// pushLimitError is a new push config over a limit: Limit is "task" (configs of TaskID)
+// or "peer" (configs of the caller), Max the limit. Nothing was stored.
+type pushLimitError struct {
+	Limit  string
+	Max    int
+	TaskID string
+}
+
+func (e *pushLimitError) Error() string {
+	if e.Limit == "task" {
+		return fmt.Sprintf("task %s has %d push notification configs, the limit; delete one or reuse its id", a2a.EchoQuote(e.TaskID), e.Max)
+	}
+	return fmt.Sprintf("you have %d push notification configs, the limit; delete one or reuse its id", e.Max)
+}
+
+// pushConfigNotFoundError is a push config id the task does not have.
+type pushConfigNotFoundError struct {
+	TaskID, ConfigID string
+}
+
+func (e *pushConfigNotFoundError) Error() string {
+	return fmt.Sprintf("push notification config %s of task %s not found", a2a.EchoQuote(e.ConfigID), a2a.EchoQuote(e.TaskID))
+}
+
 // protocolError is hop 1 of the error mapping (house style B4), the one place where turn
 // chooses the a2a error a peer gets (values from the request that it repeats, in messages
 // and ErrorInfo metadata, are capped by a2a.Echo / a2a.EchoQuote): every a2a.Handler method and stream of the Runner
@@ -139,7 +175,29 @@ func protocolError(err error) error {
 	case errors.As(err, &fe):
 		return a2a.InvalidParams(messageField(fe), "%s", fe.Reason)
 	}
+	if perr := pushError(err); perr != nil {
+		return perr
+	}
 	return refusalError(err)
+}
+
+// pushError maps the push config refusals; nil for any other error.
+func pushError(err error) error {
+	var (
+		ue *pushURLError
+		le *pushLimitError
+		ne *pushConfigNotFoundError
+	)
+	switch {
+	case errors.As(err, &ue):
+		return a2a.InvalidParams("url", "%s", ue.Error())
+	case errors.As(err, &le):
+		return &a2a.Error{Err: a2a.ErrInvalidParams, Message: le.Error(),
+			Metadata: map[string]string{"limit": "push_configs_per_" + le.Limit, "max": fmt.Sprint(le.Max)}}
+	case errors.As(err, &ne):
+		return a2a.Errorf(a2a.ErrTaskNotFound, "%s", ne.Error())
+	}
+	return nil
 }
 
 // unrecordedEndError: a turn ran, but its end (the reply and final status, then the

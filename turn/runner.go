@@ -68,6 +68,19 @@ type Config struct {
 	// stopped (their lease has expired) and marks them failed (see Recover): such a task
 	// is recovered within about twice LeaseTTL of the stop. 0: no sweep.
 	LeaseTTL time.Duration
+
+	// PushGuard enables push notifications (issue #20) and checks every webhook URL a
+	// peer sets. nil: push is not supported (the push methods and a send with a push
+	// config answer PUSH_NOTIFICATION_NOT_SUPPORTED, -32003). See push.go and outbox.go.
+	PushGuard PushGuard
+	// PushNotify, if set, is called after each commit that created outbox entries (the
+	// deliverer's wake-up). It must not block.
+	PushNotify func()
+	// MaxPushConfigsPerTask and MaxPushConfigsPerPeer bound the live push configs of a
+	// task and of a peer; beyond them a new config is refused with invalid params and
+	// nothing is stored. 0: 10 and 1000.
+	MaxPushConfigsPerTask int
+	MaxPushConfigsPerPeer int
 }
 
 // Runner runs turns and serves the A2A methods over the ledger.
@@ -105,6 +118,8 @@ type Runner struct {
 
 	sweepDone chan struct{} // closed when the recovery sweep has returned; already closed without one
 
+	outbox *outbox // the push outbox; nil when push is disabled (outbox.go)
+
 	streamsMu sync.Mutex     // guards streams only; never held with mu
 	streams   map[string]int // open streams per peer
 }
@@ -134,6 +149,10 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	}
 	if r.obs == nil {
 		r.obs = noObserver{}
+	}
+	if cfg.PushGuard != nil {
+		r.led = &outboxLedger{Ledger: led, r: r} // outbox.go
+		r.outbox = newOutbox(r)
 	}
 	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
 	r.sweepDone = make(chan struct{})
@@ -364,6 +383,10 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	if err != nil {
 		return nil, err
 	}
+	pushEntries, err := r.sendPushConfig(ctx, in, p.Config.Push) // push.go
+	if err != nil {
+		return nil, err
+	}
 	var undo []func()
 	defer func() {
 		if err != nil {
@@ -397,7 +420,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	tr.feed = r.feeds.Hold(in.key)
 	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
-		Entries: []ledger.Entry{user, workingEntry(in.taskID)}})
+		Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)})
 	if err != nil {
 		return nil, fmt.Errorf("append inbound message: %w", err)
 	}

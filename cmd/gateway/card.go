@@ -12,7 +12,8 @@ import (
 // authenticate. Its Last-Modified is left to a2a.NewCardHandler: the time the routes
 // were built, at start-up, when the configuration it reflects was loaded.
 func (s *Server) cardConfig() a2a.CardConfig {
-	c := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled()}
+	c := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled(),
+		PushNotifications: s.runner != nil && s.runner.PushSupported()}
 	if s.cfg.toolMode() != tools.ModeNone {
 		c.Extensions = []a2a.CardExtension{{URI: tools.HopsExtension, Description: toolsHopsDescription}}
 	}

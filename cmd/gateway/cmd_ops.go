@@ -422,6 +422,8 @@ func printShow(w io.Writer, res showResult) {
 			text = strings.TrimSpace(e.State + "  " + text)
 		case ledger.KindAudit:
 			text = strings.TrimSpace(auditSummary(&e) + "  " + text)
+		case ledger.KindPushConfig, ledger.KindPushOutbox, ledger.KindPushAttempt:
+			what, text = strings.ToLower(strings.ReplaceAll(string(e.Kind), "_", "-")), conversations.PushText(&e)
 		}
 		task := e.TaskID // whole: UUIDv7 ids of the same minute share their first 8 characters
 		if task == "" {

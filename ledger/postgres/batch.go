@@ -41,6 +41,13 @@ type plan struct {
 		data    [][]byte
 	}
 	notes []string
+	push  []pushWrite // push index writes, in order (push.go)
+}
+
+// pushWrite is the push entries one accepted request stores.
+type pushWrite struct {
+	key     string
+	entries []ledger.Entry
 }
 
 // planHead is a conversation's head as the batch moves it.
@@ -205,6 +212,7 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 		ph.dirty = true
 		pl.order = append(pl.order, p.Key())
 	}
+	pl.push = append(pl.push, pushWrite{p.Key(), entries})
 	if b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: last.Seq}); err == nil && len(b) < 8000 {
 		pl.notes = append(pl.notes, string(b))
 	}
@@ -238,6 +246,9 @@ func (pl *plan) queueWrites(b *pgx.Batch) {
 	if len(pl.arts.digests) > 0 {
 		b.Queue(`INSERT INTO artifacts (digest, data) SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (digest) DO NOTHING`,
 			pl.arts.digests, pl.arts.data)
+	}
+	for _, w := range pl.push {
+		queuePush(b, w.key, w.entries)
 	}
 	if len(pl.notes) > 0 {
 		b.Queue(`SELECT count(pg_notify($1, n)) FROM unnest($2::text[]) AS u(n)`, notifyChannel, pl.notes)

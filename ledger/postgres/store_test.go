@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -38,4 +39,33 @@ func open(t *testing.T) *postgres.Store {
 // TestConformance runs the store contract's suite against PostgreSQL.
 func TestConformance(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Store { return open(t) })
+}
+
+// TestPushConformance runs the push cases against PostgreSQL, reopening the database.
+func TestPushConformance(t *testing.T) {
+	openAt := func(t *testing.T, dsn string) *postgres.Store {
+		s, err := postgres.Open(context.Background(), dsn, postgres.Options{LargePartBytes: ledgertest.LargePartBytes, MaxConns: 4}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	dsns := map[ledgertest.PushStore]string{}
+	var mu sync.Mutex
+	ledgertest.RunPush(t, func(t *testing.T) ledgertest.PushStore {
+		dsn := pgtest.Database(t)
+		s := openAt(t, dsn)
+		mu.Lock()
+		dsns[s] = dsn
+		mu.Unlock()
+		return s
+	}, func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return openAt(t, dsns[s])
+	})
 }

@@ -1,0 +1,56 @@
+package ledger_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/ledger/ledgertest"
+)
+
+// TestSalvageKeepsPushIndexes: a salvage's copy rebuilds the push indexes from the
+// entries it copies, so configs and pending deliveries survive it.
+func TestSalvageKeepsPushIndexes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "salvaged.db")
+	s, err := ledger.Open(src, ledger.Options{NoSync: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{
+		ledgertest.PushConfigEntry("t", ledger.PushConfig{ID: "a", URL: "https://a", Dialect: "1.0"}),
+		ledgertest.PushConfigEntry("t", ledger.PushConfig{ID: "b", URL: "https://b", Dialect: "1.0"}),
+		ledgertest.PushOutboxEntry("t", "a"), ledgertest.PushOutboxEntry("t", "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{
+		ledgertest.PushConfigEntry("t", ledger.PushConfig{ID: "b", Deleted: true}),
+		ledgertest.PushAttemptEntry("t", res.Entries[2].Seq, 1, true),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Salvage(ctx, src, dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ledger.Open(dst, ledger.Options{NoSync: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := out.PendingPush(ctx, 0)
+	if err != nil || len(p) != 1 || p[0].Entry.ID != res.Entries[3].ID {
+		t.Fatalf("pending after salvage = %+v, %v; want the second outbox entry only", p, err)
+	}
+	cs, _ := out.PushConfigs(ctx, "o", "t")
+	if len(cs) != 1 || cs[0].ID != res.Entries[0].ID {
+		t.Errorf("configs after salvage = %d, want config a only", len(cs))
+	}
+}
