@@ -175,19 +175,19 @@ func (g *Guard) allowed(a netip.Addr) error {
 
 // Refused ranges that netip has no predicate for.
 var (
-	cgnat     = netip.MustParsePrefix("100.64.0.0/10")   // RFC 6598 shared address space
-	thisNet   = netip.MustParsePrefix("0.0.0.0/8")       // RFC 1122 "this network"
-	reserved4 = netip.MustParsePrefix("240.0.0.0/4")     // RFC 1112 reserved, and broadcast
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")    // RFC 6052: an IPv4 address inside
-	metadata  = netip.MustParseAddr("169.254.169.254")   // cloud instance metadata
-	ietf4     = netip.MustParsePrefix("192.0.0.0/24")    // RFC 6890 IETF protocol assignments
-	bench4    = netip.MustParsePrefix("198.18.0.0/15")   // RFC 2544 benchmarking
-	siteLocal = netip.MustParsePrefix("fec0::/10")       // deprecated site-local
-	discard6  = netip.MustParsePrefix("100::/64")        // RFC 6666 discard-only
-	sixToFour = netip.MustParsePrefix("2002::/16")       // 6to4: an IPv4 address inside
-	teredo    = netip.MustParsePrefix("2001::/32")       // Teredo tunnels
-	docs6     = netip.MustParsePrefix("2001:db8::/32")   // documentation
-	v4compat  = netip.MustParsePrefix("::/96")           // deprecated IPv4-compatible
+	cgnat     = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598 shared address space
+	thisNet   = netip.MustParsePrefix("0.0.0.0/8")     // RFC 1122 "this network"
+	reserved4 = netip.MustParsePrefix("240.0.0.0/4")   // RFC 1112 reserved, and broadcast
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")  // RFC 6052: an IPv4 address inside
+	metadata  = netip.MustParseAddr("169.254.169.254") // cloud instance metadata
+	ietf4     = netip.MustParsePrefix("192.0.0.0/24")  // RFC 6890 IETF protocol assignments
+	bench4    = netip.MustParsePrefix("198.18.0.0/15") // RFC 2544 benchmarking
+	siteLocal = netip.MustParsePrefix("fec0::/10")     // deprecated site-local
+	discard6  = netip.MustParsePrefix("100::/64")      // RFC 6666 discard-only
+	sixToFour = netip.MustParsePrefix("2002::/16")     // 6to4: an IPv4 address inside
+	teredo    = netip.MustParsePrefix("2001::/32")     // Teredo tunnels
+	docs6     = netip.MustParsePrefix("2001:db8::/32") // documentation
+	v4compat  = netip.MustParsePrefix("::/96")         // deprecated IPv4-compatible
 	docs4     = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("203.0.113.0/24")}
 )
 
