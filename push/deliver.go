@@ -310,8 +310,11 @@ func (dl *Deliverer) deliver(ctx context.Context, d Delivery) time.Time {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if err := dl.opts.Outbox.Record(rctx, d, a); err != nil {
+		// Not recorded: the delivery stays pending and is tried again (perhaps sent
+		// twice, which receivers de-duplicate), later than a poll so that a store that
+		// cannot write is not met with a request a second.
 		log.WarnContext(ctx, "push: recording an attempt failed; the delivery stays pending", "err", err, "outcome", string(a.Outcome))
-		return dl.opts.Now().Add(dl.opts.Poll)
+		return dl.opts.Now().Add(max(dl.opts.Poll, dl.opts.MaxBackoff/10))
 	}
 	dl.obs.DeliveryDone(a.Outcome, a.Latency)
 	logAttempt(ctx, log, d, a)

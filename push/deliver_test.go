@@ -1,6 +1,7 @@
 package push
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -442,5 +443,77 @@ func TestBackoffBounds(t *testing.T) {
 				t.Fatalf("backoff(%d) = %v, want %v to %v", n, b, minB, ceil)
 			}
 		}
+	}
+}
+
+// TestStopCutsAttempt: stopping Run while an attempt waits for a slow receiver ends it
+// at once (not at the attempt's timeout) and records nothing: the delivery stays
+// pending for the next start.
+func TestStopCutsAttempt(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 1)
+	rc := newReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ int) {
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	})
+	o := &memOutbox{}
+	o.add(delivery("ev-1", "task-1", 1, rc.URL))
+	opts := fastOptions(o)
+	opts.Timeout = 10 * time.Minute
+	dl, err := NewDeliverer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- dl.Run(ctx) }()
+	testutil.Receive(t, arrived, "the request at the receiver")
+	cancel()
+	if err := testutil.Receive(t, done, "Run to return after the stop"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if as := o.attempts(""); len(as) != 0 {
+		t.Errorf("attempts recorded for a cut attempt: %+v", as)
+	}
+	if err := dl.Run(t.Context()); err == nil {
+		t.Error("a second Run: no error")
+	}
+}
+
+// TestResume: a second deliverer on the same outbox (a restart) goes on where the first
+// stopped: the attempt count continues and the delivery arrives.
+func TestResume(t *testing.T) {
+	t.Parallel()
+	var fail atomic.Bool
+	fail.Store(true)
+	rc := newReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	o := &memOutbox{}
+	o.add(delivery("ev-1", "task-1", 1, rc.URL))
+	opts := fastOptions(o)
+	dl, err := NewDeliverer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- dl.Run(ctx) }()
+	testutil.WaitFor(t, "two failed attempts", func() bool { return len(o.attempts("")) >= 2 })
+	cancel()
+	testutil.Receive(t, done, "the first deliverer to stop")
+	before := len(o.attempts(""))
+	fail.Store(false)
+	run(t, opts)
+	o.waitFinal(t, 1)
+	as := o.attempts("")
+	if last := as[len(as)-1]; last.Outcome != OutcomeDelivered || len(as) != before+1 {
+		t.Errorf("after the restart: %d attempts (%d before), last %s; want one more, delivered", len(as), before, last.Outcome)
+	}
+	// An attempt the stop cut short is sent but not recorded (at least once).
+	if n := rc.count(); n != len(as) && n != len(as)+1 {
+		t.Errorf("receiver got %d requests for %d recorded attempts", n, len(as))
 	}
 }

@@ -37,7 +37,7 @@ func TestVerify(t *testing.T) {
 		"changed body":  {s.JWKS(), sig, []byte(`{"x":2}`), "body_sha256"},
 		"other key":     {other.JWKS(), sig, d.Body, "no Ed25519 key"},
 		"not a JWS":     {s.JWKS(), "abc", d.Body, "3 dot-separated parts"},
-		"alg none":      {s.JWKS(), b64.EncodeToString([]byte(`{"alg":"none","kid":"` + s.KeyID() + `"}`)) + "." + parts[1] + ".", d.Body, `alg "none"`},
+		"alg none":      {s.JWKS(), b64.EncodeToString([]byte(`{"alg":"none","kid":"`+s.KeyID()+`"}`)) + "." + parts[1] + ".", d.Body, `alg "none"`},
 		"changed claim": {s.JWKS(), parts[0] + "." + b64.EncodeToString([]byte(`{"jti":"ev-2"}`)) + "." + parts[2], d.Body, "does not verify"},
 		"bad JWKS":      {[]byte(`[]`), sig, d.Body, "not a JWK Set"},
 	}

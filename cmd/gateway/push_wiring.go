@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,7 @@ const pushSigningDescription = "Every push notification this agent sends carries
 type pushService struct {
 	guard  *push.Guard
 	signer *push.Signer
-	dl     *push.Deliverer // nil until startPush
+	dl     atomic.Pointer[push.Deliverer] // nil until startPush
 }
 
 // newPushService builds the guard and loads (or, on bbolt, creates) the signing key.
@@ -69,7 +70,7 @@ func (s *Server) startPush(outbox push.Outbox) error {
 	if err != nil {
 		return err
 	}
-	p.dl = dl
+	p.dl.Store(dl)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- dl.Run(ctx) }() // exits when the closer cancels ctx
@@ -87,8 +88,8 @@ func (s *Server) startPush(outbox push.Outbox) error {
 
 // notify wakes the deliverer after a commit that created deliveries.
 func (p *pushService) notify() {
-	if p.dl != nil {
-		p.dl.Notify()
+	if dl := p.dl.Load(); dl != nil {
+		dl.Notify()
 	}
 }
 
