@@ -14,10 +14,10 @@ import (
 // bindPush defines the push-notification flags (part of bindServe).
 func bindPush(e *envFlags, cfg *Config) {
 	e.Bool(&cfg.Push, "push", true, "A2A push notifications: peers may register webhooks for their tasks, and the gateway posts each task update to them, signed, retried for --push-retry-for, resumed after a restart. On by default; with --store postgres it also needs --push-signing-key (without one push stays off, as the start-up log says)")
-	e.List(&cfg.PushAllow, "push-allow", "a CIDR (10.1.2.0/24), an address or a host name that webhooks may reach although it is loopback, private, link-local, CGNAT, multicast or otherwise not public (the SSRF guard refuses those); repeat the flag or separate with commas")
+	e.List(&cfg.PushAllow, "push-allow", "a `CIDR` (10.1.2.0/24), an address or a host name that webhooks may reach although it is loopback, private, link-local, CGNAT, multicast or otherwise not public (the SSRF guard refuses those); repeat the flag or separate with commas")
 	e.Bool(&cfg.PushAllowHTTP, "push-allow-http", false, "allow http:// webhooks (default: https only)")
 	e.Duration(&cfg.PushRetryFor, "push-retry-for", 24*time.Hour, "how long a push notification is retried (exponential backoff from 1s to 5m, with jitter) before it is given up")
-	e.String(&cfg.PushSigningKey, "push-signing-key", "", "PEM file of the Ed25519 key that signs push notifications (openssl genpkey -algorithm ed25519 -out FILE); its public key is served at GET /.well-known/jwks.json. Default <data-dir>/push-signing.key, created (mode 0600) if missing; required with --store postgres, so that every instance signs with the same key")
+	e.String(&cfg.PushSigningKey, "push-signing-key", "", "PEM `FILE` of the Ed25519 key that signs push notifications (openssl genpkey -algorithm ed25519 -out FILE); its public key is served at GET /.well-known/jwks.json. Default <data-dir>/push-signing.key, created (mode 0600) if missing; required with --store postgres, so that every instance signs with the same key")
 }
 
 // List binds a repeatable flag whose values may also be comma-separated; its default
