@@ -83,8 +83,12 @@ func TestPushServed(t *testing.T) {
 				}
 			}
 		}
-		if err := json.Unmarshal(pushGet(t, c, s.URL()+".well-known/agent-card.json", hdr), &card); err != nil {
+		body := pushGet(t, c, s.URL()+".well-known/agent-card.json", hdr)
+		if err := json.Unmarshal(body, &card); err != nil {
 			t.Fatal(err)
+		}
+		if hdr != nil {
+			checkPureV1(t, "the v1.0 card with push on", body)
 		}
 		i := slices.IndexFunc(card.Capabilities.Extensions, func(e struct {
 			URI    string
