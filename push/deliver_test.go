@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,15 +194,19 @@ func TestRetryThenDelivered(t *testing.T) {
 // a's later deliveries come only after its first was delivered.
 func TestPerTaskOrder(t *testing.T) {
 	t.Parallel()
-	var bDone sync.WaitGroup
-	bDone.Add(3)
-	var a1Tries atomic.Int32
+	var bSeen, a1Tries atomic.Int32
+	bAll := make(chan struct{})
 	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		switch id := r.Header.Get("X-A2A-Event-Id"); {
 		case strings.HasPrefix(id, "b"):
-			bDone.Done()
+			if bSeen.Add(1) == 3 {
+				close(bAll)
+			}
 		case id == "a1" && a1Tries.Add(1) == 1:
-			bDone.Wait() // hold a1 until every b has come
+			select { // hold a1 until every b has come (or the attempt times out)
+			case <-bAll:
+			case <-r.Context().Done():
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	})
