@@ -96,7 +96,7 @@ func (dl *Deliverer) attempt(ctx context.Context, d Delivery) Attempt {
 	resp, err := dl.client.Do(req)
 	if err != nil {
 		a.Latency = dl.opts.Now().Sub(start)
-		a.Outcome, a.Error = failure(err), describe(ctx, err)
+		a.Outcome, a.Error = failure(err), describe(ctx, err, dl.opts.Timeout)
 		return a
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, dl.opts.MaxBody)) // a 2xx is final whatever the rest
@@ -143,9 +143,10 @@ func failure(err error) Outcome {
 }
 
 // describe says why a request got no answer, without its URL (which may hold a token).
-func describe(ctx context.Context, err error) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return "no answer within the attempt timeout"
+func describe(ctx context.Context, err error, timeout time.Duration) string {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Sprintf("no answer within the attempt timeout (%v)", timeout)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -272,7 +272,7 @@ func TestExpiry(t *testing.T) {
 	young := delivery("young", "task-young", 2, rc.URL)
 	o.add(old, young)
 	opts := fastOptions(o)
-	opts.RetryFor = 25*time.Hour + 150*time.Millisecond // young: 150 ms of retries
+	opts.RetryFor = 25*time.Hour + time.Second // young: a second of retries, 5 to 20 ms apart
 	opts.Now = func() time.Time { return time.Now().Add(25 * time.Hour) }
 	run(t, opts)
 	o.waitFinal(t, 2)
@@ -388,7 +388,7 @@ func TestTimeout(t *testing.T) {
 	run(t, opts)
 	testutil.WaitFor(t, "an attempt recorded", func() bool { return len(o.attempts("")) == 1 })
 	a := o.attempts("")[0]
-	if a.Outcome != OutcomeRetry || a.Error != "no answer within the attempt timeout" || a.Latency < opts.Timeout {
+	if a.Outcome != OutcomeRetry || a.Error != "no answer within the attempt timeout (100ms)" || a.Latency < opts.Timeout {
 		t.Errorf("attempt %+v, want a retry after the timeout", a.Attempt)
 	}
 }
@@ -518,5 +518,21 @@ func TestResume(t *testing.T) {
 	// An attempt the stop cut short is sent but not recorded (at least once).
 	if n := rc.count(); n != len(as) && n != len(as)+1 {
 		t.Errorf("receiver got %d requests for %d recorded attempts", n, len(as))
+	}
+}
+
+// TestUnresolvedRetried: a host that does not resolve is a failed attempt to retry (DNS
+// may be down), never a refusal, and nothing is sent.
+func TestUnresolvedRetried(t *testing.T) {
+	t.Parallel()
+	o := &memOutbox{}
+	o.add(delivery("ev-1", "task-1", 1, "http://nowhere.example/hook"))
+	opts := fastOptions(o)
+	opts.MinBackoff, opts.MaxBackoff = time.Hour, time.Hour
+	opts.Guard = NewGuard(GuardOptions{AllowHTTP: true, Resolver: newResolver(nil)})
+	run(t, opts)
+	testutil.WaitFor(t, "an attempt recorded", func() bool { return len(o.attempts("")) == 1 })
+	if a := o.attempts("")[0]; a.Outcome != OutcomeRetry || !strings.Contains(a.Error, "does not resolve") {
+		t.Errorf("attempt %+v, want a retry saying the host does not resolve", a.Attempt)
 	}
 }

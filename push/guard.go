@@ -96,9 +96,15 @@ type target struct {
 // CheckURL reports whether rawURL may be a webhook: nil, or a [*URLError] saying why
 // not. It resolves the host (an address literal is its own answer) and checks every
 // address it resolved to. It is called when a config is set; every delivery checks
-// again, on the addresses it then dials.
+// again, on the addresses it then dials. A host that does not resolve now (no DNS, a
+// name not yet published) is not refused: nothing is sent to it here, and each delivery
+// resolves it again, is retried while it does not resolve, and is refused if it then
+// resolves to a refused address.
 func (g *Guard) CheckURL(ctx context.Context, rawURL string) error {
 	_, err := g.resolve(ctx, rawURL)
+	if ue, ok := err.(*URLError); ok && ue.Err != nil {
+		return nil
+	}
 	return err
 }
 
