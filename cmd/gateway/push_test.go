@@ -202,14 +202,17 @@ func TestPushDelivered(t *testing.T) {
 	jwks := pushGet(t, c, s.URL()+".well-known/jwks.json", nil)
 	mu.Lock()
 	defer mu.Unlock()
+	if !bytes.Contains(bodies[0], []byte(`"working"`)) {
+		t.Errorf("first notification %s, want the task working (in order: working, then completed)", bodies[0])
+	}
 	ids := map[string]bool{}
 	for i, h := range got {
 		if _, err := push.Verify(jwks, h.Get(push.SignatureHeader), bodies[i]); err != nil {
 			t.Errorf("notification %d: %v", i, err)
 		}
 		id := h.Get("X-A2A-Event-Id")
-		if h.Get("X-A2A-Notification-Token") != "tok-1" || id == "" || ids[id] {
-			t.Errorf("notification %d: token %q, event id %q (seen before: %v)", i, h.Get("X-A2A-Notification-Token"), id, ids[id])
+		if h.Get("X-A2A-Notification-Token") != "tok-1" || id == "" || ids[id] || !bytes.Contains(bodies[i], []byte(id)) {
+			t.Errorf("notification %d: token %q, event id %q (seen before: %v; want it in the body too) %s", i, h.Get("X-A2A-Notification-Token"), id, ids[id], bodies[i])
 		}
 		ids[id] = true
 	}
