@@ -103,6 +103,11 @@ func TestPushServed(t *testing.T) {
 			t.Errorf("card (%v): params %v, want jwksUrl %s and kid %s", hdr, p, s.URL()+".well-known/jwks.json", kid)
 		}
 	}
+	// The card declares push (the turn side) exactly when a deliverer runs: so the tests
+	// that skip until the merge seam is completed cannot skip once it is.
+	if on := cardPushOn(t, c, s.URL()); on != (s.pushOutbox() != nil) {
+		t.Errorf("card pushNotifications %v, but a deliverer runs: %v", on, s.pushOutbox() != nil)
+	}
 	m := string(pushGet(t, c, s.URL()+"metrics", nil))
 	for _, series := range []string{`gateway_push_deliveries_total{outcome="delivered"} 0`, `gateway_push_deliveries_total{outcome="refused"} 0`,
 		"gateway_push_delivery_seconds_count 0", "gateway_push_queue_depth 0", "gateway_push_oldest_undelivered_seconds 0"} {
@@ -238,4 +243,16 @@ func pushGet(t *testing.T, c *http.Client, url string, headers map[string]string
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 	return b
+}
+
+// cardPushOn reports whether the card at base declares capabilities.pushNotifications.
+func cardPushOn(t *testing.T, c *http.Client, base string) bool {
+	t.Helper()
+	var card struct {
+		Capabilities struct{ PushNotifications bool }
+	}
+	if err := json.Unmarshal(pushGet(t, c, base+".well-known/agent-card.json", nil), &card); err != nil {
+		t.Fatal(err)
+	}
+	return card.Capabilities.PushNotifications
 }
