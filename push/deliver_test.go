@@ -129,7 +129,7 @@ func TestDialCheck(t *testing.T) {
 	tr := newTransport(g, nil, 1, time.Second)
 	defer tr.CloseIdleConnections()
 	u, _ := url.Parse(rc.URL)
-	tgt := &target{url: u, addrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, port: u.Port()}
+	tgt := &target{addrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, port: u.Port()}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, rc.URL, nil)
 	_, err := tr.RoundTrip(req.WithContext(contextWith(req, tgt)))
 	if !errors.Is(err, ErrRefused) {

@@ -87,7 +87,6 @@ func NewGuard(opts GuardOptions) *Guard {
 // target is a URL the guard checked: the addresses its host resolved to, each allowed,
 // which are the only ones the delivery dials.
 type target struct {
-	url    *url.URL
 	addrs  []netip.Addr
 	port   string
 	byName bool // the host is in AllowHosts: its addresses are allowed whatever they are
@@ -114,7 +113,7 @@ func (g *Guard) resolve(ctx context.Context, rawURL string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{url: u, port: u.Port(), byName: slices.Contains(g.hosts, canonicalHost(u.Hostname()))}
+	t := &target{port: u.Port(), byName: slices.Contains(g.hosts, canonicalHost(u.Hostname()))}
 	if t.port == "" {
 		t.port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}

@@ -22,6 +22,11 @@ import (
 // signed with Ed25519 ("alg":"EdDSA"), whose claims are [Claims].
 const SignatureHeader = "X-A2A-Signature"
 
+// SigningExtension is the agent card extension (capabilities.extensions[].uri) whose
+// params name the JWK Set of the key that signs push notifications ("jwksUrl") and
+// the key id ("kid"): the A2A card has no field of its own for it.
+const SigningExtension = "https://github.com/a2a-gateway/gateway/ext/push-signing/v1"
+
 // JWKSPath is where the gateway publishes its signing key as a JWK Set (RFC 7517).
 const JWKSPath = "/.well-known/jwks.json"
 

@@ -94,7 +94,7 @@ func TestPushServed(t *testing.T) {
 			URI    string
 			Params map[string]string
 		}) bool {
-			return e.URI == PushSigningExtension
+			return e.URI == push.SigningExtension
 		})
 		if i < 0 {
 			t.Fatalf("card (%v) without the push-signing extension", hdr)
@@ -135,7 +135,7 @@ func TestPushOff(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("JWKS with push off: %d, want 404", resp.StatusCode)
 	}
-	if card := pushGet(t, c, s.URL()+".well-known/agent-card.json", nil); bytes.Contains(card, []byte(PushSigningExtension)) {
+	if card := pushGet(t, c, s.URL()+".well-known/agent-card.json", nil); bytes.Contains(card, []byte(push.SigningExtension)) {
 		t.Errorf("card with push off declares push signing: %s", card)
 	}
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "push-signing.key")); !os.IsNotExist(err) {

@@ -15,10 +15,6 @@ import (
 	"github.com/a2a-gateway/gateway/turn"
 )
 
-// PushSigningExtension is the card extension that tells receivers where the key that
-// signs push notifications is published (the A2A card has no field for it).
-const PushSigningExtension = "https://github.com/a2a-gateway/gateway/ext/push-signing/v1"
-
 const pushSigningDescription = "Every push notification this agent sends carries the header X-A2A-Signature: a JWS (RFC 7515) in compact serialization, alg EdDSA (Ed25519), whose kid names a key of the JWK Set at params.jwksUrl and whose claims are iat, jti (the event id, also in X-A2A-Event-Id: the same on every retry), task_id, context_id and body_sha256 (base64url SHA-256 of the exact request body). Verify the signature with that key, compare body_sha256 with the body received, and de-duplicate by jti."
 
 // pushService is push delivery as the server runs it: the SSRF guard (also turn's,
@@ -105,7 +101,7 @@ func (p *pushService) jwksHandler() http.Handler {
 
 // cardExtension declares where the signing key is.
 func (p *pushService) cardExtension() a2a.CardExtension {
-	return a2a.CardExtension{URI: PushSigningExtension, Description: pushSigningDescription, Params: map[string]any{
+	return a2a.CardExtension{URI: push.SigningExtension, Description: pushSigningDescription, Params: map[string]any{
 		"jwksUrl": a2a.CardURL(push.JWKSPath), "alg": "EdDSA", "header": push.SignatureHeader, "kid": p.signer.KeyID(),
 	}}
 }
