@@ -69,10 +69,9 @@ func dialChecked(d *net.Dialer) func(ctx context.Context, network, addr string) 
 	}
 }
 
-// attempt makes one attempt of d: check the URL, sign, post, read (at most MaxBody of)
-// the answer. It returns the attempt, whose Outcome is Delivered, Refused or Retry
-// (failed; the caller decides between Retry and Expired), and whether a request was
-// sent.
+// attempt makes one attempt of d within Timeout: check the URL (a refusal sends
+// nothing), sign, post, read (at most MaxBody of) the answer. The attempt's Outcome is
+// Delivered, Refused or Retry (failed; the caller decides between Retry and Expired).
 func (dl *Deliverer) attempt(ctx context.Context, d Delivery) Attempt {
 	ctx, cancel := context.WithTimeout(ctx, dl.opts.Timeout)
 	defer cancel()
