@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzInputMarker$$' -fuzztime $(FUZZTIME) ./agent/
 	$(GO) test -run '^$$' -fuzz '^FuzzUTF8Chunker$$' -fuzztime $(FUZZTIME) ./agent/
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/sse/
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./push/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckURL$$' -fuzztime $(FUZZTIME) ./push/
 	$(GO) test -run '^$$' -fuzz '^FuzzClientFrame$$' -fuzztime $(FUZZTIME) ./streaming/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./peers/
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
 )
@@ -126,12 +127,20 @@ type cardInterfaceV03 struct {
 type CardExtension struct {
 	URI         string
 	Description string
+	// Params are the extension's parameters (its "params" object); nil: none. A
+	// [CardURL] value is published as an absolute URL on the card's endpoint.
+	Params map[string]any
 }
 
+// CardURL is a card extension parameter naming a path of this server ("/x"): the card
+// publishes it resolved against its endpoint URL.
+type CardURL string
+
 type cardExtension struct {
-	URI         string `json:"uri"`
-	Description string `json:"description"`
-	Required    bool   `json:"required"`
+	URI         string         `json:"uri"`
+	Description string         `json:"description"`
+	Required    bool           `json:"required"`
+	Params      map[string]any `json:"params,omitempty"`
 }
 
 type cardCapabilities struct {
@@ -195,7 +204,7 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		bearer:                            cfg.BearerAuth,
 	}
 	for _, e := range cfg.Extensions {
-		c.Capabilities.Extensions = append(c.Capabilities.Extensions, cardExtension{URI: e.URI, Description: e.Description})
+		c.Capabilities.Extensions = append(c.Capabilities.Extensions, cardExtension{URI: e.URI, Description: e.Description, Params: cardParams(e.Params, url)})
 	}
 	if cfg.BearerAuth {
 		c.SecuritySchemes = map[string]any{"bearer": map[string]any{
@@ -206,6 +215,32 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		c.SecurityRequirements = []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
 	}
 	return c
+}
+
+// cardParams returns params with each [CardURL] resolved against the endpoint base.
+func cardParams(params map[string]any, base string) map[string]any {
+	if params == nil {
+		return nil
+	}
+	out := make(map[string]any, len(params))
+	for k, v := range params {
+		if p, ok := v.(CardURL); ok {
+			v = resolveCardURL(base, string(p))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// resolveCardURL resolves ref against base (an absolute endpoint URL); a base that does
+// not parse leaves ref as it is.
+func resolveCardURL(base, ref string) string {
+	b, err := neturl.Parse(base)
+	r, rerr := neturl.Parse(ref)
+	if err != nil || rerr != nil {
+		return ref
+	}
+	return b.ResolveReference(r).String()
 }
 
 // RequestBaseURL returns the endpoint URL of the server that r reached ("http://host/").

@@ -308,3 +308,22 @@ func TestBuildCardDefaultsAndConfig(t *testing.T) {
 		t.Errorf("card with BearerAuth: %+v %+v %+v, want the bearer scheme in both shapes", b.SecuritySchemes, b.Security, b.SecurityRequirements)
 	}
 }
+
+// TestCardExtensionParams: an extension's params are published, a CardURL resolved on
+// the card's endpoint, in both card shapes.
+func TestCardExtensionParams(t *testing.T) {
+	t.Parallel()
+	cfg := CardConfig{URL: "https://gw.example/a2a", Extensions: []CardExtension{{URI: "urn:x", Description: "d",
+		Params: map[string]any{"jwksUrl": CardURL("/.well-known/jwks.json"), "alg": "EdDSA"}}}}
+	c := BuildCard(cfg, cfg.URL)
+	for name, exts := range map[string][]cardExtension{"union": c.Capabilities.Extensions, "v1.0": c.V1().Capabilities.Extensions} {
+		got := exts[len(exts)-1].Params
+		if got["jwksUrl"] != "https://gw.example/.well-known/jwks.json" || got["alg"] != "EdDSA" {
+			t.Errorf("%s card: params %v", name, got)
+		}
+	}
+	b, _ := json.Marshal(c)
+	if strings.Count(string(b), `"params"`) != 1 {
+		t.Errorf("card %s: want params on the one extension that has them", b)
+	}
+}

@@ -17,6 +17,9 @@ func (s *Server) cardConfig() a2a.CardConfig {
 	if s.cfg.toolMode() != tools.ModeNone {
 		c.Extensions = []a2a.CardExtension{{URI: tools.HopsExtension, Description: toolsHopsDescription}}
 	}
+	if s.push != nil {
+		c.Extensions = append(c.Extensions, s.push.cardExtension())
+	}
 	return c
 }
 

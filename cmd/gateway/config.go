@@ -85,6 +85,14 @@ type Config struct {
 	// besides the gateway's own (see wsAllowedOrigins); "*" allows any.
 	WSAllowedOrigins string
 
+	// Push notifications (issue #20; see push_config.go): Push turns them on; the rest
+	// configure delivery.
+	Push           bool
+	PushAllow      []string // CIDRs, addresses or host names the SSRF guard allows
+	PushAllowHTTP  bool
+	PushRetryFor   time.Duration // 0: 24h
+	PushSigningKey string        // "": <data-dir>/push-signing.key (bbolt only)
+
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
 	AgentKey string
 	// Peers come from the config file's `peers:` list (never flags), tokens resolved.
@@ -106,6 +114,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_message_bytes", c.MaxMessageBytes), slog.Int("max_streams_per_peer", c.MaxStreamsPerPeer),
 		slog.String("body_timeout", c.BodyTimeout.String()), slog.Int("body_min_rate", c.BodyMinRate),
 		slog.String("allowed_hosts", c.AllowedHosts), slog.String("public_url", c.PublicURL),
+		slog.Bool("push", c.Push), slog.Any("push_allow", c.PushAllow), slog.Bool("push_allow_http", c.PushAllowHTTP),
+		slog.String("push_retry_for", c.PushRetryFor.String()), slog.String("push_signing_key", c.PushSigningKey),
 	)
 }
 
@@ -246,6 +256,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Int(&cfg.MaxMessageBytes, "max-message-bytes", 960<<10, "most bytes of all of a message's parts together (0: no limit; the request body is capped at 1 MiB regardless); more is -32602 invalid params and nothing is stored")
 	e.Int(&cfg.MaxStreamsPerPeer, "max-streams-per-peer", 32, "most streams (SSE and WebSocket subscriptions) one peer may have open at once (0: no limit); beyond it RATE_LIMITED")
 	e.Int(&cfg.MaxWSConnsPerPeer, "max-ws-conns-per-peer", 16, "most WebSocket connections one peer may hold open at once (0: no limit); beyond it GET /ws answers 429")
+	bindPush(e, cfg)
 	return e
 }
 
@@ -292,6 +303,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--shutdown-timeout must be positive"))
 	}
 	errs = append(errs, c.guardProblems()...)
+	errs = append(errs, c.pushProblems()...)
 	if _, err := parseRate(c.RateLimit); err != nil {
 		errs = append(errs, err)
 	}

@@ -219,6 +219,7 @@ http://127.0.0.1:9900/ serving:
   GET  /ws                         WebSocket: JSON-RPC frames, any A2A method, conversations/subscribe
                                    {contextId, afterSeq} to watch (and resume) a whole context
   GET  /.well-known/agent-card.json   the agent card
+  GET  /.well-known/jwks.json      the public key that signs push notifications (with --push)
   GET  /                           a short page for a browser: the agent, these URLs, the docs
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down or while the ledger cannot commit)
   GET  /metrics                    Prometheus metrics (loopback, or --admin-token)

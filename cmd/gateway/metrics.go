@@ -64,6 +64,7 @@ type metrics struct {
 	prefixStability prometheus.Histogram
 	authFailures    *prometheus.CounterVec // reason
 	tools           *toolMetrics
+	push            *pushMetrics
 }
 
 // newMetrics registers every collector. streams reports the open streams and WebSocket
@@ -88,6 +89,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 		m.reg.MustRegister(c)
 	}
 	m.tools = newToolMetrics(m.reg)
+	m.push = newPushMetrics(m.reg)
 	// Label values that are known up front start at 0, so rate() sees the first event.
 	for _, o := range []string{"ok", "held", "error"} {
 		m.leaseSeconds.WithLabelValues(o)

@@ -23,6 +23,7 @@ import (
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/push"
 	"github.com/a2a-gateway/gateway/streaming"
 	"github.com/a2a-gateway/gateway/tools"
 	"github.com/a2a-gateway/gateway/turn"
@@ -88,6 +89,8 @@ type Server struct {
 	// console is the operator console, set by routes before the listener serves; its
 	// sessions admit the operator on GET /ws (see wsAuth). nil: it could not be built.
 	console *console.Handler
+	// push is push-notification delivery (push_wiring.go); nil: off.
+	push *pushService
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent or tune the
@@ -151,12 +154,18 @@ func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...se
 	if err := s.openAgent(deps); err != nil {
 		return nil, err
 	}
+	if s.push, err = newPushService(ctx, s.cfg, s.log); err != nil {
+		return nil, err
+	}
 	s.startRunner(rate, deps)
 	s.followStore()
 	if n, err := s.runner.Recover(ctx); err != nil {
 		return nil, err
 	} else if n > 0 {
 		s.log.WarnContext(ctx, "marked turns interrupted by the last stop as failed", "tasks", n)
+	}
+	if err := s.startPush(s.pushOutbox()); err != nil {
+		return nil, err
 	}
 	if err := s.listen(ctx); err != nil {
 		return nil, err
@@ -266,6 +275,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	if s.cfg.BusyPolicy == "wait" {
 		tcfg.BusyWait = s.cfg.BusyWait
 	}
+	s.pushTurnConfig(&tcfg)
 	s.runner = turn.New(tcfg, s.ledger, s.locks, s.agent, s.log)
 	s.closers.add(s.closeRunner)
 	s.wsTune = deps.streaming
@@ -393,6 +403,9 @@ func (s *Server) routes() http.Handler {
 	e.GET("/", s.rootPage(card))
 	e.POST("/a2a", echo.WrapHandler(rpc))
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
+	if s.push != nil {
+		e.GET(push.JWKSPath, echo.WrapHandler(s.push.jwksHandler()))
+	}
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
 	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken}, s.log.With("component", "admin"))
 	e.Any(console.Prefix+"*", echo.WrapHandler(s.consoleHandler()))
