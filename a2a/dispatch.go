@@ -108,14 +108,15 @@ func (d *Dispatcher) Open(ctx context.Context, req *Request, afterSeq uint64) (S
 func (d *Dispatcher) open(ctx context.Context, req *Request, spec methodSpec, resume func() (uint64, error)) (_ Stream, err error) {
 	ctx = withMethod(ctx, req.Method)
 	defer d.recovered(ctx, req.Method, &err)
+	params := protoNames(req.Params, spec)
 	if spec.kind == mStream {
-		p, err := DecodeSendParams(req.Params, spec.dialect)
+		p, err := DecodeSendParams(params, spec.dialect)
 		if err != nil {
 			return nil, err
 		}
 		return d.h.SendStreamingMessage(ctx, p)
 	}
-	p, err := DecodeTaskIDParams(req.Params)
+	p, err := DecodeTaskIDParams(params)
 	if err != nil {
 		return nil, err
 	}
@@ -217,9 +218,10 @@ func (d *Dispatcher) recovered(ctx context.Context, method string, err *error) {
 func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, spec methodSpec) (_ []byte, err error) {
 	defer d.recovered(ctx, req.Method, &err)
 	dl := spec.dialect
+	params := protoNames(req.Params, spec)
 	switch spec.kind {
 	case mSend:
-		p, err := DecodeSendParams(req.Params, dl)
+		p, err := DecodeSendParams(params, dl)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +231,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		}
 		return EncodeSendResult(res, dl)
 	case mGetTask:
-		p, err := DecodeGetTaskParams(req.Params)
+		p, err := DecodeGetTaskParams(params)
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +241,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		}
 		return EncodeTask(task, dl)
 	case mListTasks:
-		p, err := DecodeListTasksParams(req.Params)
+		p, err := DecodeListTasksParams(params)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +251,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		}
 		return EncodeListTasks(res)
 	case mCancel:
-		p, err := DecodeTaskIDParams(req.Params)
+		p, err := DecodeTaskIDParams(params)
 		if err != nil {
 			return nil, err
 		}
@@ -264,7 +266,7 @@ func (d *Dispatcher) result(ctx context.Context, r *http.Request, req *Request, 
 		}
 		return d.cfg.ExtendedCard(r, dl)
 	case mPush:
-		return servePush(ctx, d.h, req.Method, req.Params, dl) // push.go
+		return servePush(ctx, d.h, req.Method, params, dl) // push.go
 	}
 	return nil, ErrMethodNotFound
 }
@@ -294,15 +296,16 @@ func withMethod(ctx context.Context, method string) context.Context {
 // the push methods) always pass.
 func validateParams(req *Request, spec methodSpec) error {
 	var err error
+	params := protoNames(req.Params, spec)
 	switch spec.kind {
 	case mSend, mStream:
-		_, err = DecodeSendParams(req.Params, spec.dialect)
+		_, err = DecodeSendParams(params, spec.dialect)
 	case mGetTask:
-		_, err = DecodeGetTaskParams(req.Params)
+		_, err = DecodeGetTaskParams(params)
 	case mListTasks:
-		_, err = DecodeListTasksParams(req.Params)
+		_, err = DecodeListTasksParams(params)
 	case mCancel, mSubscribe:
-		_, err = DecodeTaskIDParams(req.Params)
+		_, err = DecodeTaskIDParams(params)
 	}
 	return err
 }

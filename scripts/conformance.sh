@@ -28,9 +28,6 @@ die() { echo "conformance: $*" >&2; exit 2; }
 
 # Tests that contradict the specification (docs/conformance.md, "Tests the TCK gets wrong").
 DESELECT=(
-  # CORE-HIST-002: sends GetTask params as {"history_length": 1}; a2a v1.0 §5.5 says JSON
-  # field names MUST be camelCase (historyLength).
-  "tests/compatibility/core_operations/test_task_history.py::TestHistoryLengthLimit::test_get_task_history_does_not_exceed_limit[jsonrpc]"
   # CARD-STRUCT-001: fetches the card without A2A-Version and validates it against the
   # strict v1.0 schema; a2a v1.0 §3.6.1 says an empty header means a 0.3 client, which
   # gets the union card (a request with A2A-Version: 1.0 gets the pure v1.0 card).
@@ -60,6 +57,7 @@ port=$(free_port) || die "no free loopback port"
 url="http://127.0.0.1:$port"
 export TCK_STREAMING_TIMEOUT=${TCK_STREAMING_TIMEOUT:-2}
 "$tmp/gateway" serve --addr "127.0.0.1:$port" --data-dir "$tmp/data" --agent tck --log-level warn \
+  --push-allow-http --push-allow 127.0.0.0/8 --push-allow ::1/128 \
   > "$tmp/gateway.log" 2>&1 &
 pid=$!
 

@@ -106,28 +106,20 @@ func (p *pushService) cardExtension() a2a.CardExtension {
 	}}
 }
 
-// ---- merge seam (issue #20) -------------------------------------------------------
-// The turn side (the protocol half) adds turn.Config.PushGuard (an interface with
-// CheckURL; nil = push not supported), turn.Config.PushNotify and
-// (*turn.Runner).PushOutbox(). Until they are merged, push is served (JWKS, card,
-// metrics) but no deliverer runs. TODO(merge #20), the lead completes:
-//
-//	in pushTurnConfig:  if s.push != nil { tcfg.PushGuard = s.push.guard; tcfg.PushNotify = s.push.notify }
-//	in pushOutbox:      return s.runner.PushOutbox()
-//
-// (keep the nil check: a nil *push.Guard in the interface would not read as "off").
-
-// pushTurnConfig gives the turn runner the guard and the deliverer's wake-up.
+// pushTurnConfig gives the turn runner the guard (it checks a URL when a config is
+// set) and the deliverer's wake-up. Push off: neither (the nil check matters: a nil
+// *push.Guard in the interface would not read as "off").
 func (s *Server) pushTurnConfig(tcfg *turn.Config) {
-	_ = tcfg
+	if s.push != nil {
+		tcfg.PushGuard = s.push.guard
+		tcfg.PushNotify = s.push.notify
+	}
 }
 
 // pushOutbox is the runner's durable outbox; nil: none (no deliverer runs).
 func (s *Server) pushOutbox() push.Outbox {
-	return nil
+	return s.runner.PushOutbox()
 }
-
-// ---- end of the merge seam ----------------------------------------------------------
 
 var _ push.Observer = (*pushMetrics)(nil)
 
