@@ -164,7 +164,7 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 		return ev, nil
 	}
 	for !s.done {
-		s.signalWatch(ctx)
+		s.signalWatch()
 		var ev a2a.Event
 		switch {
 		case len(s.pending) > 0:

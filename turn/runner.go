@@ -65,8 +65,9 @@ type Config struct {
 	SharedStore bool
 	// SignalWatch (SharedStore only; nil: none) tells every instance that a subscriber
 	// here (conversations/subscribe, tasks/resubscribe) follows the conversation (owner,
-	// contextID): each instance passes it to [Runner.WatchedElsewhere]. A subscriber calls
-	// it when it starts and every watchRefresh while it reads. A signal lost or late only
+	// contextID): each instance passes it to [Runner.WatchedElsewhere]. A subscriber has
+	// it called (by one goroutine of the Runner's, so that no stream waits for it) when it
+	// starts and every watchRefresh while it reads. A signal lost or late only
 	// delays the reply's text: a turn that stored no chunk stores the whole reply at its end.
 	SignalWatch func(ctx context.Context, owner, contextID string) error
 	// LeaseTTL is the Locker's lease lifetime. With SharedStore and a positive LeaseTTL
@@ -111,6 +112,12 @@ type Runner struct {
 
 	sweepDone chan struct{} // closed when the recovery sweep has returned; already closed without one
 
+	// Watch signals of subscribers (Config.SignalWatch), sent by one goroutine owned by
+	// the Runner (sendWatchSignals) so that no stream waits for them; signalsDone is
+	// closed when it has returned (already closed without one).
+	watchSignals chan watchSignal
+	signalsDone  chan struct{}
+
 	streamsMu sync.Mutex     // guards streams only; never held with mu
 	streams   map[string]int // open streams per peer
 }
@@ -143,6 +150,13 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	}
 	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
 	r.sweepDone = make(chan struct{})
+	r.signalsDone = make(chan struct{})
+	if cfg.SharedStore && cfg.SignalWatch != nil {
+		r.watchSignals = make(chan watchSignal, watchQueue)
+		go r.sendWatchSignals() // exits when Close cancels r.base
+	} else {
+		close(r.signalsDone)
+	}
 	if cfg.SharedStore && cfg.LeaseTTL > 0 {
 		go r.sweepRecover(cfg.LeaseTTL) // exits when Close cancels r.base
 	} else {
@@ -258,6 +272,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	r.cancel()
 	<-r.sweepDone
+	<-r.signalsDone
 	r.mu.Lock()
 	if r.audits != nil {
 		close(r.audits)

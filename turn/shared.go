@@ -50,13 +50,43 @@ func (r *Runner) WatchedElsewhere(owner, contextID string) {
 }
 
 // signalWatch renews the stream's watch signal when it is due (subscribers over a shared
-// store only). Its failure is logged: the reply's text is only delayed by it.
-func (s *eventStream) signalWatch(ctx context.Context) {
+// store only). The signal is sent by the Runner's signaller (sendWatchSignals), so that
+// no event waits for its round trip; when the signaller's queue is full it is dropped,
+// which only delays the reply's text (the next renewal carries it).
+func (s *eventStream) signalWatch() {
 	if !s.signal || time.Since(s.signaled) < watchRefresh {
 		return
 	}
 	s.signaled = time.Now()
-	if err := s.r.cfg.SignalWatch(ctx, s.owner, s.contextID); err != nil && ctx.Err() == nil {
-		s.r.log.WarnContext(ctx, "live stream: could not signal the watch to other instances", "context_key", s.key, "err", err)
+	select {
+	case s.r.watchSignals <- watchSignal{s.owner, s.contextID}:
+	default:
+	}
+}
+
+// watchSignal is a queued Config.SignalWatch call.
+type watchSignal struct{ owner, contextID string }
+
+// watchQueue bounds the watch signals waiting to be sent.
+const watchQueue = 256
+
+// sendWatchSignals sends the queued watch signals, one at a time, until Close cancels
+// r.base; it closes r.signalsDone when it returns. A failed signal is logged: it only
+// delays the reply's text (see signalWatch).
+func (r *Runner) sendWatchSignals() {
+	defer close(r.signalsDone)
+	for {
+		select {
+		case <-r.base.Done():
+			return
+		case sig := <-r.watchSignals:
+			ctx, cancel := context.WithTimeout(r.base, watchRefresh)
+			err := r.cfg.SignalWatch(ctx, sig.owner, sig.contextID)
+			cancel()
+			if err != nil && r.base.Err() == nil {
+				r.log.Warn("live stream: could not signal a watch to the other instances",
+					"context_key", contextid.Key(sig.owner, sig.contextID), "err", err)
+			}
+		}
 	}
 }
