@@ -877,8 +877,9 @@ func (tr *turnRun) watchLease() (stop func()) {
 // writeChunks stores the reply's pending text as REPLY_CHUNK entries while someone
 // watches the context (here, or elsewhere over a shared store: see
 // Runner.WatchedElsewhere), and publishes them. Text produced while nobody watched is
-// stored in the first chunk taken after someone does, or in the reply at the end. It exits when stop is closed, or after a
-// failed append (recorded in chunkErr; the turn is canceled).
+// stored in the first chunk taken after someone does, or in the reply at the end. It
+// exits when stop is closed, or after a failed append (recorded in chunkErr; the turn is
+// canceled).
 func (tr *turnRun) writeChunks(ctx context.Context, stop <-chan struct{}) {
 	for {
 		watched, joined := tr.feed.Watched()
