@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 )
@@ -28,6 +29,10 @@ type Feeds struct {
 
 	mu sync.Mutex
 	m  map[string]*Feed
+	// remote holds, by key, until when a reader on another instance follows the context
+	// ([Feeds.WatchElsewhere]); expired keys are dropped when it grows past sweepAt.
+	remote  map[string]time.Time
+	sweepAt int
 }
 
 // DefaultBacklog bounds the events a feed keeps for its slowest cursor: 4,096 events, a
@@ -47,7 +52,9 @@ type Feed struct {
 	cursors map[*Cursor]struct{}
 	holds   int           // running turns of the context
 	notify  chan struct{} // closed and replaced on every publish
-	joined  chan struct{} // closed and replaced when a cursor joins
+	joined  chan struct{} // closed and replaced when a cursor joins or a reader elsewhere is recorded
+	// remoteUntil: a reader on another instance follows the context until then.
+	remoteUntil time.Time
 }
 
 // Cursor reads a feed from the point where it joined. One goroutine at a time uses it.
@@ -65,7 +72,8 @@ func (fs *Feeds) get(key string) *Feed {
 	}
 	f := fs.m[key]
 	if f == nil {
-		f = &Feed{cursors: map[*Cursor]struct{}{}, notify: make(chan struct{}), joined: make(chan struct{})}
+		f = &Feed{cursors: map[*Cursor]struct{}{}, notify: make(chan struct{}), joined: make(chan struct{}),
+			remoteUntil: fs.remote[key]}
 		fs.m[key] = f
 	}
 	return f
@@ -109,6 +117,45 @@ func (fs *Feeds) Join(key string) *Cursor {
 	f.joined = make(chan struct{})
 	return c
 }
+
+// WatchElsewhere records that a reader on another instance follows key's context until
+// until (that reader renews it while it reads): [Feed.Watched] reports it, so that a turn
+// of the context running here stores its reply's chunks for that reader. It is recorded
+// whether or not key's feed exists (a turn that starts before until sees it too), and it
+// wakes the turn's [Feed.Watched] channel. Publish still reaches local cursors only.
+func (fs *Feeds) WatchElsewhere(key string, until time.Time) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.remote == nil {
+		fs.remote = map[string]time.Time{}
+	}
+	if until.After(fs.remote[key]) {
+		fs.remote[key] = until
+	}
+	if len(fs.remote) >= fs.sweepAt {
+		now := time.Now()
+		for k, u := range fs.remote {
+			if !now.Before(u) {
+				delete(fs.remote, k)
+			}
+		}
+		fs.sweepAt = max(remoteSweep, 2*len(fs.remote))
+	}
+	f := fs.m[key]
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if until.After(f.remoteUntil) {
+		f.remoteUntil = until
+	}
+	close(f.joined)
+	f.joined = make(chan struct{})
+}
+
+// remoteSweep is the least size of Feeds.remote at which its expired keys are dropped.
+const remoteSweep = 256
 
 // Watching reports whether anyone reads key's feed now ([Feeds.Publish] is a no-op
 // otherwise).
@@ -154,11 +201,13 @@ func (fs *Feeds) Publish(key string, evs ...a2a.Event) {
 	f.notify = make(chan struct{})
 }
 
-// Watched reports whether a cursor reads f, and returns a channel closed when one joins.
+// Watched reports whether a cursor reads f or a reader on another instance follows its
+// context ([Feeds.WatchElsewhere]), and returns a channel closed when a cursor joins or
+// such a reader is recorded.
 func (f *Feed) Watched() (bool, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.cursors) > 0, f.joined
+	return len(f.cursors) > 0 || time.Now().Before(f.remoteUntil), f.joined
 }
 
 // Next returns the cursor's next event, waiting for one until ctx is done (then it returns

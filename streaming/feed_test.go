@@ -3,8 +3,10 @@ package streaming
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/google/go-cmp/cmp"
@@ -183,4 +185,68 @@ func TestFeedsConcurrent(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// TestFeedsWatchElsewhere: a reader recorded on another instance makes a held feed
+// watched until its time runs out, wakes the holder, is remembered for a feed that does
+// not exist yet, and does not make Publish keep events for nobody.
+func TestFeedsWatchElsewhere(t *testing.T) {
+	t.Parallel()
+	var fs Feeds
+	f := fs.Hold("k")
+	defer fs.Unhold("k", f)
+	_, joined := f.Watched()
+	fs.WatchElsewhere("k", time.Now().Add(time.Hour))
+	select {
+	case <-joined:
+	default:
+		t.Fatal("WatchElsewhere did not wake the holder")
+	}
+	if watched, _ := f.Watched(); !watched {
+		t.Fatal("a feed watched elsewhere is not watched")
+	}
+	if fs.Watching("k") {
+		t.Fatal("Watching (local cursors) is true for a reader elsewhere")
+	}
+	fs.Publish("k", a2a.Event{Seq: 1})
+	if n := len(f.events); n != 0 {
+		t.Fatalf("published with no local cursor: %d events kept", n)
+	}
+	// Expired: an earlier time does not shorten a later one, and a past one is not watched.
+	fs.WatchElsewhere("k", time.Now().Add(-time.Second))
+	if watched, _ := f.Watched(); !watched {
+		t.Fatal("an older WatchElsewhere shortened a later one")
+	}
+	g := fs.Hold("gone")
+	fs.WatchElsewhere("gone", time.Now().Add(-time.Second))
+	if watched, _ := g.Watched(); watched {
+		t.Fatal("an expired reader elsewhere still watches")
+	}
+	fs.Unhold("gone", g)
+	// Recorded before the feed exists: the turn that holds it next sees it.
+	fs.WatchElsewhere("later", time.Now().Add(time.Hour))
+	h := fs.Hold("later")
+	defer fs.Unhold("later", h)
+	if watched, _ := h.Watched(); !watched {
+		t.Fatal("a reader elsewhere recorded before the turn began is not seen by it")
+	}
+}
+
+// TestFeedsWatchElsewhereSweep: expired readers elsewhere are dropped as more are recorded.
+func TestFeedsWatchElsewhereSweep(t *testing.T) {
+	t.Parallel()
+	var fs Feeds
+	past := time.Now().Add(-time.Second)
+	for i := range 10 * remoteSweep {
+		fs.WatchElsewhere(fmt.Sprint("old-", i), past)
+	}
+	fs.WatchElsewhere("live", time.Now().Add(time.Hour))
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if n := len(fs.remote); n > remoteSweep {
+		t.Fatalf("%d readers elsewhere kept, want at most %d (expired ones dropped)", n, remoteSweep)
+	}
+	if _, ok := fs.remote["live"]; !ok {
+		t.Fatal("an unexpired reader elsewhere was dropped")
+	}
 }

@@ -6,9 +6,10 @@
 // truth. Stream events are ledger entries too, numbered with the context's seq and
 // published to the context's live feed after the commit that stored them; a stream
 // replays what it has not seen from the ledger, then follows the feed, dropping by seq
-// what it already has (no gap, no duplicate). While someone watches a context, the reply
-// is stored as REPLY_CHUNK entries as it streams (one per commit); otherwise only the
-// final AGENT_REPLY is written. Replies are redacted for credentials as they stream.
+// what it already has (no gap, no duplicate). While someone watches a context (over a
+// shared store, on any instance: Runner.WatchedElsewhere), the reply is stored as
+// REPLY_CHUNK entries as it streams (one per commit); otherwise only the final
+// AGENT_REPLY is written. Replies are redacted for credentials as they stream.
 //
 // # Locks
 //

@@ -136,6 +136,10 @@ type eventStream struct {
 	// everything after it without the task's final status ends with an error instead of
 	// waiting forever: the turn could not record its end (see turnRun.finish).
 	ended <-chan struct{}
+	// signal: a subscriber over a shared store, which renews its watch signal
+	// (signalWatch; last at signaled) so that a turn on another instance stores its chunks.
+	signal   bool
+	signaled time.Time
 }
 
 // newEventStream joins the live feed first, so that nothing committed after the ledger
@@ -160,6 +164,7 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 		return ev, nil
 	}
 	for !s.done {
+		s.signalWatch()
 		var ev a2a.Event
 		switch {
 		case len(s.pending) > 0:
@@ -293,5 +298,13 @@ func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSe
 	if err != nil {
 		return nil, err
 	}
-	return r.newEventStream(PeerFrom(ctx), contextID, "", afterSeq, nil, release), nil
+	return r.subscriberStream(PeerFrom(ctx), contextID, "", afterSeq, release), nil
+}
+
+// subscriberStream is newEventStream for a subscriber (no head), which over a shared
+// store signals its watch to the other instances (see Config.SignalWatch).
+func (r *Runner) subscriberStream(owner, contextID, taskID string, afterSeq uint64, release func()) *eventStream {
+	es := r.newEventStream(owner, contextID, taskID, afterSeq, nil, release)
+	es.signal = r.cfg.SharedStore && r.cfg.SignalWatch != nil
+	return es
 }

@@ -58,11 +58,18 @@ type Config struct {
 	ToolTime     time.Duration
 
 	// SharedStore: the ledger is shared with other instances (ledger/postgres), which
-	// announce what they commit through [Runner.Announce]. A turn then stores its reply
-	// chunks whether or not a reader on this instance watches (readers elsewhere read them
-	// from the store), a task stream follows a task running on another instance, and a
-	// live stream that sees a gap in seq catches up from the store first.
+	// announce what they commit through [Runner.Announce]. A task stream then follows a
+	// task running on another instance, and a live stream that sees a gap in seq catches
+	// up from the store first. A turn stores its reply's chunks while a reader here or on
+	// another instance watches the context (see SignalWatch).
 	SharedStore bool
+	// SignalWatch (SharedStore only; nil: none) tells every instance that a subscriber
+	// here (conversations/subscribe, tasks/resubscribe) follows the conversation (owner,
+	// contextID): each instance passes it to [Runner.WatchedElsewhere]. A subscriber has
+	// it called (by one goroutine of the Runner's, so that no stream waits for it) when it
+	// starts and every watchRefresh while it reads. A signal lost or late only
+	// delays the reply's text: a turn that stored no chunk stores the whole reply at its end.
+	SignalWatch func(ctx context.Context, owner, contextID string) error
 	// LeaseTTL is the Locker's lease lifetime. With SharedStore and a positive LeaseTTL
 	// the Runner sweeps every LeaseTTL for tasks that an instance left running when it
 	// stopped (their lease has expired) and marks them failed (see Recover): such a task
@@ -120,6 +127,12 @@ type Runner struct {
 
 	outbox *outbox // the push outbox; nil when push is disabled (outbox.go)
 
+	// Watch signals of subscribers (Config.SignalWatch), sent by one goroutine owned by
+	// the Runner (sendWatchSignals) so that no stream waits for them; signalsDone is
+	// closed when it has returned (already closed without one).
+	watchSignals chan watchSignal
+	signalsDone  chan struct{}
+
 	streamsMu sync.Mutex     // guards streams only; never held with mu
 	streams   map[string]int // open streams per peer
 }
@@ -156,6 +169,13 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	}
 	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
 	r.sweepDone = make(chan struct{})
+	r.signalsDone = make(chan struct{})
+	if cfg.SharedStore && cfg.SignalWatch != nil {
+		r.watchSignals = make(chan watchSignal, watchQueue)
+		go r.sendWatchSignals() // exits when Close cancels r.base
+	} else {
+		close(r.signalsDone)
+	}
 	if cfg.SharedStore && cfg.LeaseTTL > 0 {
 		go r.sweepRecover(cfg.LeaseTTL) // exits when Close cancels r.base
 	} else {
@@ -271,6 +291,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	r.cancel()
 	<-r.sweepDone
+	<-r.signalsDone
 	r.mu.Lock()
 	if r.audits != nil {
 		close(r.audits)
@@ -877,12 +898,15 @@ func (tr *turnRun) watchLease() (stop func()) {
 }
 
 // writeChunks stores the reply's pending text as REPLY_CHUNK entries while someone
-// watches the context, and publishes them. It exits when stop is closed, or after a
-// failed append (recorded in chunkErr; the turn is canceled).
+// watches the context (here, or elsewhere over a shared store: see
+// Runner.WatchedElsewhere), and publishes them. Text produced while nobody watched is
+// stored in the first chunk taken after someone does, or in the reply at the end. It
+// exits when stop is closed, or after a failed append (recorded in chunkErr; the turn is
+// canceled).
 func (tr *turnRun) writeChunks(ctx context.Context, stop <-chan struct{}) {
 	for {
 		watched, joined := tr.feed.Watched()
-		if watched || tr.r.cfg.SharedStore {
+		if watched {
 			if text := tr.chunks.take(false); text != "" {
 				if err := tr.appendChunk(ctx, text, false); err != nil {
 					tr.chunkErr = err

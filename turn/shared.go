@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
@@ -26,4 +27,66 @@ func (r *Runner) Announce(ctx context.Context, owner, contextID string, firstSeq
 		return
 	}
 	r.publish(ctx, owner, contextID, entries)
+}
+
+// Watching another instance's turn. A turn stores its reply's chunks only while a reader
+// watches the context (writeChunks): over a shared store, a reader on another instance
+// counts too. Such a reader signals Config.SignalWatch when it starts and every
+// watchRefresh while it reads; every instance records the signal for watchTTL
+// (WatchedElsewhere), so one lost signal does not stop the chunks, and a reader that left
+// costs at most watchTTL of chunk appends. Nothing is lost when the signal is late: the
+// text a turn has not stored yet goes into its next chunk or into its final reply, both of
+// which the reader reads from the store after its resume point.
+const (
+	watchRefresh = 2 * time.Second
+	watchTTL     = 3 * watchRefresh
+)
+
+// WatchedElsewhere tells the runner that a reader on some instance (maybe this one)
+// follows the conversation (owner, contextID) live (see Config.SignalWatch): a turn of it
+// running here stores its reply's chunks from now on, for watchTTL.
+func (r *Runner) WatchedElsewhere(owner, contextID string) {
+	r.feeds.WatchElsewhere(contextid.Key(owner, contextID), time.Now().Add(watchTTL))
+}
+
+// signalWatch renews the stream's watch signal when it is due (subscribers over a shared
+// store only). The signal is sent by the Runner's signaller (sendWatchSignals), so that
+// no event waits for its round trip; when the signaller's queue is full it is dropped,
+// which only delays the reply's text (the next renewal carries it).
+func (s *eventStream) signalWatch() {
+	if !s.signal || time.Since(s.signaled) < watchRefresh {
+		return
+	}
+	s.signaled = time.Now()
+	select {
+	case s.r.watchSignals <- watchSignal{s.owner, s.contextID}:
+	default:
+	}
+}
+
+// watchSignal is a queued Config.SignalWatch call.
+type watchSignal struct{ owner, contextID string }
+
+// watchQueue bounds the watch signals waiting to be sent.
+const watchQueue = 256
+
+// sendWatchSignals sends the queued watch signals, one at a time, until Close cancels
+// r.base; it closes r.signalsDone when it returns. A failed signal is logged: it only
+// delays the reply's text (see signalWatch).
+func (r *Runner) sendWatchSignals() {
+	defer close(r.signalsDone)
+	for {
+		select {
+		case <-r.base.Done():
+			return
+		case sig := <-r.watchSignals:
+			ctx, cancel := context.WithTimeout(r.base, watchRefresh)
+			err := r.cfg.SignalWatch(ctx, sig.owner, sig.contextID)
+			cancel()
+			if err != nil && r.base.Err() == nil {
+				r.log.Warn("live stream: could not signal a watch to the other instances",
+					"context_key", contextid.Key(sig.owner, sig.contextID), "err", err)
+			}
+		}
+	}
 }

@@ -304,7 +304,7 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	if err != nil {
 		return nil, err
 	}
-	es := r.newEventStream(peer, conv.ContextID, p.ID, p.AfterSeq, nil, release)
+	es := r.subscriberStream(peer, conv.ContextID, p.ID, p.AfterSeq, release)
 	es.ended = ended
 	if p.AfterSeq > 0 {
 		return es, nil

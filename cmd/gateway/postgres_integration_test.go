@@ -351,7 +351,12 @@ func TestPostgresSubscribeToTaskOnAnotherInstance(t *testing.T) {
 	}
 	ws := wsDial(t, b, "")
 	wsWrite(t, ws, `{"jsonrpc":"2.0","id":"s","method":"SubscribeToTask","params":{"id":%q}}`, task.ID)
-	waitUntil(t, "the subscription on B", func() bool { return b.runner.Streams() == 1 })
+	// The stream's first event is the task's snapshot; taken before the turn may end (a
+	// snapshot of the ended task would end the stream at once, with no status event).
+	head, err := wsReadEvent(ws, `"s"`)
+	if err != nil || head.Kind != "task" || head.State != "working" {
+		t.Fatalf("B's first event = %+v, %v; want the snapshot of the working task", head, err)
+	}
 	close(ag.release)
 	evs, err := wsCollect(ws, `"s"`, finalOf(task.ID))
 	if err != nil {

@@ -137,8 +137,10 @@ func openStoreService(ctx context.Context, o opsFlags, stderr io.Writer) (opsSer
 const resyncHeads = 1000
 
 // followStore announces every append committed to a shared (PostgreSQL) store, by any
-// instance, to the runner, so that live readers here follow turns that run elsewhere. Its
-// goroutine stops before the ledger closes (closers run in reverse). A no-op on bbolt.
+// instance, to the runner, so that live readers here follow turns that run elsewhere, and
+// passes on every instance's watch signals (turn.Config.SignalWatch), so that turns here
+// store their reply's chunks for subscribers elsewhere. Its goroutine stops before the
+// ledger closes (closers run in reverse). A no-op on bbolt.
 func (s *Server) followStore() {
 	pg, ok := s.ledger.(*postgres.Store)
 	if !ok {
@@ -154,9 +156,18 @@ func (s *Server) followStore() {
 				return
 			}
 			s.runner.Announce(ctx, a.Owner, a.ContextID, a.FirstSeq, a.LastSeq)
-		})
+		}, func(w postgres.Watched) { s.runner.WatchedElsewhere(w.Owner, w.ContextID) })
 	}()
 	s.closers.add(func(context.Context) error { cancel(); <-done; return nil })
+}
+
+// watchSignal is turn.Config.SignalWatch: on a shared (PostgreSQL) store, a NOTIFY that
+// every instance's followStore passes to its runner; nil on bbolt.
+func (s *Server) watchSignal() func(ctx context.Context, owner, contextID string) error {
+	if pg, ok := s.ledger.(*postgres.Store); ok {
+		return pg.Watch
+	}
+	return nil
 }
 
 // resync announces the heads of the most recently active conversations: a reader that

@@ -163,7 +163,7 @@ func TestListenAcrossInstances(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan postgres.Appended, 16)
 	listening := make(chan error, 1)
-	go func() { listening <- b.Listen(ctx, func(x postgres.Appended) { got <- x }) }()
+	go func() { listening <- b.Listen(ctx, func(x postgres.Appended) { got <- x }, nil) }()
 	defer func() { cancel(); <-listening }()
 	// LISTEN takes effect asynchronously: append until the first announcement arrives.
 	var first postgres.Appended
@@ -182,5 +182,40 @@ func TestListenAcrossInstances(t *testing.T) {
 	c, err := b.Conversation(ctx, "o", "live")
 	if err != nil || c.LastSeq < first.LastSeq {
 		t.Fatalf("announced seq %d is not readable through the listener's store: %+v, %v", first.LastSeq, c, err)
+	}
+}
+
+// TestWatchAcrossInstances: a Watch through one Store reaches another's listener (and
+// only its watched callback), with the conversation it names.
+func TestWatchAcrossInstances(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan postgres.Watched, 16)
+	appended := make(chan postgres.Appended, 16)
+	listening := make(chan error, 1)
+	go func() {
+		listening <- b.Listen(ctx, func(x postgres.Appended) { appended <- x }, func(w postgres.Watched) { got <- w })
+	}()
+	defer func() { cancel(); <-listening }()
+	// LISTEN takes effect asynchronously: signal until the first one arrives.
+	var w postgres.Watched
+	for w.ContextID == "" {
+		if err := a.Watch(ctx, "o", "watched-ctx"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case w = <-got:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if w != (postgres.Watched{Owner: "o", ContextID: "watched-ctx"}) {
+		t.Fatalf("watch signal = %+v, want o/watched-ctx", w)
+	}
+	select {
+	case x := <-appended:
+		t.Fatalf("a watch signal reached the append callback as %+v", x)
+	default:
 	}
 }

@@ -16,6 +16,10 @@ import (
 // commits, in commit order.
 const notifyChannel = "gateway_ledger_appends"
 
+// watchChannel is the LISTEN/NOTIFY channel on which an instance says that a reader of
+// its follows a conversation (see [Store.Watch]).
+const watchChannel = "gateway_conversation_watch"
+
 // Appended announces entries FirstSeq..LastSeq of a conversation, committed by some
 // instance.
 type Appended struct {
@@ -37,15 +41,38 @@ func notify(ctx context.Context, tx pgx.Tx, p *ledger.Prepared, entries []ledger
 	return err
 }
 
+// Watched says that a reader on some instance follows the conversation (Owner,
+// ContextID) live (see [Store.Watch]).
+type Watched struct {
+	Owner     string `json:"o"`
+	ContextID string `json:"c"`
+}
+
+// Watch tells every listening instance (this one's too) that a reader here follows the
+// conversation (owner, contextID) live: an instance running a turn of it then stores the
+// reply's chunks as they stream, for this reader to read from the store. A reader repeats
+// it while it reads; the signal is not stored, so one that is lost (or a payload over
+// PostgreSQL's 8000-byte limit, not sent) only delays the reply's text until the next
+// one or the turn's end.
+func (s *Store) Watch(ctx context.Context, owner, contextID string) error {
+	b, err := json.Marshal(Watched{Owner: owner, ContextID: contextID})
+	if err != nil || len(b) >= 8000 {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, watchChannel, string(b))
+	return err
+}
+
 // Listen calls fn with every append any instance commits to the store (this one's too),
-// in commit order, until ctx is done; it returns ctx.Err() then. It holds one connection
-// of the pool. When the connection is lost it reconnects and calls fn with a zero
-// Appended ("something may have been missed: catch up from the store"); a signal lost
-// that way delays readers, it never drops an entry (they read the store). fn runs on
-// Listen's goroutine and must not block for long.
-func (s *Store) Listen(ctx context.Context, fn func(Appended)) error {
+// in commit order, and watched (when not nil) with every [Store.Watch] signal, until ctx
+// is done; it returns ctx.Err() then. It holds one connection of the pool. When the
+// connection is lost it reconnects and calls fn with a zero Appended ("something may
+// have been missed: catch up from the store"); a signal lost that way delays readers, it
+// never drops an entry (they read the store). fn and watched run on Listen's goroutine and
+// must not block for long.
+func (s *Store) Listen(ctx context.Context, fn func(Appended), watched func(Watched)) error {
 	for {
-		err := s.listenOnce(ctx, fn)
+		err := s.listenOnce(ctx, fn, watched)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -59,7 +86,7 @@ func (s *Store) Listen(ctx context.Context, fn func(Appended)) error {
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, fn func(Appended)) error {
+func (s *Store) listenOnce(ctx context.Context, fn func(Appended), watched func(Watched)) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -67,6 +94,11 @@ func (s *Store) listenOnce(ctx context.Context, fn func(Appended)) error {
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		return err
+	}
+	if watched != nil {
+		if _, err := conn.Exec(ctx, "LISTEN "+watchChannel); err != nil {
+			return err
+		}
 	}
 	defer func() {
 		// The connection goes back to the pool: stop listening on it (or drop it).
@@ -80,6 +112,14 @@ func (s *Store) listenOnce(ctx context.Context, fn func(Appended)) error {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == watchChannel {
+			var w Watched
+			if err := json.Unmarshal([]byte(n.Payload), &w); err != nil {
+				return errors.Join(errors.New("undecodable watch notification"), err)
+			}
+			watched(w)
+			continue
 		}
 		var a Appended
 		if err := json.Unmarshal([]byte(n.Payload), &a); err != nil {
