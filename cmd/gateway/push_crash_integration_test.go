@@ -20,8 +20,7 @@ import (
 // notification is being retried; the gateway is killed with SIGKILL while the retry is
 // pending. Restarted on the same data dir, it delivers the task's notifications, in
 // order (working first, completed last), each signed with the key of its JWKS (the same
-// key as before the kill: the data dir's). It needs the turn side's push half (see the
-// merge seam in push_wiring.go): the running gateway's card says whether push is on.
+// key as before the kill: the data dir's).
 func TestPushResumesAfterKill(t *testing.T) {
 	bin, err := buildGateway()
 	if err != nil {
@@ -49,7 +48,7 @@ func TestPushResumesAfterKill(t *testing.T) {
 	p := startProc(t, bin, args...)
 	c := newHTTPClient(t)
 	if !cardPushOn(t, c, "http://"+p.addr+"/") {
-		t.Skip("push notifications are not wired yet (merge seam in push_wiring.go)")
+		t.Fatal("the gateway's card does not declare push notifications")
 	}
 	res := postRPC(t, c, "http://"+p.addr+"/", false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":true,"pushNotificationConfig":{"url":"`+rc.URL+`/hook"}},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"push-kill","parts":[{"kind":"text","text":"hello"}]}}}`)
 	if res.Error != nil {

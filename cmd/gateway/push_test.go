@@ -103,8 +103,7 @@ func TestPushServed(t *testing.T) {
 			t.Errorf("card (%v): params %v, want jwksUrl %s and kid %s", hdr, p, s.URL()+".well-known/jwks.json", kid)
 		}
 	}
-	// The card declares push (the turn side) exactly when a deliverer runs: so the tests
-	// that skip until the merge seam is completed cannot skip once it is.
+	// The card declares push (the turn side) exactly when a deliverer runs.
 	if on := cardPushOn(t, c, s.URL()); on != (s.pushOutbox() != nil) {
 		t.Errorf("card pushNotifications %v, but a deliverer runs: %v", on, s.pushOutbox() != nil)
 	}
@@ -175,7 +174,7 @@ func TestPushSharedStoreKey(t *testing.T) {
 // TestPushDelivered is the end-to-end check of delivery through the gateway: a v0.3
 // send with a push config to a receiver on 127.0.0.1 (allowed with --push-allow) gets
 // its task's events, each signed with the key of the gateway's JWKS. It needs the turn
-// side's outbox (see the merge seam in push_wiring.go) and skips until it is wired.
+// side's outbox.
 func TestPushDelivered(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -192,7 +191,7 @@ func TestPushDelivered(t *testing.T) {
 	cfg.Push, cfg.PushAllow, cfg.PushAllowHTTP = true, []string{"127.0.0.1"}, true
 	s := startServer(t, cfg)
 	if s.pushOutbox() == nil {
-		t.Skip("the turn side's push outbox is not wired yet (merge seam in push_wiring.go)")
+		t.Fatal("push is on but the runner has no outbox")
 	}
 	c := newHTTPClient(t)
 	res := postRPC(t, c, s.URL(), false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":true,"pushNotificationConfig":{"url":"`+rc.URL+`/hook","token":"tok-1"}},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"push-e2e","parts":[{"kind":"text","text":"hello"}]}}}`)
