@@ -153,7 +153,11 @@ func TestCtrlCExitsZero(t *testing.T) {
 		p := startListening(t, exec.Command("make", "--no-print-directory", "-C", "../..", "run", "BIN="+bin), env(t.TempDir())...)
 		p.waitReady(t)
 		code, sig := p.interrupt(t)
-		if !(code == 0 || sig == syscall.SIGINT) || strings.Contains(p.log(), "make: ***") || !strings.Contains(p.log(), `"gateway stopped"`) {
+		// "make: *** [Makefile:N: run] Error 1" is the recipe failing (the gateway's exit
+		// status); make's own "make: *** wait: No child processes" is a race inside make
+		// between its SIGINT handler and its main loop both reaping the gateway, seen
+		// once under load, and says nothing of the gateway.
+		if !(code == 0 || sig == syscall.SIGINT) || strings.Contains(p.log(), "make: *** [") || !strings.Contains(p.log(), `"gateway stopped"`) {
 			t.Fatalf("make run after Ctrl-C: exit status %d (signal %v), want 0 or SIGINT, the gateway stopped, no make error\n%s", code, sig, p.log())
 		}
 	})
