@@ -338,6 +338,9 @@ func entryHashes(v []byte) (prev, stored, fault string) {
 // and hash are the last entry's. It costs a hash of the conversation's bytes, no
 // decoding. A missing conversation passes. Errors: a [*ChainError].
 func quickCheck(tx *bolt.Tx, key string) error {
+	if isFormat2(tx) {
+		return quickCheck2(tx, key)
+	}
 	conv := tx.Bucket([]byte(key))
 	if conv == nil {
 		return nil

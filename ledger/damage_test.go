@@ -218,6 +218,7 @@ var damageClasses = []damageClass{
 }
 
 func TestDamage_VerifyNamesTheBreak(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	for _, dc := range damageClasses {
 		t.Run(dc.name, func(t *testing.T) {
@@ -252,6 +253,7 @@ func TestDamage_VerifyNamesTheBreak(t *testing.T) {
 }
 
 func TestDamage_ServeQuarantines(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	ctx := context.Background()
 	for _, dc := range damageClasses {
@@ -325,6 +327,7 @@ func onlyKey(err error, key string) bool {
 }
 
 func TestDamage_SalvageCopiesTheIntact(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	ctx := context.Background()
 	for _, dc := range damageClasses {
@@ -376,6 +379,7 @@ func TestDamage_SalvageCopiesTheIntact(t *testing.T) {
 // TestDamage_VerifyOnOpen: with Options.VerifyOnOpen, Open itself finds a damaged entry
 // and quarantines its conversation before anything uses it.
 func TestDamage_VerifyOnOpen(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	for _, dc := range damageClasses[1:3] { // b, c: entries, which the page check alone does not read
 		t.Run(dc.name, func(t *testing.T) {
@@ -395,6 +399,7 @@ func TestDamage_VerifyOnOpen(t *testing.T) {
 // ChainError / QuarantinedError instead. The page check found the page at Open; it is
 // forgotten here so that bbolt is handed the page.
 func TestDamage_BboltPanicIsAnError(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	ctx := context.Background()
 	f := buildDamageLedger(t)

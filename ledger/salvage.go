@@ -194,6 +194,12 @@ func describe(sdb *bolt.DB, key string) Quarantine {
 	q := Quarantine{Key: key}
 	_ = sdb.View(func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, key)
+		if isFormat2(tx) {
+			if m, _, err := readHead2(tx, key); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
+				q.ContextID, q.Owner = m.ContextID, m.Owner
+			}
+			return nil
+		}
 		if conv := tx.Bucket([]byte(key)); conv != nil {
 			if m, err := readMeta(conv); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
 				q.ContextID, q.Owner = m.ContextID, m.Owner
