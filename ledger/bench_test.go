@@ -166,16 +166,57 @@ var turnText = strings.Repeat("y", 1024)
 // requests per commit, and per commit the pages bbolt wrote (dirty nodes and freelist; the
 // meta page not counted) and its time spilling nodes to pages and writing them (both fsyncs
 // included) in ms.
+//
+// format=1 and format=2 run side by side; idle=N first creates N one-turn conversations
+// (without fsync, before the measured part) that the measured turns never touch.
+// BenchmarkTurnPatternRatio prints the format 2 / format 1 ratio of one run.
 func BenchmarkTurnPattern(b *testing.B) {
 	for _, writers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			benchTurns(b, writers)
+		for _, format := range []int{Format1, Format2} {
+			b.Run(fmt.Sprintf("writers=%d/format=%d", writers, format), func(b *testing.B) {
+				benchTurns(b, writers, format, 0)
+			})
+		}
+	}
+	for _, idle := range []int{100_000} {
+		b.Run(fmt.Sprintf("writers=64/format=2/idle=%d", idle), func(b *testing.B) {
+			benchTurns(b, 64, Format2, idle)
 		})
 	}
 }
 
-func benchTurns(b *testing.B, writers int) {
-	s := mustOpenPath(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
+// makeIdle creates n one-turn conversations in the ledger file at path (no fsync).
+func makeIdle(b *testing.B, path string, format, n int) {
+	s, err := Open(path, Options{NoSync: true, Format: format}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				_, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: fmt.Sprintf("idle-%d", i), BeginTurn: true,
+					Entries: []Entry{userMsg(turnText), agentMsg(turnText)}})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchTurns(b *testing.B, writers, format, idle int) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	if idle > 0 {
+		makeIdle(b, path, format, idle)
+	}
+	s := mustOpenPath(b, path, Options{Format: format})
 	ctx := context.Background()
 	turn := func(id string) error {
 		task, err := uuid.NewV7()

@@ -66,7 +66,7 @@ const seqIndexEvery = 32
 
 // recentMax is how many heads "v1.heads.recent" holds before a commit moves them to
 // "v1.heads".
-const recentMax = 1024
+const recentMax = 256
 
 // headVersion is the first byte of a format-2 head record.
 const headVersion = 2
@@ -204,6 +204,7 @@ func seqIdxKey(hash []byte, seq uint64) []byte {
 // convLog reads one conversation's entries from a format-2 file inside a transaction.
 type convLog struct {
 	key     string
+	m       *metaRecord // the head (names the conversation in errors); nil when unknown
 	hash    []byte
 	log     *bolt.Bucket
 	idx     *bolt.Bucket
@@ -213,7 +214,7 @@ type convLog struct {
 
 // openLog returns the reader of conversation key in tx, whose head is m and lastPos.
 func openLog(tx *bolt.Tx, key string, m *metaRecord, lastPos uint64) (*convLog, error) {
-	l := &convLog{key: key, hash: convHash(key), log: tx.Bucket(bucketLog), idx: tx.Bucket(bucketSeqIdx),
+	l := &convLog{key: key, m: m, hash: convHash(key), log: tx.Bucket(bucketLog), idx: tx.Bucket(bucketSeqIdx),
 		lastSeq: m.LastSeq, lastPos: lastPos}
 	if l.hash == nil || l.log == nil || l.idx == nil {
 		return nil, &ChainError{Key: key, Reason: "format-2 buckets missing"}
@@ -223,6 +224,14 @@ func openLog(tx *bolt.Tx, key string, m *metaRecord, lastPos uint64) (*convLog, 
 
 // record reads the record at pos, which must be entry seq of this conversation.
 func (l *convLog) record(pos, seq uint64) (logRecord, error) {
+	r, err := l.read(pos, seq)
+	if ce, ok := err.(*ChainError); ok && l.m != nil {
+		ce.ContextID, ce.Owner = l.m.ContextID, l.m.Owner
+	}
+	return r, err
+}
+
+func (l *convLog) read(pos, seq uint64) (logRecord, error) {
 	v := l.log.Get(encodeSeq(pos))
 	if v == nil {
 		return logRecord{}, &ChainError{Key: l.key, Seq: seq, Reason: fmt.Sprintf("log position %d missing", pos)}
