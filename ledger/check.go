@@ -68,6 +68,7 @@ type pageScan struct {
 	bufs   [][]byte            // a read buffer per tree depth: a page's stays valid while its children are read
 	faults map[string][]string // top-level bucket (rootTree: the file's tree) → what is wrong
 	names  []string            // the top-level buckets found
+	format int                 // the file's format; 0 for a missing or empty file
 }
 
 // scanPages walks the tree of the bbolt transaction tx, reading pages from r (the file of
@@ -395,6 +396,7 @@ func (s *Store) checkOnce(tx *bolt.Tx, key string) error {
 type fileCheck struct {
 	faults map[string][]string // by top-level bucket; rootTree: the file's own tree
 	names  []string            // the top-level buckets found
+	format int                 // the file's format; 0 for a missing or empty file
 }
 
 // damaged reports whether the check found anything wrong.
@@ -431,6 +433,7 @@ func checkFile(path string) (*fileCheck, error) {
 	defer f.Close()
 	err = db.View(func(tx *bolt.Tx) error {
 		fc.faults, fc.names = safeScan(tx, f)
+		fc.format = fileFormat(tx)
 		return nil
 	})
 	return fc, err

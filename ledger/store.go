@@ -179,6 +179,9 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 			return nil, err
 		}
 	}
+	if opts.Format == Format2 && fc.format == Format1 && !fc.damaged() {
+		s.upgradeOnOpen(path)
+	}
 	db, upgraded, format, err := openWritable(path, opts)
 	if err != nil {
 		return nil, err
