@@ -174,7 +174,12 @@ func (s *pageScan) node(buf []byte, id uint64, owner string, lo, hi []byte, dept
 	if flags == branchPageFlag {
 		return s.branch(buf, id, owner, count, lo, hi, depth)
 	}
-	return s.leaf(buf, id, owner, count, lo, hi, depth, fault)
+	before := len(s.faults[owner])
+	first := s.leaf(buf, id, owner, count, lo, hi, depth, fault)
+	if fault != "" || len(s.faults[owner]) > before {
+		s.chargeConvs(buf, id, owner, count) // format 2: the conversations the page holds
+	}
+	return first
 }
 
 // slice returns the n bytes at off of buf, or nil if they lie outside it.

@@ -108,6 +108,9 @@ func copyFormat1(ctx context.Context, src, dst *bolt.DB, rep *UpgradeReport) (ma
 	if err := copyBuckets(src, dst, bucketArtifacts, bucketQuarantine); err != nil {
 		return nil, err
 	}
+	if err := copyForeign(src, dst); err != nil {
+		return nil, err
+	}
 	var keys []string
 	err := src.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
@@ -339,12 +342,53 @@ func removeIfExists(path string) error {
 	return nil
 }
 
-// fileFormat returns the format of the bbolt file open in tx (Format1 for a new file).
+// fileFormat returns the format of the bbolt file open in tx: 0 for a file the ledger
+// has not set up (new, or holding only buckets of others).
 func fileFormat(tx *bolt.Tx) int {
-	if t := tx.Bucket(bucketTasks); t != nil && t.Sequence() == layoutFormat2 {
+	switch t := tx.Bucket(bucketTasks); {
+	case t == nil:
+		return 0
+	case t.Sequence() == layoutFormat2:
 		return Format2
 	}
 	return Format1
+}
+
+// copyForeign copies, verbatim, every top-level bucket of src that is neither a
+// conversation nor the ledger's own ("v1." names): data outside the namespace is never
+// read, but an upgrade keeps it.
+func copyForeign(src, dst *bolt.DB) error {
+	return src.View(func(stx *bolt.Tx) error {
+		return dst.Update(func(dtx *bolt.Tx) error {
+			return stx.ForEach(func(name []byte, b *bolt.Bucket) error {
+				if contextid.IsCurrentKey(string(name)) || bytes.HasPrefix(name, []byte("v1.")) {
+					return nil
+				}
+				d, err := dtx.CreateBucket(bytes.Clone(name))
+				if err != nil {
+					return fmt.Errorf("copy bucket %q: %w", name, err)
+				}
+				return copyTree(b, d)
+			})
+		})
+	})
+}
+
+// copyTree copies the keys, values and nested buckets of src into dst.
+func copyTree(src, dst *bolt.Bucket) error {
+	if err := dst.SetSequence(src.Sequence()); err != nil {
+		return err
+	}
+	return src.ForEach(func(k, v []byte) error {
+		if v != nil {
+			return dst.Put(bytes.Clone(k), bytes.Clone(v))
+		}
+		d, err := dst.CreateBucket(bytes.Clone(k))
+		if err != nil {
+			return err
+		}
+		return copyTree(src.Bucket(k), d)
+	})
 }
 
 // upgradeOnOpen upgrades the format-1 file at path to format 2 for Open. A failure is

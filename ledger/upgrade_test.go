@@ -64,7 +64,9 @@ func TestUpgrade(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	writeLegacy(t, src, path, convs)
 
-	s := mustOpenPath(t, path, testOpts)
+	// Format 1 here: the layout-1 → layout-2 move of a format-1 file (upgrade2_test.go
+	// covers the move to format 2).
+	s := mustOpenPath(t, path, Options{NoSync: true, Format: Format1})
 	got := read(s)
 	if !reflect.DeepEqual(want, got) {
 		t.Errorf("reads after the upgrade differ (-before +after):\n%s", cmp.Diff(want, got, cmp.AllowUnexported(state{})))
