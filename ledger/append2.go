@@ -165,6 +165,23 @@ func (s *Store) checkpoint(tx *bolt.Tx) error {
 	if s.recentN.Load() <= recentMax || !isFormat2(tx) {
 		return nil
 	}
+	return s.moveRecent(tx)
+}
+
+// checkpointAtClose moves the heads of "v1.heads.recent" to "v1.heads" in a transaction
+// of its own, so that the next Open starts with none there. A failure is logged: the
+// heads stay where they are, as good.
+func (s *Store) checkpointAtClose() {
+	if s.format != Format2 || s.readOnly || s.recentN.Load() == 0 {
+		return
+	}
+	if err := s.safeUpdate(s.moveRecent); err != nil {
+		s.logger.Warn("ledger: moving the recent heads at close failed; they stay in v1.heads.recent", "err", err)
+	}
+}
+
+// moveRecent moves every head of "v1.heads.recent" to "v1.heads" in tx.
+func (s *Store) moveRecent(tx *bolt.Tx) error {
 	recent, heads := tx.Bucket(bucketRecent), tx.Bucket(bucketHeads)
 	moved := 0
 	err := recent.ForEach(func(k, v []byte) error {

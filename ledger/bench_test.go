@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -206,7 +207,7 @@ func makeIdle(b *testing.B, path string, format, n int) {
 		})
 	}
 	wg.Wait()
-	if err := s.Close(); err != nil {
+	if err := errors.Join(s.db.Sync(), s.Close()); err != nil { // on disk before the fsync'd part
 		b.Fatal(err)
 	}
 }
@@ -217,36 +218,7 @@ func benchTurns(b *testing.B, writers, format, idle int) {
 		makeIdle(b, path, format, idle)
 	}
 	s := mustOpenPath(b, path, Options{Format: format})
-	ctx := context.Background()
-	turn := func(id string) error {
-		task, err := uuid.NewV7()
-		if err != nil {
-			return err
-		}
-		taskID := task.String()
-		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{
-			{TaskID: taskID, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
-				Actor: "local", MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{{Kind: PartText, Text: turnText}}},
-			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway", State: "working"},
-		}})
-		if err != nil {
-			return err
-		}
-		meta, _ := json.Marshal(map[string]any{"artifactId": uuid.NewString()})
-		if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{
-			{TaskID: taskID, Kind: KindAgentReply, Trust: TrustAgent, Visibility: VisibilityModel, Actor: "agent",
-				MessageID: uuid.NewString(), Role: RoleAgent, Parts: []Part{{Kind: PartText, Text: turnText}}, Metadata: meta},
-			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway",
-				State: "completed", MessageID: uuid.NewString()},
-		}}); err != nil {
-			return err
-		}
-		_, entries, err := s.TaskEntries(ctx, taskID)
-		if err == nil && len(entries) != 4 {
-			err = fmt.Errorf("TaskEntries(%s) = %d entries, want 4", taskID, len(entries))
-		}
-		return err
-	}
+	turn := turnFunc(s)
 	// One warm-up turn per conversation, so that creating it is not measured.
 	for w := range writers {
 		if err := turn(fmt.Sprintf("turn-%d", w)); err != nil {
@@ -305,3 +277,37 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// turnFunc returns one turn of the gateway's pattern on s (see BenchmarkTurnPattern).
+func turnFunc(s *Store) func(id string) error {
+	ctx := context.Background()
+	return func(id string) error {
+		task, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		taskID := task.String()
+		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{
+			{TaskID: taskID, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
+				Actor: "local", MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{{Kind: PartText, Text: turnText}}},
+			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway", State: "working"},
+		}})
+		if err != nil {
+			return err
+		}
+		meta, _ := json.Marshal(map[string]any{"artifactId": uuid.NewString()})
+		if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{
+			{TaskID: taskID, Kind: KindAgentReply, Trust: TrustAgent, Visibility: VisibilityModel, Actor: "agent",
+				MessageID: uuid.NewString(), Role: RoleAgent, Parts: []Part{{Kind: PartText, Text: turnText}}, Metadata: meta},
+			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway",
+				State: "completed", MessageID: uuid.NewString()},
+		}}); err != nil {
+			return err
+		}
+		_, entries, err := s.TaskEntries(ctx, taskID)
+		if err == nil && len(entries) != 4 {
+			err = fmt.Errorf("TaskEntries(%s) = %d entries, want 4", taskID, len(entries))
+		}
+		return err
+	}
+}

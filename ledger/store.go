@@ -271,6 +271,7 @@ func (s *Store) Close() error {
 		close(s.queue)
 	}
 	s.wg.Wait()
+	s.checkpointAtClose()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("ledger: close: %w", err)
 	}
