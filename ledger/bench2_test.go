@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func BenchmarkFormat2Targets(b *testing.B) {
 		b.Run("turns", benchTurnRatio)
 		b.Run("idle", benchIdlePages)
 		b.Run("growth", benchGrowth)
+		b.Run("disk", benchDisk)
 	}
 }
 
@@ -261,4 +263,49 @@ func runTurns(b *testing.B, s *Store, writers, turns int) runTurnsResult {
 	c := float64(after.Commits - before.Commits)
 	return runTurnsResult{rate: float64(turns/writers*writers) / elapsed.Seconds(),
 		pages: float64(txAfter.GetPageCount()-txBefore.GetPageCount()) / c}
+}
+
+// BenchmarkLast20 reads the last 20 entries of a conversation of 10,000 entries in
+// each format (one op is one Last call).
+func BenchmarkLast20(b *testing.B) {
+	for _, format := range []int{Format1, Format2} {
+		b.Run(fmt.Sprintf("format=%d", format), func(b *testing.B) {
+			s := mustOpen(b, Options{NoSync: true, Format: format})
+			for range 10 {
+				mustAppend(b, s, "local", "long", numbered("l", 1000)...)
+			}
+			ctx := context.Background()
+			if _, err := s.Last(ctx, "local", "long", 20, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if got, err := s.Last(ctx, "local", "long", 20, nil); err != nil || len(got) != 20 {
+					b.Fatal(len(got), err)
+				}
+			}
+		})
+	}
+}
+
+// benchDisk: bytes on disk per one-turn conversation at two sizes of text, fitted to
+// fixed + slope × text: the slope is what the file costs per byte of text, the fixed part
+// what a turn costs whatever its text (entry fields, hashes, head, indexes, page slack).
+func benchDisk(b *testing.B) {
+	const n = 20_000
+	perTurn := func(text int) float64 {
+		path := filepath.Join(b.TempDir(), "ledger.db")
+		makeIdleText(b, path, Format2, n, strings.Repeat("y", text))
+		info, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(info.Size()) / n
+	}
+	small, large := perTurn(1024), perTurn(4096)
+	slope := (large - small) / float64(2*(4096-1024))
+	fixed := small - slope*2*1024
+	fmt.Printf("disk per turn: %.0f bytes with 2 KiB of text, %.0f with 8 KiB: %.2f bytes per byte of text + %.0f bytes per turn\n",
+		small, large, slope, fixed)
+	target(b, "disk per byte of text (fixed part stated above)", slope, 1.5, "x", true)
 }

@@ -187,7 +187,10 @@ func BenchmarkTurnPattern(b *testing.B) {
 }
 
 // makeIdle creates n one-turn conversations in the ledger file at path (no fsync).
-func makeIdle(b *testing.B, path string, format, n int) {
+func makeIdle(b *testing.B, path string, format, n int) { makeIdleText(b, path, format, n, turnText) }
+
+// makeIdleText is makeIdle with text as the user message and the reply of each turn.
+func makeIdleText(b *testing.B, path string, format, n int, text string) {
 	s, err := Open(path, Options{NoSync: true, Format: format}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -198,7 +201,7 @@ func makeIdle(b *testing.B, path string, format, n int) {
 		wg.Go(func() {
 			for i := w; i < n; i += 16 {
 				_, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: fmt.Sprintf("idle-%d", i), BeginTurn: true,
-					Entries: []Entry{userMsg(turnText), agentMsg(turnText)}})
+					Entries: []Entry{userMsg(text), agentMsg(text)}})
 				if err != nil {
 					b.Error(err)
 					return

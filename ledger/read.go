@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -481,7 +480,7 @@ func decodeEntry(key string, k, v []byte, e *Entry) error {
 	if reason := entryBytesFault(v); reason != "" {
 		return &ChainError{Key: key, Seq: seq, Reason: reason}
 	}
-	if err := json.Unmarshal(v, e); err != nil {
+	if err := decodeStored(v, e); err != nil {
 		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
 	}
 	if e.Seq != seq {

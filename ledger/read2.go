@@ -27,7 +27,7 @@ func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*En
 	if beforeSeq > 0 && beforeSeq <= m.LastSeq {
 		from = beforeSeq - 1
 	}
-	var out []Entry
+	out := make([]Entry, 0, min(uint64(n), from, 1024))
 	err = l.back(from, func(seq uint64, r logRecord) (bool, error) {
 		var e Entry
 		if err := decodeEntry(key, entryKey(seq), r.entry, &e); err != nil {
@@ -38,6 +38,9 @@ func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*En
 		}
 		return len(out) < n, nil
 	})
+	if len(out) == 0 {
+		out = nil // as format 1 returns it
+	}
 	return out, err
 }
 
