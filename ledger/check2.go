@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 
@@ -45,4 +46,50 @@ func (s *pageScan) chargeConvs(buf []byte, id uint64, owner string, count int) {
 		seen[key] = true
 		s.fail(key, "its data lies in damaged page %d of %s", id, owner)
 	}
+}
+
+// logLeaf checks leaf page id of the log from its header and its first and last keys
+// only (the log is most of a format-2 file, and reading every byte of it would make Open
+// take time proportional to the ledger): its id, type, element count and key bounds.
+// done is false, and nothing is recorded, when the page is not such a leaf or any of
+// that fails: the full check (tree's read and node) runs then and names the fault.
+func (s *pageScan) logLeaf(id uint64, lo, hi []byte) (first []byte, done bool) {
+	var head [pageHeaderSize + pageElemSize]byte
+	if _, err := s.r.ReadAt(head[:], int64(id)*int64(s.pageSize)); err != nil {
+		return nil, false
+	}
+	count := int(binary.LittleEndian.Uint16(head[10:]))
+	if binary.LittleEndian.Uint64(head[:]) != id || binary.LittleEndian.Uint16(head[8:]) != leafPageFlag ||
+		binary.LittleEndian.Uint32(head[12:]) != 0 || count == 0 || pageHeaderSize+count*pageElemSize > s.pageSize {
+		return nil, false
+	}
+	firstKey, ok := s.elemKey(id, 0, head[pageHeaderSize:])
+	if !ok {
+		return nil, false
+	}
+	last := make([]byte, pageElemSize)
+	if _, err := s.r.ReadAt(last, int64(id)*int64(s.pageSize)+int64(pageHeaderSize+(count-1)*pageElemSize)); err != nil {
+		return nil, false
+	}
+	lastKey, ok := s.elemKey(id, count-1, last)
+	if !ok || (lo != nil && bytes.Compare(firstKey, lo) < 0) || (hi != nil && bytes.Compare(lastKey, hi) >= 0) ||
+		bytes.Compare(firstKey, lastKey) > 0 {
+		return nil, false
+	}
+	return firstKey, true
+}
+
+// elemKey reads the key of leaf element i of page id, whose 16-byte element is elem: a
+// log key is 8 bytes.
+func (s *pageScan) elemKey(id uint64, i int, elem []byte) ([]byte, bool) {
+	pos, ksize := binary.LittleEndian.Uint32(elem[4:]), binary.LittleEndian.Uint32(elem[8:])
+	off := pageHeaderSize + i*pageElemSize + int(pos)
+	if ksize != seqLen || off+seqLen > s.pageSize {
+		return nil, false
+	}
+	k := make([]byte, seqLen)
+	if _, err := s.r.ReadAt(k, int64(id)*int64(s.pageSize)+int64(off)); err != nil {
+		return nil, false
+	}
+	return k, true
 }

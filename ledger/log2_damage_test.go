@@ -118,3 +118,50 @@ func TestLog2_DamagedLogPage(t *testing.T) {
 		t.Errorf("Append(victim) after the salvage error = %v, want ErrQuarantined (lost, not restarted)", err)
 	}
 }
+
+// TestLog2_DamagedLogContent: damage inside a log leaf's records (its header intact, not
+// the log's right edge) is not looked for at Open (that would read the whole log); the
+// first use of the conversation checks its entries' hashes and quarantines it, and the
+// others are served and take appends.
+func TestLog2_DamagedLogContent(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(path, format2Opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("victim text ", 450)
+	mustAppend(t, s, "local", "a", numbered("a", 3)...)
+	for range 4 {
+		mustAppend(t, s, "local", "victim", userMsg(big), agentMsg(big))
+	}
+	for range 40 { // the victim's pages are far from the right edge
+		mustAppend(t, s, "local", "b", userMsg(big))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id := victimPage(t, path, contextid.Key("local", "victim"))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("VICTIM"), int64(id)*pageSize+pageSize/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path, format2Opts)
+	if s.readOnly {
+		t.Fatal("Open found the damage (expected only at the first use)")
+	}
+	if _, err := s.Last(ctx, "local", "victim", 1, nil); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("Last(victim) error = %v, want ErrQuarantined", err)
+	}
+	mustAppend(t, s, "local", "a", userMsg("after"))
+	if got, err := s.Last(ctx, "local", "b", 50, nil); err != nil || len(got) != 40 {
+		t.Errorf("Last(b) = %d entries, %v; want 40", len(got), err)
+	}
+}
