@@ -70,14 +70,15 @@ type pageScan struct {
 	bufs   [][]byte            // a read buffer per tree depth: a page's stays valid while its children are read
 	faults map[string][]string // top-level bucket (rootTree: the file's tree) → what is wrong
 	names  []string            // the top-level buckets found
-	format int                 // the file's format; 0 for a missing or empty file
+	edges  bool                // check only the right edge of each bucket's tree (see rightEdgesOnly)
 }
 
 // scanPages walks the tree of the bbolt transaction tx, reading pages from r (the file of
 // tx's database, which must not change under pages tx can see: a read transaction keeps
 // them). It returns the faults by top-level bucket, and the top-level bucket names found.
-func scanPages(tx *bolt.Tx, r io.ReaderAt) (faults map[string][]string, names []string) {
+func scanPages(tx *bolt.Tx, r io.ReaderAt, edges bool) (faults map[string][]string, names []string) {
 	s := &pageScan{
+		edges:    edges,
 		r:        r,
 		pageSize: tx.DB().Info().PageSize,
 		hwm:      uint64(tx.Size()) / uint64(tx.DB().Info().PageSize),
@@ -109,6 +110,9 @@ func (s *pageScan) tree(id uint64, owner string, lo, hi []byte, depth int) []byt
 		return nil
 	}
 	s.seen[id] = true
+	if s.edges && owner != rootTree && hi != nil {
+		return nil // off the right edge of a big format-2 file: not read at Open
+	}
 	if owner == string(bucketLog) && hi != nil { // the log's right edge, which appends rewrite, is read whole
 		if first, done := s.logLeaf(id, lo, hi); done {
 			return first
@@ -444,8 +448,8 @@ func checkFile(path string) (*fileCheck, error) {
 	}
 	defer f.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		fc.faults, fc.names = safeScan(tx, f)
 		fc.format = fileFormat(tx)
+		fc.faults, fc.names = safeScan(tx, f, rightEdgesOnly(fc.format, info.Size()))
 		return nil
 	})
 	return fc, err
@@ -453,13 +457,13 @@ func checkFile(path string) (*fileCheck, error) {
 
 // safeScan is scanPages, with a panic of the scan itself (a bug: it reads bytes, not
 // bbolt's pages) reported as a fault of the file.
-func safeScan(tx *bolt.Tx, r io.ReaderAt) (faults map[string][]string, names []string) {
+func safeScan(tx *bolt.Tx, r io.ReaderAt, edges bool) (faults map[string][]string, names []string) {
 	defer func() {
 		if p := recover(); p != nil {
 			faults = map[string][]string{rootTree: {fmt.Sprintf("page check failed: %v", p)}}
 		}
 	}()
-	return scanPages(tx, r)
+	return scanPages(tx, r, edges)
 }
 
 // errRollback ends the write transaction in which bbolt's check runs without a commit.
@@ -477,7 +481,7 @@ func (s *Store) checkPages(ctx context.Context) (faults map[string][]string, nam
 	}
 	defer f.Close()
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		faults, names = safeScan(tx, f)
+		faults, names = safeScan(tx, f, false)
 		return nil
 	})
 	if err != nil || s.readOnly {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
@@ -163,5 +165,54 @@ func TestLog2_DamagedLogContent(t *testing.T) {
 	mustAppend(t, s, "local", "a", userMsg("after"))
 	if got, err := s.Last(ctx, "local", "b", 50, nil); err != nil || len(got) != 40 {
 		t.Errorf("Last(b) = %d entries, %v; want 40", len(got), err)
+	}
+}
+
+// TestLog2_RightEdgesOnly: the page check of a big format-2 file at Open reads the right
+// edges only: a damaged log page in the middle is left to the reads and VerifyAll (which
+// check every page), and the full check finds it.
+func TestLog2_RightEdgesOnly(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(path, format2Opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("victim text ", 450)
+	for range 4 {
+		mustAppend(t, s, "local", "victim", userMsg(big), agentMsg(big))
+	}
+	for range 40 {
+		mustAppend(t, s, "local", "b", userMsg(big))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	victim := contextid.Key("local", "victim")
+	id := victimPage(t, path, victim)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id+1000), int64(id)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		if faults, _ := scanPages(tx, f, true); len(faults) != 0 {
+			t.Errorf("right edges only: faults %v, want none", faults)
+		}
+		if faults, _ := scanPages(tx, f, false); len(faults[victim]) == 0 {
+			t.Errorf("full check: faults %v, want the victim's page", faults)
+		}
+		return nil
+	})
+	if rightEdgesOnly(Format1, 1<<40) || rightEdgesOnly(Format2, fullCheckMax) || !rightEdgesOnly(Format2, fullCheckMax+1) {
+		t.Error("rightEdgesOnly: only a format-2 file over fullCheckMax")
 	}
 }

@@ -391,11 +391,14 @@ func copyTree(src, dst *bolt.Bucket) error {
 	})
 }
 
-// upgradeOnOpen upgrades the format-1 file at path to format 2 for Open. A failure is
-// logged, and the file stays in format 1 (it opens and works as before).
-func (s *Store) upgradeOnOpen(path string) {
+// upgradeOnOpen upgrades the format-1 file at path to format 2 for Open and reports
+// whether it did. A failure is logged, and the file stays in format 1 (it opens and works
+// as before).
+func (s *Store) upgradeOnOpen(path string) bool {
 	s.logger.Info("upgrading the ledger to format 2", "path", path)
 	if _, err := Upgrade(context.Background(), path, s.logger); err != nil {
 		s.logger.Error("ledger upgrade to format 2 failed; the file stays in format 1", "path", path, "err", err)
+		return false
 	}
+	return true
 }
