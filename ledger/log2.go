@@ -210,6 +210,7 @@ type convLog struct {
 	idx     *bolt.Bucket
 	lastSeq uint64
 	lastPos uint64
+	cur     *bolt.Cursor // on the log, reused by every read
 }
 
 // openLog returns the reader of conversation key in tx, whose head is m and lastPos.
@@ -232,7 +233,15 @@ func (l *convLog) record(pos, seq uint64) (logRecord, error) {
 }
 
 func (l *convLog) read(pos, seq uint64) (logRecord, error) {
-	v := l.log.Get(encodeSeq(pos))
+	if l.cur == nil {
+		l.cur = l.log.Cursor()
+	}
+	var key [seqLen]byte
+	binary.BigEndian.PutUint64(key[:], pos)
+	k, v := l.cur.Seek(key[:])
+	if !bytes.Equal(k, key[:]) {
+		v = nil
+	}
 	if v == nil {
 		return logRecord{}, &ChainError{Key: l.key, Seq: seq, Reason: fmt.Sprintf("log position %d missing", pos)}
 	}
@@ -254,6 +263,9 @@ func (l *convLog) read(pos, seq uint64) (logRecord, error) {
 // or above it, or from the head, walking back.
 func (l *convLog) seek(seq uint64) (uint64, error) {
 	at, pos := l.lastSeq, l.lastPos
+	if l.lastSeq-seq < seqIndexEvery { // as near from the head as from any indexed seq
+		return l.walkBack(at, pos, seq)
+	}
 	k, v := l.idx.Cursor().Seek(seqIdxKey(l.hash, seq))
 	if len(k) == hashLen+seqLen && bytes.HasPrefix(k, l.hash) {
 		if s, _ := decodeSeq(k[hashLen:]); s <= l.lastSeq {
@@ -264,6 +276,11 @@ func (l *convLog) seek(seq uint64) (uint64, error) {
 			at, pos = s, p
 		}
 	}
+	return l.walkBack(at, pos, seq)
+}
+
+// walkBack returns the position of entry seq, walking back from entry at (at pos).
+func (l *convLog) walkBack(at, pos, seq uint64) (uint64, error) {
 	for ; at > seq; at-- {
 		r, err := l.record(pos, at)
 		if err != nil {
