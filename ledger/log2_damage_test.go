@@ -93,7 +93,10 @@ func TestLog2_DamagedLogPage(t *testing.T) {
 	if _, err := s.Last(ctx, "local", "victim", 1, nil); !errors.Is(err, ErrQuarantined) {
 		t.Errorf("Last(victim) error = %v, want ErrQuarantined", err)
 	}
-	_, err = s.VerifyAll(ctx)
+	checked, err := s.VerifyAll(ctx)
+	if checked != 3 {
+		t.Errorf("VerifyAll() checked %d conversations, want 3", checked)
+	}
 	var named []string
 	for _, e := range unjoin(err) {
 		var ce *ChainError

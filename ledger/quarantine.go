@@ -240,7 +240,7 @@ func (s *Store) openDamaged(path string, fc *fileCheck) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s read-only: %w", path, err)
 	}
-	s.db, s.readOnly, s.pageFaults = db, true, fc.faults
+	s.db, s.readOnly, s.pageFaults, s.format = db, true, fc.faults, max(fc.format, Format1)
 	ctx := context.Background()
 	for _, key := range slices.Sorted(maps.Keys(fc.faults)) {
 		if !contextid.IsCurrentKey(key) {

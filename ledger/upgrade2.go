@@ -93,6 +93,11 @@ func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport
 		return nil, err
 	}
 	heads, err := copyFormat1(ctx, src.db, dst.db, rep)
+	if err == nil { // the tasks of conversations a salvage lost stay known (as quarantined)
+		var lost []Quarantine
+		_ = src.db.View(func(tx *bolt.Tx) error { lost = readQuarantine(tx); return nil })
+		err = carryTaskHeads(src.db, dst, lost)
+	}
 	if err == nil {
 		err = dst.db.Sync()
 	}

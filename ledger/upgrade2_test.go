@@ -240,3 +240,40 @@ func killUpgrade(t *testing.T, path string, delay time.Duration) string {
 	_ = cmd.Wait()
 	return outcome
 }
+
+// TestUpgrade2_KeepsLostConversations: the records of conversations an earlier salvage
+// lost, and their tasks, survive the upgrade: they stay refused, not unknown.
+func TestUpgrade2_KeepsLostConversations(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(path, Options{NoSync: true, Format: Format1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "local", "kept", numbered("k", 2)...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lost := contextid.Key("local", "lost")
+	tamperFile(t, path, func(tx *bolt.Tx) {
+		if err := putQuarantine(tx, Quarantine{Key: lost, ContextID: "lost", Owner: "local", Reason: "damaged pages", Lost: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Bucket(bucketTasks).Put([]byte("lost-task"), taskHead(lost, "")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := Upgrade(t.Context(), path, nil); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path, testOpts)
+	if q := s.Quarantined(); len(q) != 1 || q[0].Key != lost || !q[0].Lost {
+		t.Errorf("Quarantined() = %+v, want the lost conversation", q)
+	}
+	if _, _, err := s.TaskEntries(t.Context(), "lost-task"); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("TaskEntries(lost-task) error = %v, want ErrQuarantined", err)
+	}
+	if got, err := s.Last(t.Context(), "local", "kept", 5, nil); err != nil || len(got) != 2 {
+		t.Errorf("Last(kept) = %v, %v", got, err)
+	}
+}
