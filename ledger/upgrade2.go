@@ -359,17 +359,21 @@ func fileFormat(tx *bolt.Tx) int {
 	return Format1
 }
 
-// copyForeign copies, verbatim, every top-level bucket of src that is neither a
-// conversation nor the ledger's own ("v1." names): data outside the namespace is never
-// read, but an upgrade keeps it.
+// copyForeign copies, key by key, every top-level bucket of src that the copy does not
+// rebuild (the conversations, the task and by-contextId indexes) or copy itself
+// (artifacts, quarantine records): data outside the namespace is never read, but an
+// upgrade keeps it, and so does a bucket of the ledger this code does not know (another
+// index added beside the layout: its keys must not name format-1 locations).
 func copyForeign(src, dst *bolt.DB) error {
+	rebuilt := map[string]bool{string(bucketTasks): true, string(bucketByID): true,
+		string(bucketArtifacts): true, string(bucketQuarantine): true}
 	return src.View(func(stx *bolt.Tx) error {
 		return dst.Update(func(dtx *bolt.Tx) error {
 			return stx.ForEach(func(name []byte, b *bolt.Bucket) error {
-				if contextid.IsCurrentKey(string(name)) || bytes.HasPrefix(name, []byte("v1.")) {
+				if contextid.IsCurrentKey(string(name)) || rebuilt[string(name)] {
 					return nil
 				}
-				d, err := dtx.CreateBucket(bytes.Clone(name))
+				d, err := dtx.CreateBucketIfNotExists(bytes.Clone(name))
 				if err != nil {
 					return fmt.Errorf("copy bucket %q: %w", name, err)
 				}
@@ -388,7 +392,7 @@ func copyTree(src, dst *bolt.Bucket) error {
 		if v != nil {
 			return dst.Put(bytes.Clone(k), bytes.Clone(v))
 		}
-		d, err := dst.CreateBucket(bytes.Clone(k))
+		d, err := dst.CreateBucketIfNotExists(bytes.Clone(k))
 		if err != nil {
 			return err
 		}

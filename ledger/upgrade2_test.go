@@ -72,7 +72,8 @@ func TestUpgrade2_KeepsForeignBuckets(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	copyFile(t, v1LedgerFile, path)
-	foreign := map[string]map[string]string{"conversations": {"tenant/a": "legacy"}, "v0/abc": {"meta": "{}"}}
+	foreign := map[string]map[string]string{"conversations": {"tenant/a": "legacy"}, "v0/abc": {"meta": "{}"},
+		"v1.other-index": {"k": "v"}} // a bucket of the ledger this code does not know
 	tamperFile(t, path, func(tx *bolt.Tx) {
 		for name, kv := range foreign {
 			b, err := tx.CreateBucket([]byte(name))
@@ -95,7 +96,7 @@ func TestUpgrade2_KeepsForeignBuckets(t *testing.T) {
 	}
 	defer db.Close()
 	want := dumpBuckets(t, db, foreign)
-	if want["conversations"] != "\"tenant/a\"=\"legacy\"\n" {
+	if want["conversations"] != "\"tenant/a\"=\"legacy\"\n" || want["v1.other-index"] != "\"k\"=\"v\"\n" {
 		t.Errorf("foreign buckets after the upgrade: %q", want)
 	}
 }
