@@ -15,6 +15,7 @@ run: build
 ## test: every test, integration included, with the race detector
 test: redis postgres chromium
 	$(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m $(PKGS)
+	LEDGER_TEST_FORMAT=1 $(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m ./ledger/
 
 ## test-load: `make test` 3 times (RUNS=N) while two CPU burners keep both cores busy
 test-load:

@@ -127,6 +127,9 @@ func (s *Store) appendAlone(p *prepared) outcome {
 			return errNothingToCommit
 		}
 		out = res
+		if err := s.checkpoint(tx); err != nil {
+			return err
+		}
 		return s.writeFault("commit")
 	})
 	switch {
@@ -354,6 +357,9 @@ func (s *Store) moveLarge(i, j int, part *Part) (artifact, bool, error) {
 // trace and the other requests of the batch go on. txErr is a bbolt failure after writes
 // began: the transaction must be rolled back.
 func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
+	if s.format == Format2 {
+		return s.apply2(tx, p)
+	}
 	tasks, artifacts := tx.Bucket(bucketTasks), tx.Bucket(bucketArtifacts)
 	if tasks == nil || artifacts == nil {
 		return outcome{}, nil, errors.New("ledger: index buckets missing")

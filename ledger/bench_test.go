@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -166,46 +167,61 @@ var turnText = strings.Repeat("y", 1024)
 // requests per commit, and per commit the pages bbolt wrote (dirty nodes and freelist; the
 // meta page not counted) and its time spilling nodes to pages and writing them (both fsyncs
 // included) in ms.
+//
+// format=1 and format=2 run side by side; idle=N first creates N one-turn conversations
+// (without fsync, before the measured part) that the measured turns never touch.
+// BenchmarkTurnPatternRatio prints the format 2 / format 1 ratio of one run.
 func BenchmarkTurnPattern(b *testing.B) {
 	for _, writers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			benchTurns(b, writers)
+		for _, format := range []int{Format1, Format2} {
+			b.Run(fmt.Sprintf("writers=%d/format=%d", writers, format), func(b *testing.B) {
+				benchTurns(b, writers, format, 0)
+			})
+		}
+	}
+	for _, idle := range []int{100_000} {
+		b.Run(fmt.Sprintf("writers=64/format=2/idle=%d", idle), func(b *testing.B) {
+			benchTurns(b, 64, Format2, idle)
 		})
 	}
 }
 
-func benchTurns(b *testing.B, writers int) {
-	s := mustOpenPath(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
-	ctx := context.Background()
-	turn := func(id string) error {
-		task, err := uuid.NewV7()
-		if err != nil {
-			return err
-		}
-		taskID := task.String()
-		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{
-			{TaskID: taskID, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
-				Actor: "local", MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{{Kind: PartText, Text: turnText}}},
-			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway", State: "working"},
-		}})
-		if err != nil {
-			return err
-		}
-		meta, _ := json.Marshal(map[string]any{"artifactId": uuid.NewString()})
-		if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{
-			{TaskID: taskID, Kind: KindAgentReply, Trust: TrustAgent, Visibility: VisibilityModel, Actor: "agent",
-				MessageID: uuid.NewString(), Role: RoleAgent, Parts: []Part{{Kind: PartText, Text: turnText}}, Metadata: meta},
-			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway",
-				State: "completed", MessageID: uuid.NewString()},
-		}}); err != nil {
-			return err
-		}
-		_, entries, err := s.TaskEntries(ctx, taskID)
-		if err == nil && len(entries) != 4 {
-			err = fmt.Errorf("TaskEntries(%s) = %d entries, want 4", taskID, len(entries))
-		}
-		return err
+// makeIdle creates n one-turn conversations in the ledger file at path (no fsync).
+func makeIdle(b *testing.B, path string, format, n int) { makeIdleText(b, path, format, n, turnText) }
+
+// makeIdleText is makeIdle with text as the user message and the reply of each turn.
+func makeIdleText(b *testing.B, path string, format, n int, text string) {
+	s, err := Open(path, Options{NoSync: true, Format: format}, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				_, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: fmt.Sprintf("idle-%d", i), BeginTurn: true,
+					Entries: []Entry{userMsg(text), agentMsg(text)}})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(s.db.Sync(), s.Close()); err != nil { // on disk before the fsync'd part
+		b.Fatal(err)
+	}
+}
+
+func benchTurns(b *testing.B, writers, format, idle int) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	if idle > 0 {
+		makeIdle(b, path, format, idle)
+	}
+	s := mustOpenPath(b, path, Options{Format: format})
+	turn := turnFunc(s)
 	// One warm-up turn per conversation, so that creating it is not measured.
 	for w := range writers {
 		if err := turn(fmt.Sprintf("turn-%d", w)); err != nil {
@@ -264,3 +280,37 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// turnFunc returns one turn of the gateway's pattern on s (see BenchmarkTurnPattern).
+func turnFunc(s *Store) func(id string) error {
+	ctx := context.Background()
+	return func(id string) error {
+		task, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		taskID := task.String()
+		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{
+			{TaskID: taskID, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
+				Actor: "local", MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{{Kind: PartText, Text: turnText}}},
+			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway", State: "working"},
+		}})
+		if err != nil {
+			return err
+		}
+		meta, _ := json.Marshal(map[string]any{"artifactId": uuid.NewString()})
+		if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{
+			{TaskID: taskID, Kind: KindAgentReply, Trust: TrustAgent, Visibility: VisibilityModel, Actor: "agent",
+				MessageID: uuid.NewString(), Role: RoleAgent, Parts: []Part{{Kind: PartText, Text: turnText}}, Metadata: meta},
+			{TaskID: taskID, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway",
+				State: "completed", MessageID: uuid.NewString()},
+		}}); err != nil {
+			return err
+		}
+		_, entries, err := s.TaskEntries(ctx, taskID)
+		if err == nil && len(entries) != 4 {
+			err = fmt.Errorf("TaskEntries(%s) = %d entries, want 4", taskID, len(entries))
+		}
+		return err
+	}
+}

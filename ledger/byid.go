@@ -55,6 +55,18 @@ func setUpByID(tx *bolt.Tx) error {
 	if err != nil {
 		return fmt.Errorf("create bucket %s: %w", bucketByID, err)
 	}
+	if isFormat2(tx) {
+		for _, key := range headKeys(tx) {
+			m, _, err := readHead2(tx, key)
+			if err != nil || contextid.Key(m.Owner, m.ContextID) != key {
+				continue
+			}
+			if err := idx.Put(byIDKey(m.ContextID, key), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		key := string(name)
 		if b == nil || !contextid.IsCurrentKey(key) {

@@ -34,7 +34,9 @@ import (
 // the top-level bucket whose tree holds the page, so one damaged conversation does not
 // condemn the others. The walk reads each page once, into one buffer per tree level: on
 // a ledger of 10,000 conversations (195 MiB) it takes ~33 ms, bbolt's own open ~26 ms
-// (TestOpenTime).
+// (TestOpenTime). In a format-2 file the leaves of the log (most of the file) are checked
+// from their header and first and last keys only (check2.go), apart from the right edge
+// that appends rewrite: their content is checked against the entries' hashes when read.
 //
 // The page layout is bbolt's file format (internal/common/page.go and bucket.go of
 // go.etcd.io/bbolt, unchanged since bbolt's first release; little-endian as bbolt writes
@@ -68,13 +70,15 @@ type pageScan struct {
 	bufs   [][]byte            // a read buffer per tree depth: a page's stays valid while its children are read
 	faults map[string][]string // top-level bucket (rootTree: the file's tree) → what is wrong
 	names  []string            // the top-level buckets found
+	edges  bool                // check only the right edge of each bucket's tree (see rightEdgesOnly)
 }
 
 // scanPages walks the tree of the bbolt transaction tx, reading pages from r (the file of
 // tx's database, which must not change under pages tx can see: a read transaction keeps
 // them). It returns the faults by top-level bucket, and the top-level bucket names found.
-func scanPages(tx *bolt.Tx, r io.ReaderAt) (faults map[string][]string, names []string) {
+func scanPages(tx *bolt.Tx, r io.ReaderAt, edges bool) (faults map[string][]string, names []string) {
 	s := &pageScan{
+		edges:    edges,
 		r:        r,
 		pageSize: tx.DB().Info().PageSize,
 		hwm:      uint64(tx.Size()) / uint64(tx.DB().Info().PageSize),
@@ -106,6 +110,14 @@ func (s *pageScan) tree(id uint64, owner string, lo, hi []byte, depth int) []byt
 		return nil
 	}
 	s.seen[id] = true
+	if s.edges && owner != rootTree && hi != nil {
+		return nil // off the right edge of a big format-2 file: not read at Open
+	}
+	if owner == string(bucketLog) && hi != nil { // the log's right edge, which appends rewrite, is read whole
+		if first, done := s.logLeaf(id, lo, hi); done {
+			return first
+		}
+	}
 	buf, err := s.read(id, depth)
 	if err != nil {
 		s.fail(owner, "page %d: %v", id, err)
@@ -173,7 +185,12 @@ func (s *pageScan) node(buf []byte, id uint64, owner string, lo, hi []byte, dept
 	if flags == branchPageFlag {
 		return s.branch(buf, id, owner, count, lo, hi, depth)
 	}
-	return s.leaf(buf, id, owner, count, lo, hi, depth, fault)
+	before := len(s.faults[owner])
+	first := s.leaf(buf, id, owner, count, lo, hi, depth, fault)
+	if fault != "" || len(s.faults[owner]) > before {
+		s.chargeConvs(buf, id, owner, count) // format 2: the conversations the page holds
+	}
+	return first
 }
 
 // slice returns the n bytes at off of buf, or nil if they lie outside it.
@@ -338,6 +355,9 @@ func entryHashes(v []byte) (prev, stored, fault string) {
 // and hash are the last entry's. It costs a hash of the conversation's bytes, no
 // decoding. A missing conversation passes. Errors: a [*ChainError].
 func quickCheck(tx *bolt.Tx, key string) error {
+	if isFormat2(tx) {
+		return quickCheck2(tx, key)
+	}
 	conv := tx.Bucket([]byte(key))
 	if conv == nil {
 		return nil
@@ -392,6 +412,7 @@ func (s *Store) checkOnce(tx *bolt.Tx, key string) error {
 type fileCheck struct {
 	faults map[string][]string // by top-level bucket; rootTree: the file's own tree
 	names  []string            // the top-level buckets found
+	format int                 // the file's format; 0 for a missing or empty file
 }
 
 // damaged reports whether the check found anything wrong.
@@ -427,7 +448,8 @@ func checkFile(path string) (*fileCheck, error) {
 	}
 	defer f.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		fc.faults, fc.names = safeScan(tx, f)
+		fc.format = fileFormat(tx)
+		fc.faults, fc.names = safeScan(tx, f, rightEdgesOnly(fc.format, info.Size()))
 		return nil
 	})
 	return fc, err
@@ -435,13 +457,13 @@ func checkFile(path string) (*fileCheck, error) {
 
 // safeScan is scanPages, with a panic of the scan itself (a bug: it reads bytes, not
 // bbolt's pages) reported as a fault of the file.
-func safeScan(tx *bolt.Tx, r io.ReaderAt) (faults map[string][]string, names []string) {
+func safeScan(tx *bolt.Tx, r io.ReaderAt, edges bool) (faults map[string][]string, names []string) {
 	defer func() {
 		if p := recover(); p != nil {
 			faults = map[string][]string{rootTree: {fmt.Sprintf("page check failed: %v", p)}}
 		}
 	}()
-	return scanPages(tx, r)
+	return scanPages(tx, r, edges)
 }
 
 // errRollback ends the write transaction in which bbolt's check runs without a commit.
@@ -459,7 +481,7 @@ func (s *Store) checkPages(ctx context.Context) (faults map[string][]string, nam
 	}
 	defer f.Close()
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		faults, names = safeScan(tx, f)
+		faults, names = safeScan(tx, f, false)
 		return nil
 	})
 	if err != nil || s.readOnly {

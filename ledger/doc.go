@@ -1,18 +1,24 @@
 // Package ledger is the single source of truth for every conversation: an append-only,
 // hash-chained, fsync'd log per conversation, stored in bbolt (DESIGN D-2..D-5, seed 000).
 //
-// Each conversation is one flat top-level bucket named contextid.Key(owner, contextId)
-// ("v1/<64 hex>") holding its entries keyed by seq and its metadata (original contextId and
-// owner, epoch, counters, last task; a small versioned binary record). A global task index
-// ("v1.tasks") finds a task's conversation and entries and lists a conversation's tasks,
-// and a content-addressed artifact store ("v1.artifacts") holds parts larger than
-// Options.LargePartBytes. Nothing outside this namespace (older versions, legacy names) is
-// ever read, listed or written.
+// Format 2 (DESIGN D-7, the default for new files): every entry of every conversation is
+// stored once, in one append-ordered log ("v1.log", keyed by a global position), and each
+// conversation keeps a head under contextid.Key(owner, contextId) ("v1/<64 hex>": original
+// contextId and owner, last seq, hash and log position, epoch, counters, last task) from
+// which it reaches its entries backwards, each log record naming the position of its
+// conversation's previous entry; a sparse index of every 32nd seq serves Range. A commit
+// writes at the right edge of the log, of the task index (time-ordered task ids) and of
+// the activity index that List reads, plus the heads of the conversations it touches,
+// which live in a small tree of recent heads until a checkpoint moves them. log2.go has the
+// details. A global task index ("v1.tasks") finds a task's conversation and entries and
+// lists a conversation's tasks, and a content-addressed artifact store ("v1.artifacts")
+// holds parts larger than Options.LargePartBytes. Nothing outside this namespace (older
+// versions, legacy names) is ever read, listed or written.
 //
-// The layout keeps a commit small: what an append writes lands at the right edge of its
-// conversation, next to the metadata it rewrites, and (with time-ordered task ids) at the
-// right edge of the task index, where the appends of one commit share their pages.
-// keys.go has the details.
+// Format 1 (earlier builds, Options.Format = Format1): each conversation is one flat
+// top-level bucket named by its key, holding its entries keyed by seq and its metadata
+// (keys.go). Open upgrades a format-1 file to format 2 unless Options.Format says Format1
+// ([Upgrade], upgrade2.go: verify, copy beside it, verify, keep the old file, rename).
 //
 // Every entry carries seq (1, 2, ... without gaps), the conversation's epoch and
 // hash = hex(sha256(prevHash ‖ canonical JSON of the entry with hash empty)), so
@@ -70,9 +76,10 @@
 // replaced by U+FFFD, empty slices nil.
 //
 // A data file written by an earlier build (conversations with sub-buckets and JSON
-// metadata) is moved to the current layout by the first Open, in one transaction; entries
-// and their hashes do not change. Earlier builds do not understand the file after that:
-// do not downgrade. Open refuses a file of a newer layout.
+// metadata) is moved to format 1's current layout by the first Open, in one transaction,
+// and then to format 2; entries and their hashes do not change. Earlier builds do not
+// understand the file after that: do not downgrade (the upgrade keeps the format-1 file
+// as ledger.db.format1.bak). Open refuses a file of a newer layout.
 //
 // # Damage
 //
@@ -80,7 +87,9 @@
 // one. Open checks the file's pages from their raw bytes before bbolt opens it writable
 // (check.go: bbolt crashes the process on a damaged page header while it rebuilds its
 // freelist); a file with damaged pages opens read-only, or is salvaged first with
-// Options.SalvageDamaged ([Salvage], salvage.go). The conversations found damaged — by
+// Options.SalvageDamaged ([Salvage], salvage.go). In format 2 a damaged page of the log
+// is charged to the conversations whose entries it holds (check2.go). The conversations
+// found damaged — by
 // the page check, by a check of a conversation's bytes against its hashes before its first
 // use since Open, by a read that meets a bad entry, or by [Store.VerifyAll] — are
 // quarantined ([Store.Quarantined], quarantine.go): reads and appends of them fail with a

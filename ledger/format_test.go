@@ -188,7 +188,9 @@ func v1Options() Options {
 
 func writeV1Ledger(t *testing.T, path string) {
 	t.Helper()
-	s, err := Open(path, v1Options(), nil)
+	opts := v1Options()
+	opts.Format = Format1 // the fixture pins format 1; Open upgrades it
+	s, err := Open(path, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,3 +188,62 @@ func FuzzAppendEntryJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeStored checks that decodeStored gives json.Unmarshal's result for whatever
+// appendEntryJSON writes (and for the mangled bytes of it), and that its fast path takes
+// the entries the ledger stores.
+func FuzzDecodeStored(f *testing.F) {
+	f.Add("hello", "task-1", `{"a": 1}`, `[1, "<b>"]`, []byte{1}, "f.txt", int64(1), int64(2), uint64(3), int64(0), 0)
+	f.Add("<script>&\u2028\u2029\xff\x00\x1f\x7f\"\\\b\f\n\r\t", "", " { \"k\" : \"\u2028<&>\" } ", "null", []byte{}, "", int64(-1e10), int64(999999999), ^uint64(0), int64(-5), 3)
+	f.Add("", "t", "{bad", "", []byte(nil), "ü", int64(253402300800), int64(0), uint64(0), int64(1<<40), 7)
+	f.Add("\xed\xa0\x80 a\xc3 😀", "\u00e9", "", "[ 1.50 , -0 , 1e3 ]", []byte{0, 255, 7}, "x\ty", int64(-62135596801), int64(5), uint64(1), int64(12), 40)
+	f.Add("plain text", "task", `{"artifactId":"x","n":[1,{"a":"}"}]}`, `{"k":"v,}"}`, []byte("raw"), "name", int64(1700000000), int64(123456789), uint64(42), int64(77), -1)
+	f.Fuzz(func(t *testing.T, text, id, meta, data string, raw []byte, name string, sec, nsec int64, seq uint64, size int64, cut int) {
+		e := Entry{
+			ID: id, ContextID: text, Owner: name, TaskID: id, Seq: seq, Epoch: seq / 3,
+			Kind: Kind(text), Trust: TrustAgent, Visibility: Visibility(name), Actor: text,
+			CreatedAt: time.Unix(sec, nsec).UTC(), MessageID: name, Role: id, State: text,
+			Metadata:      json.RawMessage(meta),
+			CorrelationID: text, CausationID: id, PrevHash: name, Hash: text,
+		}
+		if len(text)%2 == 0 {
+			e.Parts = []Part{
+				{Kind: PartText, Text: text, Metadata: json.RawMessage(meta), Size: size},
+				{Kind: name, Data: json.RawMessage(data), Raw: raw, URL: text, MediaType: name, Filename: name, ArtifactRef: id},
+			}
+		}
+		b, err := appendEntryJSON(nil, &e)
+		if err != nil {
+			return
+		}
+		if cut >= 0 && cut < len(b) && len(text)%3 == 0 { // mangled bytes too
+			b = append(b[:cut:cut], b[cut+1:]...)
+		}
+		var want, got Entry
+		wantErr := json.Unmarshal(b, &want)
+		gotErr := decodeStored(b, &got)
+		if (gotErr != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeStored(%s) = %+v, %v\njson.Unmarshal = %+v, %v", b, got, gotErr, want, wantErr)
+		}
+	})
+}
+
+// TestDecodeStoredFast: the entries a turn stores decode on the fast path.
+func TestDecodeStoredFast(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, testOpts)
+	meta := json.RawMessage(`{"artifactId":"a-1","n":[1,2,{"x":"y"}]}`)
+	res := mustAppend(t, s, "local", "c", userMsg("hello world"), Entry{TaskID: "t", Kind: KindStatus, Trust: TrustSystem,
+		Visibility: VisibilityAudit, State: "working", Metadata: meta, Parts: []Part{{Kind: PartFile, Raw: []byte{1, 2, 3}, Filename: "f", Size: 3}}})
+	for _, stored := range res.Entries {
+		b, err := json.Marshal(stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e Entry
+		d := entryDecoder{b: b}
+		if !d.entry(&e) || d.i != len(b) || !reflect.DeepEqual(e, stored) {
+			t.Errorf("the fast path does not decode %s (got %+v)", b, e)
+		}
+	}
+}

@@ -94,6 +94,7 @@ func TestGroupCommit_SameConversation(t *testing.T) {
 // stored metadata is corrupt) fail alone, the others commit together, in queue order, in
 // one commit.
 func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	s := mustOpen(t, testOpts)
 	ctx := t.Context()

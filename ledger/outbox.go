@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -129,6 +130,9 @@ func readPointed(tx *bolt.Tx, ptr []byte) (Entry, error) {
 	if !ok {
 		return Entry{}, fmt.Errorf("ledger: push index: bad pointer %x", ptr)
 	}
+	if isFormat2(tx) {
+		return readPointed2(tx, key, seq)
+	}
 	conv := tx.Bucket([]byte(key))
 	if conv == nil {
 		return Entry{}, &ChainError{Key: key, Reason: "a push index names a conversation that does not exist"}
@@ -142,6 +146,22 @@ func readPointed(tx *bolt.Tx, ptr []byte) (Entry, error) {
 		return Entry{}, &ChainError{Key: key, Reason: fmt.Sprintf("entry %d unreadable: %v", seq, err)}
 	}
 	return e, nil
+}
+
+// readPointed2 is readPointed on a format-2 file: the entry at seq, found through the
+// conversation's sparse seq index (at most seqIndexEvery records read).
+func readPointed2(tx *bolt.Tx, key string, seq uint64) (Entry, error) {
+	if seq == 0 {
+		return Entry{}, &ChainError{Key: key, Reason: "a push index names entry 0"}
+	}
+	es, err := range2(tx, key, seq-1, 1)
+	if errors.Is(err, ErrNotFound) || (err == nil && len(es) == 0) {
+		return Entry{}, &ChainError{Key: key, Reason: fmt.Sprintf("a push index names entry %d, which does not exist", seq)}
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	return es[0], nil
 }
 
 // PushConfigs returns the PUSH_CONFIG entries of owner's task taskID that are live (set

@@ -54,3 +54,44 @@ func TestSalvageKeepsPushIndexes(t *testing.T) {
 		t.Errorf("configs after salvage = %d, want config a only", len(cs))
 	}
 }
+
+// TestUpgradeKeepsPushIndexes: a format-1 file's push configs and pending deliveries are
+// there after the upgrade to format 2, read through the log (the index pointers are
+// conversation key and seq, which the upgrade keeps).
+func TestUpgradeKeepsPushIndexes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.Open(path, ledger.Options{NoSync: true, Format: ledger.Format1}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{
+		ledgertest.PushConfigEntry("t", ledger.PushConfig{ID: "a", URL: "https://a", Dialect: "1.0"}),
+		ledgertest.PushOutboxEntry("t", "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Upgrade(ctx, path, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ledger.Open(path, ledger.Options{NoSync: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if out.Format() != ledger.Format2 {
+		t.Fatalf("format after the upgrade = %d, want %d", out.Format(), ledger.Format2)
+	}
+	p, err := out.PendingPush(ctx, 0)
+	if err != nil || len(p) != 1 || p[0].Entry.ID != res.Entries[1].ID {
+		t.Fatalf("pending after the upgrade = %+v, %v; want the outbox entry", p, err)
+	}
+	cs, err := out.PushConfigs(ctx, "o", "t")
+	if err != nil || len(cs) != 1 || cs[0].ID != res.Entries[0].ID {
+		t.Errorf("configs after the upgrade = %d, %v; want config a", len(cs), err)
+	}
+}

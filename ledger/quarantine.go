@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // ErrQuarantined: the conversation's stored data is damaged, so the Store neither serves
@@ -238,11 +240,11 @@ func (s *Store) openDamaged(path string, fc *fileCheck) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s read-only: %w", path, err)
 	}
-	s.db, s.readOnly, s.pageFaults = db, true, fc.faults
+	s.db, s.readOnly, s.pageFaults, s.format = db, true, fc.faults, max(fc.format, Format1)
 	ctx := context.Background()
 	for _, key := range slices.Sorted(maps.Keys(fc.faults)) {
-		if key == rootTree {
-			continue
+		if !contextid.IsCurrentKey(key) {
+			continue // the file's tree or an index: no conversation to refuse by it
 		}
 		q := describe(db, key)
 		q.Reason = strings.Join(fc.faults[key], "; ")

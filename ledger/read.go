@@ -2,9 +2,7 @@ package ledger
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,7 +64,12 @@ func convBucket(tx *bolt.Tx, key string) (*bolt.Bucket, error) {
 }
 
 // openConv returns the bucket and metadata of a conversation inside tx.
+// In a format-2 file the bucket is nil: the conversation's head gives the metadata.
 func openConv(tx *bolt.Tx, key string) (*bolt.Bucket, metaRecord, error) {
+	if isFormat2(tx) {
+		m, _, err := readHead2(tx, key)
+		return nil, m, err
+	}
 	conv := tx.Bucket([]byte(key))
 	if conv == nil {
 		return nil, metaRecord{}, ErrNotFound
@@ -122,6 +125,10 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 	)
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, rootTree)
+		if isFormat2(tx) {
+			out, err = s.list2(tx, opts, func(key, reason string) { skip = append(skip, skipped{key, reason}) })
+			return err
+		}
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			key := string(name)
 			if !contextid.IsCurrentKey(key) {
@@ -152,12 +159,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 	for _, sk := range skip { // logged after the transaction: no I/O but bbolt inside one
 		s.logger.WarnContext(ctx, "conversation skipped in listing", "key", sk.key, "reason", sk.reason)
 	}
-	slices.SortFunc(out, func(a, b Conversation) int {
-		if c := b.LastActivity.Compare(a.LastActivity); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Key, b.Key)
-	})
+	sortConversations(out)
 	if opts.Limit > 0 && len(out) > opts.Limit {
 		out = out[:opts.Limit]
 	}
@@ -187,7 +189,15 @@ func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeS
 		return nil, invalidField("n", "negative")
 	}
 	var out []Entry
-	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) (err error) {
+		if isFormat2(tx) {
+			if n > 0 {
+				out, err = lastBefore2(tx, key, beforeSeq, n, keep)
+			} else {
+				_, _, err = readHead2(tx, key)
+			}
+			return err
+		}
 		conv, err := convBucket(tx, key)
 		if err != nil || n == 0 {
 			return err
@@ -232,7 +242,11 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 		return nil, invalidField("limit", "negative")
 	}
 	var out []Entry
-	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) (err error) {
+		if isFormat2(tx) {
+			out, err = range2(tx, key, afterSeq, limit)
+			return err
+		}
 		conv, err := convBucket(tx, key)
 		if err != nil {
 			return err
@@ -297,9 +311,17 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		conv = m.conversation(key)
 		prefix := taskPrefix(taskID)
 		c := idx.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for k, iv := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, iv = c.Next() {
 			_, seq, ok := splitTaskKey(k)
 			ek := entryKey(seq)
+			if b == nil { // format 2
+				var e Entry
+				if err := taskEntry2(tx, key, seq, iv, &e); err != nil {
+					return err
+				}
+				out = append(out, e)
+				continue
+			}
 			v := b.Get(ek)
 			if !ok || v == nil {
 				return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
@@ -458,7 +480,7 @@ func decodeEntry(key string, k, v []byte, e *Entry) error {
 	if reason := entryBytesFault(v); reason != "" {
 		return &ChainError{Key: key, Seq: seq, Reason: reason}
 	}
-	if err := json.Unmarshal(v, e); err != nil {
+	if err := decodeStored(v, e); err != nil {
 		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
 	}
 	if e.Seq != seq {

@@ -52,7 +52,8 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 		return rep, fmt.Errorf("ledger: salvage %s: %w", src, err)
 	}
 	defer sdb.Close()
-	out, err := Open(dst, Options{NoSync: true, NoGroupCommit: true}, logger)
+	format := max(fc.format, Format1)
+	out, err := Open(dst, Options{NoSync: true, NoGroupCommit: true, Format: format}, logger)
 	if err != nil {
 		return rep, fmt.Errorf("ledger: salvage to %s: %w", dst, err)
 	}
@@ -74,6 +75,9 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 func salvageConvs(ctx context.Context, sdb *bolt.DB, out *Store, fc *fileCheck, rep *SalvageReport) error {
 	_, tasksDamaged := fc.faults[string(bucketTasks)]
 	names := slices.Clone(fc.names)
+	if fc.format == Format2 {
+		names = salvageNames2(sdb, rep)
+	}
 	slices.Sort(names)
 	for _, key := range names {
 		if err := ctx.Err(); err != nil {
@@ -113,6 +117,7 @@ type convCopy struct {
 	tasks     []string          // its tasks in order of their first entry
 	refs      []string          // the artifacts its entries reference
 	artifacts map[string][]byte // digest → content
+	format2   bool              // read from a format-2 file: kvs are its entries only
 }
 
 // readConv checks conversation cp.key of sdb as Verify does (the task index aside when
@@ -121,6 +126,13 @@ type convCopy struct {
 func readConv(ctx context.Context, sdb *bolt.DB, cp *convCopy, noIndex bool) (reason string) {
 	err := sdb.View(func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, cp.key)
+		if isFormat2(tx) {
+			if err := walkConv2(ctx, tx, cp.key, noIndex, cp); err != nil {
+				return err
+			}
+			cp.format2 = true
+			return cp.readArtifacts(tx)
+		}
 		conv := tx.Bucket([]byte(cp.key))
 		if conv == nil {
 			return &ChainError{Key: cp.key, Reason: "its bucket is not readable"}
@@ -138,12 +150,7 @@ func readConv(ctx context.Context, sdb *bolt.DB, cp *convCopy, noIndex bool) (re
 		if err != nil {
 			return err
 		}
-		cp.artifacts = map[string][]byte{}
-		for _, ref := range cp.refs {
-			digest, _ := parseRef(ref) // checked by the walk
-			cp.artifacts[digest] = bytes.Clone(tx.Bucket(bucketArtifacts).Get([]byte(digest)))
-		}
-		return nil
+		return cp.readArtifacts(tx)
 	})
 	var ce *ChainError
 	switch {
@@ -157,8 +164,21 @@ func readConv(ctx context.Context, sdb *bolt.DB, cp *convCopy, noIndex bool) (re
 	return ""
 }
 
-// write stores the conversation in tx (a ledger in the current layout).
+// readArtifacts reads the artifacts cp's entries reference (checked by the walk).
+func (cp *convCopy) readArtifacts(tx *bolt.Tx) error {
+	cp.artifacts = map[string][]byte{}
+	for _, ref := range cp.refs {
+		digest, _ := parseRef(ref)
+		cp.artifacts[digest] = bytes.Clone(tx.Bucket(bucketArtifacts).Get([]byte(digest)))
+	}
+	return nil
+}
+
+// write stores the conversation in tx (a ledger in the current layout of its format).
 func (cp *convCopy) write(tx *bolt.Tx) error {
+	if cp.format2 {
+		return cp.write2(tx)
+	}
 	conv, err := tx.CreateBucket([]byte(cp.key))
 	if err != nil {
 		return err
@@ -197,6 +217,12 @@ func describe(sdb *bolt.DB, key string) Quarantine {
 	q := Quarantine{Key: key}
 	_ = sdb.View(func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, key)
+		if isFormat2(tx) {
+			if m, _, err := readHead2(tx, key); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
+				q.ContextID, q.Owner = m.ContextID, m.Owner
+			}
+			return nil
+		}
 		if conv := tx.Bucket([]byte(key)); conv != nil {
 			if m, err := readMeta(conv); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
 				q.ContextID, q.Owner = m.ContextID, m.Owner

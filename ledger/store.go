@@ -74,6 +74,10 @@ type Options struct {
 	// checks the pages only, and a damaged entry is found (and its conversation
 	// quarantined) when a read meets it.
 	VerifyOnOpen bool
+	// Format is the storage format of a new file: [Format2] (the shared log, D-7) or
+	// [Format1] (a bucket per conversation, earlier builds). A file keeps the format it was
+	// written in. Zero value: defaultFormat (Format2).
+	Format int
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -118,6 +122,9 @@ type Store struct {
 	pageFaults map[string][]string // what the page check found at Open when readOnly
 	checked    sync.Map            // conversation keys checkOnce passed (check.go)
 
+	format  int          // the file's format: Format1 or Format2 (log2.go)
+	recentN atomic.Int64 // format 2: heads in "v1.heads.recent" (log2.go)
+
 	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
 	guessHits, guessMisses atomic.Uint64
 }
@@ -146,6 +153,12 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
+	if opts.Format == 0 {
+		opts.Format = defaultFormat
+	}
+	if opts.Format != Format1 && opts.Format != Format2 {
+		return nil, fmt.Errorf("ledger: open %s: unknown format %d", path, opts.Format)
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -166,11 +179,21 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 			return nil, err
 		}
 	}
-	db, upgraded, err := openWritable(path, opts)
+	fileFormat := fc.format
+	if opts.Format == Format2 && fc.format == Format1 && !fc.damaged() && s.upgradeOnOpen(path) {
+		fileFormat = Format2
+	}
+	if fileFormat == 0 {
+		fileFormat = opts.Format // a new file
+	}
+	db, upgraded, format, err := openWritable(path, opts, fileFormat == Format2)
 	if err != nil {
 		return nil, err
 	}
-	s.db = db
+	s.db, s.format = db, format
+	if format == Format2 {
+		_ = db.View(func(tx *bolt.Tx) error { s.recentN.Store(countRecent(tx)); return nil })
+	}
 	if err := s.openChecks(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -184,14 +207,16 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if upgraded > 0 {
 		s.logger.Info("ledger upgraded to the current layout", "path", path, "conversations", upgraded)
 	}
-	s.logger.Info("ledger opened", "path", path, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit,
+	s.logger.Info("ledger opened", "path", path, "format", format, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit,
 		"quarantined", len(s.Quarantined()))
 	return s, nil
 }
 
 // openWritable opens the bbolt file at path for writing and brings it to the current
-// layout; it returns how many conversations the upgrade moved.
-func openWritable(path string, opts Options) (*bolt.DB, int, error) {
+// layout of its format; it returns how many conversations the upgrade of a layout-1 file
+// moved, and the file's format. syncFreelist: bbolt writes its freelist at every commit
+// (a format-2 file) rather than rebuilding it at Open.
+func openWritable(path string, opts Options, syncFreelist bool) (*bolt.DB, int, int, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: openTimeout,
 		NoSync:  opts.NoSync,
@@ -200,11 +225,13 @@ func openWritable(path string, opts Options) (*bolt.DB, int, error) {
 		// freelist's scattered picks (about a third less write time per 64-writer group
 		// commit when measured here).
 		FreelistType: bolt.FreelistArrayType,
-		// The freelist is rebuilt by a scan at Open instead of being written by every
-		// commit (as etcd does): ~8% more turns/s in BenchmarkTurnPattern at 64 writers
-		// (2,330 → 2,530), for a slower Open of a very large file. Durability is the same:
-		// the freelist is derived data.
-		NoFreelistSync: true,
+		// Format 1: the freelist is rebuilt by a scan at Open instead of being written by
+		// every commit (as etcd does): ~8% more turns/s in BenchmarkTurnPattern at 64
+		// writers (2,330 → 2,530), for a slower Open of a very large file. Durability is
+		// the same: the freelist is derived data. Format 2: the freelist is written (about
+		// one page per commit), because bbolt's scan reads every page of the file, so Open
+		// took time proportional to the ledger (2.7 s with 1,000,000 conversations).
+		NoFreelistSync: !syncFreelist,
 		// A new file gets 16 KiB pages (a file keeps the page size it was created with).
 		// An append rewrites its conversation's right-edge leaf and the branches above
 		// it; with 4 KiB pages a turn of ~3 KiB split that leaf on nearly every commit and
@@ -216,14 +243,14 @@ func openWritable(path string, opts Options) (*bolt.DB, int, error) {
 		PageSize: pageSize,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
+		return nil, 0, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("ledger: open %s: %w", path, err)
+		return nil, 0, 0, fmt.Errorf("ledger: open %s: %w", path, err)
 	}
-	var upgraded int
+	var upgraded, format int
 	err = db.Update(func(tx *bolt.Tx) (err error) {
-		if upgraded, err = setUp(tx); err != nil {
+		if upgraded, format, err = setUp(tx, opts.Format); err != nil {
 			return err
 		}
 		if err := setUpPush(tx); err != nil { // outbox.go
@@ -232,9 +259,9 @@ func openWritable(path string, opts Options) (*bolt.DB, int, error) {
 		return setUpByID(tx)
 	})
 	if err != nil {
-		return nil, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
+		return nil, 0, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
 	}
-	return db, upgraded, nil
+	return db, upgraded, format, nil
 }
 
 // Close stops accepting appends, waits for the ones already accepted to be committed and
@@ -254,6 +281,7 @@ func (s *Store) Close() error {
 		close(s.queue)
 	}
 	s.wg.Wait()
+	s.checkpointAtClose()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("ledger: close: %w", err)
 	}
@@ -272,6 +300,9 @@ func (s *Store) Stats() Stats {
 		CommitTime: time.Duration(s.commitNanos.Load()),
 	}
 }
+
+// Format returns the file's storage format: [Format1] or [Format2].
+func (s *Store) Format() int { return s.format }
 
 // Path returns the ledger file's path.
 func (s *Store) Path() string { return s.db.Path() }
@@ -384,6 +415,9 @@ func (s *Store) commitBatch(batch []*pending) {
 		}
 		if accepted == 0 {
 			return errNothingToCommit
+		}
+		if err := s.checkpoint(tx); err != nil {
+			return err
 		}
 		return s.writeFault("commit")
 	})

@@ -40,27 +40,43 @@ type legacyMeta struct {
 	LastTaskID string `json:"lastTaskId,omitempty"`
 }
 
-// setUp creates the index buckets if they are missing and brings the file to
-// layoutVersion, which the task index's bucket sequence records. A file of layout 1 (or a
-// new one) has its conversations moved to the current layout in this transaction, so the
-// upgrade happens once and completely or not at all. It returns how many conversations
-// moved, and refuses a file of a newer layout.
-func setUp(tx *bolt.Tx) (upgraded int, err error) {
+// setUp creates the index buckets if they are missing and finds the file's format: a new
+// file gets format newFormat, a format-2 file (layoutFormat2) keeps its format, and any
+// other is format 1, brought to layoutVersion, which the task index's bucket sequence
+// records. A file of layout 1 has its conversations moved to the current layout of
+// format 1 in this transaction, so the upgrade happens once and completely or not at all.
+// It returns how many conversations moved and the format, and refuses a file of a newer
+// layout.
+func setUp(tx *bolt.Tx, newFormat int) (upgraded, format int, err error) {
+	fresh := tx.Bucket(bucketTasks) == nil
 	tasks, err := tx.CreateBucketIfNotExists(bucketTasks)
 	if err != nil {
-		return 0, fmt.Errorf("create bucket %s: %w", bucketTasks, err)
+		return 0, 0, fmt.Errorf("create bucket %s: %w", bucketTasks, err)
 	}
 	if _, err := tx.CreateBucketIfNotExists(bucketArtifacts); err != nil {
-		return 0, fmt.Errorf("create bucket %s: %w", bucketArtifacts, err)
+		return 0, 0, fmt.Errorf("create bucket %s: %w", bucketArtifacts, err)
+	}
+	if fresh && newFormat == Format2 {
+		if err := tasks.SetSequence(layoutFormat2); err != nil {
+			return 0, 0, err
+		}
 	}
 	switch v := tasks.Sequence(); {
+	case v == layoutFormat2:
+		return 0, Format2, createFormat2(tx)
 	case v == layoutVersion:
-		return 0, nil
-	case v > layoutVersion:
-		return 0, fmt.Errorf("the file has storage layout %d, written by a newer build; this build reads layout %d", v, layoutVersion)
+		return 0, Format1, nil
+	case v > layoutFormat2:
+		return 0, 0, fmt.Errorf("the file has storage layout %d, written by a newer build; this build reads layouts up to %d", v, layoutFormat2)
 	}
+	upgraded, err = upgradeLayout1(tx, tasks)
+	return upgraded, Format1, err
+}
+
+// upgradeLayout1 moves the conversations of a layout-1 file to layoutVersion (format 1).
+func upgradeLayout1(tx *bolt.Tx, tasks *bolt.Bucket) (int, error) {
 	var keys []string
-	err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+	err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		if contextid.IsCurrentKey(string(name)) && b != nil &&
 			(b.Bucket(legacyBucketItems) != nil || b.Get(legacyKeyMeta) != nil) {
 			keys = append(keys, string(name))

@@ -25,7 +25,7 @@ func TestUpgrade(t *testing.T) {
 	convs := []conv{{"local", "c"}, {"peer", "d"}, {"local", "empty-task-list"}}
 
 	// The entries, as the current code stores them; their JSON and hashes did not change.
-	src := mustOpen(t, Options{NoSync: true, LargePartBytes: 64, Now: fakeClock()})
+	src := mustOpen(t, Options{NoSync: true, LargePartBytes: 64, Now: fakeClock(), Format: Format1})
 	if _, err := src.Append(ctx, AppendRequest{Owner: "local", ContextID: "c", BeginTurn: true, Entries: []Entry{
 		task(userMsg("z1"), "task-z"), task(agentMsg("z2"), "task-z"),
 	}}); err != nil {
@@ -64,7 +64,9 @@ func TestUpgrade(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	writeLegacy(t, src, path, convs)
 
-	s := mustOpenPath(t, path, testOpts)
+	// Format 1 here: the layout-1 → layout-2 move of a format-1 file (upgrade2_test.go
+	// covers the move to format 2).
+	s := mustOpenPath(t, path, Options{NoSync: true, Format: Format1})
 	got := read(s)
 	if !reflect.DeepEqual(want, got) {
 		t.Errorf("reads after the upgrade differ (-before +after):\n%s", cmp.Diff(want, got, cmp.AllowUnexported(state{})))
@@ -211,7 +213,7 @@ func TestOpen_NewerLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketTasks).SetSequence(layoutVersion + 1) }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketTasks).SetSequence(layoutFormat2 + 1) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -37,6 +37,9 @@ func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
 	}
 	err = s.view(ctx, func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, key)
+		if isFormat2(tx) {
+			return walkConv2(ctx, tx, key, false, nil)
+		}
 		conv := tx.Bucket([]byte(key))
 		if conv == nil {
 			return ErrNotFound
@@ -62,6 +65,11 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		return 0, err
 	}
 	broken := s.faultErrors(ctx, faults)
+	if s.format == Format2 {
+		if err := s.view(ctx, func(tx *bolt.Tx) error { names = headKeys(tx); return nil }); err != nil {
+			return 0, err
+		}
+	}
 	for _, key := range names {
 		if !contextid.IsCurrentKey(key) {
 			continue
@@ -72,6 +80,9 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		}
 		err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 			defer recoverDamage(&err, key)
+			if isFormat2(tx) {
+				return walkConv2(ctx, tx, key, false, nil)
+			}
 			conv := tx.Bucket([]byte(key))
 			if conv == nil {
 				return nil // gone since the listing: nothing is ever deleted, so not expected
@@ -158,6 +169,7 @@ type chainWalk struct {
 	tasks    map[string]bool // the tasks seen so far
 	lastTask string          // the task whose first entry came last so far
 
+	pos     uint64    // format 2: the log position of the entry being checked (0: format 1)
 	noIndex bool      // skip the task index checks (a salvage rebuilds the index)
 	copy    *convCopy // when set, collects what a salvage copies (salvage.go)
 }
@@ -259,6 +271,9 @@ func (w *chainWalk) task(seq uint64, id string) error {
 	}
 	if !hasKey(w.taskIndex, taskKey(id, seq)) {
 		return w.fail(seq, "task %q: entry missing from the task index", id)
+	}
+	if p, _ := posValue(w.taskIndex.Get(taskKey(id, seq))); w.pos != 0 && p != w.pos {
+		return w.fail(seq, "task %q: the task index points to log position %d, the entry is at %d", id, p, w.pos)
 	}
 	if !w.tasks[id] { // the task's first entry
 		if before != w.lastTask {

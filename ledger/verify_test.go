@@ -12,6 +12,7 @@ import (
 )
 
 func TestVerify_DetectsTampering(t *testing.T) {
+	format1Only(t)
 	t.Parallel()
 	rewrite := func(f func(t *testing.T, conv *bolt.Bucket)) func(t *testing.T, tx *bolt.Tx) {
 		return func(t *testing.T, tx *bolt.Tx) {

@@ -305,6 +305,7 @@ Commands:
                        file's pages
   salvage --out FILE   copy every intact conversation to a new ledger file (offline)
   copy --from --to     copy a ledger between a data dir and PostgreSQL, verifying every chain
+  upgrade              upgrade the data dir's ledger file to format 2 (offline)
 
 Run 'gateway ledger COMMAND --help' for its flags.
 `
@@ -320,7 +321,7 @@ Flags:
 `
 
 // ledgerCommands are the commands of `gateway ledger`.
-var ledgerCommands = []string{"verify", "salvage", "copy"}
+var ledgerCommands = []string{"verify", "salvage", "copy", "upgrade"}
 
 func runLedger(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "salvage" {
@@ -328,6 +329,9 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 	}
 	if len(args) > 0 && args[0] == "copy" {
 		return runLedgerCopy(ctx, args[1:], lookup, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "upgrade" {
+		return runLedgerUpgrade(ctx, args[1:], lookup, stdout, stderr)
 	}
 	switch {
 	case len(args) == 0:

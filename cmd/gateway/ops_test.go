@@ -212,8 +212,8 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(contextid.Key("local", "audited")))
-		if b == nil {
-			return errors.New("conversation bucket not found")
+		if b == nil { // format 2: the entries are in the shared log
+			return forgeInLog(tx, []byte("original words"), []byte("forged words!!"))
 		}
 		k, v := b.Cursor().Seek([]byte("e")) // entries are keyed "e" ‖ 8-byte seq
 		if len(k) == 0 || k[0] != 'e' {
@@ -234,6 +234,22 @@ func TestLedgerVerifyCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "ok: 1") {
 		t.Fatalf("verify other = %q, %v", out, err)
 	}
+}
+
+// forgeInLog replaces old with new in the first record of a format-2 ledger's log that
+// holds it.
+func forgeInLog(tx *bolt.Tx, old, new []byte) error {
+	log := tx.Bucket([]byte("v1.log"))
+	if log == nil {
+		return errors.New("neither the conversation's bucket nor the log found")
+	}
+	c := log.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if bytes.Contains(v, old) {
+			return log.Put(bytes.Clone(k), bytes.Replace(bytes.Clone(v), old, new, 1))
+		}
+	}
+	return errors.New("no log record holds the text")
 }
 
 func TestAuditSummary(t *testing.T) {

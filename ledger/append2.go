@@ -1,0 +1,222 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// log2Tx holds the buckets a format-2 write transaction uses.
+type log2Tx struct {
+	log, heads, recent, seqIdx, activity, tasks, artifacts *bolt.Bucket
+	newRecent                                              int // heads added to recent in this tx
+}
+
+// buckets2 returns the format-2 buckets of tx, or an error if one is missing.
+func buckets2(tx *bolt.Tx) (*log2Tx, error) {
+	b := &log2Tx{log: tx.Bucket(bucketLog), heads: tx.Bucket(bucketHeads), recent: tx.Bucket(bucketRecent),
+		seqIdx: tx.Bucket(bucketSeqIdx), activity: tx.Bucket(bucketActivity),
+		tasks: tx.Bucket(bucketTasks), artifacts: tx.Bucket(bucketArtifacts)}
+	if b.log == nil || b.heads == nil || b.recent == nil || b.seqIdx == nil || b.activity == nil || b.tasks == nil || b.artifacts == nil {
+		return nil, fmt.Errorf("ledger: format-2 buckets missing")
+	}
+	// Everything but the heads grows at its right edge: fill the leaves left behind.
+	b.log.FillPercent, b.seqIdx.FillPercent, b.activity.FillPercent, b.tasks.FillPercent = 1, 0.9, 0.9, 0.9
+	return b, nil
+}
+
+// apply2 is apply for a format-2 file: the same checks, then the entries go to the log.
+func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
+	b, err := buckets2(tx)
+	if err != nil {
+		return outcome{}, nil, err
+	}
+	if err := s.quarantined(p.key); err != nil {
+		return outcome{}, err, nil
+	}
+	m, lastPos, found, err := loadHead2(tx, p)
+	if err != nil {
+		return outcome{}, err, nil
+	}
+	if p.epoch != 0 && p.epoch != m.Epoch {
+		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
+	}
+	if p.beginTurn {
+		m.Epoch++
+	}
+	newTasks, err := newTaskIDs(b.tasks, p)
+	if err != nil {
+		return outcome{}, err, nil
+	}
+	encoded, entries := s.chain(p, &m)
+
+	// Writes.
+	if !found {
+		if err := indexByID(tx, p.contextID, p.key); err != nil {
+			return outcome{}, nil, fmt.Errorf("put by-contextId index: %w", err)
+		}
+	}
+	if err := putArtifacts(b.artifacts, p.artifacts); err != nil {
+		return outcome{}, nil, err
+	}
+	if err := putTaskHeads(b.tasks, p.key, newTasks, &m); err != nil {
+		return outcome{}, nil, err
+	}
+	if lastPos, err = b.putEntries(p.key, entries, encoded, &m, lastPos); err != nil {
+		return outcome{}, nil, err
+	}
+	if err := putPush(tx, p.key, entries); err != nil { // outbox.go
+		return outcome{}, nil, err
+	}
+	m.LastHash = entries[len(entries)-1].Hash
+	prevActivity := m.LastActivity
+	if p.now.After(m.LastActivity) {
+		m.LastActivity = p.now
+	}
+	if err := b.putHead(p.key, &m, lastPos, found, prevActivity); err != nil {
+		return outcome{}, nil, err
+	}
+	if b.newRecent > 0 {
+		n := b.newRecent
+		tx.OnCommit(func() { s.recentN.Add(int64(n)) })
+	}
+	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
+}
+
+// loadHead2 reads the conversation's head (new metadata and found false for a new
+// conversation). A [*ChainError] refuses the request.
+func loadHead2(tx *bolt.Tx, p *prepared) (metaRecord, uint64, bool, error) {
+	m, pos, err := readHead2(tx, p.key)
+	switch {
+	case err == ErrNotFound:
+		return metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}, 0, false, nil
+	case err != nil:
+		ce := err.(*ChainError)
+		ce.ContextID, ce.Owner = p.contextID, p.owner
+		return metaRecord{}, 0, false, ce
+	case m.ContextID != p.contextID || m.Owner != p.owner:
+		return metaRecord{}, 0, false, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
+			Reason: fmt.Sprintf("head names contextId %q owner %q", m.ContextID, m.Owner)}
+	}
+	return m, pos, true, nil
+}
+
+// putEntries appends the encoded entries to the log after m's last seq, each linked to
+// the one before (lastPos), indexes every seqIndexEvery-th seq and the entries of a task,
+// and advances m's last seq and counters. It returns the last entry's position.
+func (b *log2Tx) putEntries(key string, entries []Entry, encoded [][]byte, m *metaRecord, lastPos uint64) (uint64, error) {
+	hash := convHash(key)
+	for i := range entries {
+		e := &entries[i]
+		seq := m.LastSeq + uint64(i) + 1
+		pos, err := b.log.NextSequence()
+		if err != nil {
+			return 0, fmt.Errorf("next log position: %w", err)
+		}
+		rec := appendLogRecord(make([]byte, 0, 1+hashLen+20+len(encoded[i])), hash, seq, lastPos, encoded[i])
+		if err := b.log.Put(encodeSeq(pos), rec); err != nil {
+			return 0, fmt.Errorf("put log record: %w", err)
+		}
+		if seq%seqIndexEvery == 0 {
+			if err := b.seqIdx.Put(seqIdxKey(hash, seq), encodeSeq(pos)); err != nil {
+				return 0, fmt.Errorf("put sparse index: %w", err)
+			}
+		}
+		if e.TaskID != "" {
+			if err := b.tasks.Put(taskKey(e.TaskID, seq), encodeSeq(pos)); err != nil {
+				return 0, fmt.Errorf("put task index: %w", err)
+			}
+		}
+		m.Counters.Entries++
+		if CountsAsTurn(e) {
+			m.Counters.Turns++
+		}
+		lastPos = pos
+	}
+	m.LastSeq += uint64(len(entries))
+	return lastPos, nil
+}
+
+// putHead writes the head to "v1.heads.recent" and moves the conversation in the activity
+// index from prevActivity (when found) to m.LastActivity.
+func (b *log2Tx) putHead(key string, m *metaRecord, lastPos uint64, found bool, prevActivity time.Time) error {
+	if b.recent.Get([]byte(key)) == nil {
+		b.newRecent++
+	}
+	if err := b.recent.Put([]byte(key), appendHead(nil, m, lastPos)); err != nil {
+		return fmt.Errorf("put head: %w", err)
+	}
+	if found && prevActivity.Equal(m.LastActivity) {
+		return nil
+	}
+	if found {
+		if err := b.activity.Delete(activityKey(prevActivity, key)); err != nil {
+			return fmt.Errorf("activity index: %w", err)
+		}
+	}
+	if err := b.activity.Put(activityKey(m.LastActivity, key), nil); err != nil {
+		return fmt.Errorf("activity index: %w", err)
+	}
+	return nil
+}
+
+// checkpoint moves every head of "v1.heads.recent" to "v1.heads" when it holds more than
+// recentMax, in tx (the commit's own transaction).
+func (s *Store) checkpoint(tx *bolt.Tx) error {
+	if s.recentN.Load() <= recentMax || !isFormat2(tx) {
+		return nil
+	}
+	return s.moveRecent(tx)
+}
+
+// checkpointAtClose moves the heads of "v1.heads.recent" to "v1.heads" in a transaction
+// of its own, so that the next Open starts with none there. A failure is logged: the
+// heads stay where they are, as good.
+func (s *Store) checkpointAtClose() {
+	if s.format != Format2 || s.readOnly || s.recentN.Load() == 0 {
+		return
+	}
+	if err := s.safeUpdate(s.moveRecent); err != nil {
+		s.logger.Warn("ledger: moving the recent heads at close failed; they stay in v1.heads.recent", "err", err)
+	}
+}
+
+// moveRecent moves every head of "v1.heads.recent" to "v1.heads" in tx.
+func (s *Store) moveRecent(tx *bolt.Tx) error {
+	recent, heads := tx.Bucket(bucketRecent), tx.Bucket(bucketHeads)
+	moved := 0
+	err := recent.ForEach(func(k, v []byte) error {
+		moved++
+		return heads.Put(k, v)
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint heads: %w", err)
+	}
+	if err := tx.DeleteBucket(bucketRecent); err != nil {
+		return fmt.Errorf("checkpoint heads: %w", err)
+	}
+	if _, err := tx.CreateBucket(bucketRecent); err != nil {
+		return fmt.Errorf("checkpoint heads: %w", err)
+	}
+	tx.OnCommit(func() { s.recentN.Add(-int64(moved)) })
+	return nil
+}
+
+// countRecent returns how many heads "v1.heads.recent" holds.
+func countRecent(tx *bolt.Tx) int64 {
+	r := tx.Bucket(bucketRecent)
+	if r == nil {
+		return 0
+	}
+	return int64(r.Stats().KeyN)
+}
+
+// posValue decodes a task index or sparse index value (a log position).
+func posValue(v []byte) (uint64, bool) {
+	if len(v) != seqLen {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}

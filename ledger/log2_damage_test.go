@@ -1,0 +1,221 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
+)
+
+// victimPage returns the id of a leaf page of the format-2 file at path that holds only
+// log records of conversation key (found from the raw bytes, as check.go reads them).
+func victimPage(t *testing.T, path, key string) uint64 {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := append([]byte{logRecordVersion}, convHash(key)...)
+	for id := uint64(2); int(id+1)*pageSize <= len(raw); id++ {
+		p := raw[int(id)*pageSize : int(id+1)*pageSize]
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		if binary.LittleEndian.Uint64(p) != id || binary.LittleEndian.Uint16(p[8:]) != leafPageFlag || count == 0 {
+			continue
+		}
+		all := true
+		for i := range count {
+			off := pageHeaderSize + i*pageElemSize
+			pos, ksize := binary.LittleEndian.Uint32(p[off+4:]), binary.LittleEndian.Uint32(p[off+8:])
+			v := slice(p, off+int(pos)+int(ksize), len(prefix))
+			all = all && ksize == seqLen && bytes.Equal(v, prefix)
+		}
+		if all {
+			return id
+		}
+	}
+	t.Fatal("no log page holds only the victim's records")
+	return 0
+}
+
+// TestLog2_DamagedLogPage: a damaged page of the shared log takes down the conversations
+// whose entries it holds, and only them: Open without salvage serves the others
+// read-only and quarantines the victim, VerifyAll names it, and a salvage copies the
+// others, which then take appends.
+func TestLog2_DamagedLogPage(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(path, format2Opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("victim text ", 450) // ~5 KiB: three entries fill a page
+	mustAppend(t, s, "local", "a", numbered("a", 3)...)
+	for range 4 {
+		mustAppend(t, s, "local", "victim", userMsg(big), agentMsg(big))
+	}
+	mustAppend(t, s, "local", "b", numbered("b", 3)...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	victim := contextid.Key("local", "victim")
+	id := victimPage(t, path, victim)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id+1000), int64(id)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpenPath(t, path, format2Opts)
+	if !s.readOnly {
+		t.Fatal("Open of a file with a damaged page: not read-only")
+	}
+	if q := s.Quarantined(); len(q) != 1 || q[0].Key != victim || q[0].ContextID != "victim" {
+		t.Errorf("Quarantined() = %+v, want the victim only", q)
+	}
+	for _, id := range []string{"a", "b"} {
+		if got, err := s.Last(ctx, "local", id, 5, nil); err != nil || len(got) != 3 {
+			t.Errorf("Last(%s) = %d entries, %v; want 3", id, len(got), err)
+		}
+	}
+	if _, err := s.Last(ctx, "local", "victim", 1, nil); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("Last(victim) error = %v, want ErrQuarantined", err)
+	}
+	checked, err := s.VerifyAll(ctx)
+	if checked != 3 {
+		t.Errorf("VerifyAll() checked %d conversations, want 3", checked)
+	}
+	var named []string
+	for _, e := range unjoin(err) {
+		var ce *ChainError
+		if errors.As(e, &ce) {
+			named = append(named, ce.Key)
+		}
+	}
+	if !strings.Contains(strings.Join(named, " "), victim) || strings.Contains(strings.Join(named, " "), contextid.Key("local", "a")) {
+		t.Errorf("VerifyAll() names %v, want the victim (and the log), not a", named)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpenPath(t, path, Options{NoSync: true, SalvageDamaged: true})
+	if s.Format() != Format2 || s.readOnly {
+		t.Fatalf("after the salvage: format %d, read-only %v", s.Format(), s.readOnly)
+	}
+	if n, err := s.VerifyAll(ctx); n != 2 || err != nil {
+		t.Errorf("VerifyAll() after the salvage = %d, %v; want the 2 intact conversations", n, err)
+	}
+	mustAppend(t, s, "local", "a", userMsg("after"))
+	if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: "victim", Entries: []Entry{userMsg("x")}}); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("Append(victim) after the salvage error = %v, want ErrQuarantined (lost, not restarted)", err)
+	}
+}
+
+// TestLog2_DamagedLogContent: damage inside a log leaf's records (its header intact, not
+// the log's right edge) is not looked for at Open (that would read the whole log); the
+// first use of the conversation checks its entries' hashes and quarantines it, and the
+// others are served and take appends.
+func TestLog2_DamagedLogContent(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(path, format2Opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("victim text ", 450)
+	mustAppend(t, s, "local", "a", numbered("a", 3)...)
+	for range 4 {
+		mustAppend(t, s, "local", "victim", userMsg(big), agentMsg(big))
+	}
+	for range 40 { // the victim's pages are far from the right edge
+		mustAppend(t, s, "local", "b", userMsg(big))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id := victimPage(t, path, contextid.Key("local", "victim"))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("VICTIM"), int64(id)*pageSize+pageSize/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path, format2Opts)
+	if s.readOnly {
+		t.Fatal("Open found the damage (expected only at the first use)")
+	}
+	if _, err := s.Last(ctx, "local", "victim", 1, nil); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("Last(victim) error = %v, want ErrQuarantined", err)
+	}
+	mustAppend(t, s, "local", "a", userMsg("after"))
+	if got, err := s.Last(ctx, "local", "b", 50, nil); err != nil || len(got) != 40 {
+		t.Errorf("Last(b) = %d entries, %v; want 40", len(got), err)
+	}
+}
+
+// TestLog2_RightEdgesOnly: the page check of a big format-2 file at Open reads the right
+// edges only: a damaged log page in the middle is left to the reads and VerifyAll (which
+// check every page), and the full check finds it.
+func TestLog2_RightEdgesOnly(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(path, format2Opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("victim text ", 450)
+	for range 4 {
+		mustAppend(t, s, "local", "victim", userMsg(big), agentMsg(big))
+	}
+	for range 40 {
+		mustAppend(t, s, "local", "b", userMsg(big))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	victim := contextid.Key("local", "victim")
+	id := victimPage(t, path, victim)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id+1000), int64(id)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		if faults, _ := scanPages(tx, f, true); len(faults) != 0 {
+			t.Errorf("right edges only: faults %v, want none", faults)
+		}
+		if faults, _ := scanPages(tx, f, false); len(faults[victim]) == 0 {
+			t.Errorf("full check: faults %v, want the victim's page", faults)
+		}
+		return nil
+	})
+	if rightEdgesOnly(Format1, 1<<40) || rightEdgesOnly(Format2, fullCheckMax) || !rightEdgesOnly(Format2, fullCheckMax+1) {
+		t.Error("rightEdgesOnly: only a format-2 file over fullCheckMax")
+	}
+}

@@ -1,0 +1,260 @@
+package ledger
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
+)
+
+// lastBefore2 is LastBefore's read of a format-2 file: the newest n entries with
+// seq < beforeSeq (0: no bound) that keep accepts, newest first.
+func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
+	m, lastPos, err := readHead2(tx, key)
+	if err != nil {
+		return nil, err
+	}
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return nil, err
+	}
+	from := m.LastSeq
+	if beforeSeq > 0 && beforeSeq <= m.LastSeq {
+		from = beforeSeq - 1
+	}
+	out := make([]Entry, 0, min(uint64(n), from, 1024))
+	err = l.back(from, func(seq uint64, r logRecord) (bool, error) {
+		var e Entry
+		if err := decodeEntry(key, entryKey(seq), r.entry, &e); err != nil {
+			return false, err
+		}
+		if keep == nil || keep(&e) {
+			out = append(out, e)
+		}
+		return len(out) < n, nil
+	})
+	if len(out) == 0 {
+		out = nil // as format 1 returns it
+	}
+	return out, err
+}
+
+// range2 is Range's read of a format-2 file: entries afterSeq+1 .. afterSeq+limit (limit
+// 0: all), ascending.
+func range2(tx *bolt.Tx, key string, afterSeq uint64, limit int) ([]Entry, error) {
+	m, lastPos, err := readHead2(tx, key)
+	if err != nil || afterSeq >= m.LastSeq {
+		return nil, err
+	}
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return nil, err
+	}
+	end := m.LastSeq
+	if limit > 0 && uint64(limit) < m.LastSeq-afterSeq {
+		end = afterSeq + uint64(limit)
+	}
+	out := make([]Entry, 0, end-afterSeq)
+	err = l.back(end, func(seq uint64, r logRecord) (bool, error) {
+		var e Entry
+		if err := decodeEntry(key, entryKey(seq), r.entry, &e); err != nil {
+			return false, err
+		}
+		out = append(out, e)
+		return seq > afterSeq+1, nil
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+// taskEntry2 reads the entry at seq of conversation key that the task index places at
+// log position v.
+func taskEntry2(tx *bolt.Tx, key string, seq uint64, v []byte, e *Entry) error {
+	pos, ok := posValue(v)
+	if !ok {
+		return &ChainError{Key: key, Seq: seq, Reason: "malformed task index value"}
+	}
+	l := &convLog{key: key, hash: convHash(key), log: tx.Bucket(bucketLog)}
+	r, err := l.record(pos, seq)
+	if err != nil {
+		return err
+	}
+	return decodeEntry(key, entryKey(seq), r.entry, e)
+}
+
+// list2 is List's read of a format-2 file: the activity index from its newest end, each
+// conversation's head, until limit (0: all) conversations of owner ("": any) are found
+// and the next one is older than the last found (ties are sorted by key).
+func (s *Store) list2(tx *bolt.Tx, opts ListOptions, skip func(key, reason string)) ([]Conversation, error) {
+	idx := tx.Bucket(bucketActivity)
+	if idx == nil {
+		return nil, &ChainError{Key: string(bucketActivity), Reason: "the activity index is missing"}
+	}
+	var out []Conversation
+	c := idx.Cursor()
+	for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+		if len(k) < 8 {
+			continue
+		}
+		key := string(k[8:])
+		if opts.Limit > 0 && len(out) >= opts.Limit && !bytes.Equal(k[:8], activityKey(out[len(out)-1].LastActivity, "")) {
+			break
+		}
+		if !contextid.IsCurrentKey(key) {
+			continue
+		}
+		if s.quarantined(key) != nil {
+			skip(key, "quarantined")
+			continue
+		}
+		m, _, err := readHead2(tx, key)
+		if err != nil {
+			skip(key, err.Error())
+			continue
+		}
+		if contextid.Key(m.Owner, m.ContextID) != key {
+			skip(key, "head does not hash to the key")
+			continue
+		}
+		if opts.Owner == "" || m.Owner == opts.Owner {
+			out = append(out, m.conversation(key))
+		}
+	}
+	return out, nil
+}
+
+// headKeys returns the keys of every conversation of a format-2 file, sorted.
+func headKeys(tx *bolt.Tx) []string {
+	var keys []string
+	for _, name := range [][]byte{bucketHeads, bucketRecent} {
+		if b := tx.Bucket(name); b != nil {
+			_ = b.ForEach(func(k, _ []byte) error {
+				keys = append(keys, string(k))
+				return nil
+			})
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// quickCheck2 is quickCheck for a format-2 file: the head reads and hashes to key, and
+// walking back from it every entry matches its own hash and the link of the one after it,
+// down to seq 1.
+func quickCheck2(tx *bolt.Tx, key string) error {
+	m, lastPos, err := readHead2(tx, key)
+	switch {
+	case err == ErrNotFound:
+		return nil
+	case err != nil:
+		return err
+	case contextid.Key(m.Owner, m.ContextID) != key:
+		return &ChainError{Key: key, Reason: "head does not hash to the key"}
+	}
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return err
+	}
+	want := m.LastHash
+	err = l.back(m.LastSeq, func(seq uint64, r logRecord) (bool, error) {
+		prev, hash, fault := entryHashes(r.entry)
+		switch {
+		case fault != "":
+			return false, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fault}
+		case hash != want:
+			return false, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
+				Reason: fmt.Sprintf("hash %q, the next entry (or the head) links to %q", hash, want)}
+		}
+		want = prev
+		return true, nil
+	})
+	if err == nil && want != "" {
+		err = &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: 1, Reason: "the first entry has a prevHash"}
+	}
+	return err
+}
+
+// walkConv2 is walkConv for a format-2 file: the head, each entry from seq 1 (found by
+// walking back from the head), the sparse index and the task index's positions, then the
+// head against what the entries hold.
+func walkConv2(ctx context.Context, tx *bolt.Tx, key string, noIndex bool, cp *convCopy) error {
+	m, lastPos, err := readHead2(tx, key)
+	if err != nil {
+		return err
+	}
+	w := &chainWalk{key: key, m: m, taskIndex: tx.Bucket(bucketTasks), artifacts: tx.Bucket(bucketArtifacts),
+		want: 1, tasks: map[string]bool{}, noIndex: noIndex, copy: cp}
+	if cp != nil {
+		cp.meta = m
+	}
+	if got := contextid.Key(m.Owner, m.ContextID); got != key {
+		return w.fail(0, "head (contextId %q, owner %q) hashes to %s, not to the key", m.ContextID, m.Owner, got)
+	}
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return err
+	}
+	pos, err := l.positions()
+	if err != nil {
+		return err
+	}
+	if err := checkSeqIdx(l, pos); err != nil {
+		return err
+	}
+	for i, p := range pos {
+		if i%verifyCheckEvery == verifyCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		r, err := l.record(p, uint64(i)+1)
+		if err != nil {
+			return err
+		}
+		w.pos = p
+		if err := w.entry(entryKey(uint64(i)+1), r.entry); err != nil {
+			return err
+		}
+		if cp != nil {
+			cp.kvs = append(cp.kvs, [2][]byte{entryKey(uint64(i) + 1), bytes.Clone(r.entry)})
+		}
+	}
+	return w.finish()
+}
+
+// checkSeqIdx checks the sparse index of l's conversation against the entries' positions:
+// exactly the multiples of seqIndexEvery are indexed, each at its entry's position.
+func checkSeqIdx(l *convLog, pos []uint64) error {
+	c := l.idx.Cursor()
+	want := uint64(seqIndexEvery)
+	for k, v := c.Seek(l.hash); k != nil && bytes.HasPrefix(k, l.hash); k, v = c.Next() {
+		seq, _ := decodeSeq(k[hashLen:])
+		p, ok := posValue(v)
+		switch {
+		case len(k) != hashLen+seqLen || seq != want || seq > uint64(len(pos)):
+			return &ChainError{Key: l.key, Seq: seq, Reason: fmt.Sprintf("the sparse index holds seq %d, expected %d", seq, want)}
+		case !ok || p != pos[seq-1]:
+			return &ChainError{Key: l.key, Seq: seq, Reason: "the sparse index points to the wrong log position"}
+		}
+		want += seqIndexEvery
+	}
+	if want <= uint64(len(pos)) {
+		return &ChainError{Key: l.key, Seq: want, Reason: "missing from the sparse index"}
+	}
+	return nil
+}
+
+// sortConversations orders out newest LastActivity first, ties by key.
+func sortConversations(out []Conversation) {
+	slices.SortFunc(out, func(a, b Conversation) int {
+		if c := b.LastActivity.Compare(a.LastActivity); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+}
