@@ -568,6 +568,11 @@ func TestPushE2ERefusedAtDelivery(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the redirect target on [::1] got %d requests, want 0", n)
 	}
+	// A followed redirect would be dialled on the checked address (127.0.0.1), not on
+	// [::1]: it would reach the receiver itself, at the redirect's path.
+	if n := len(h.got("/stolen")); n != 0 {
+		t.Errorf("the receiver got %d requests at the redirect's path: a redirect was followed", n)
+	}
 
 	// DNS rebinding: set while rebind.test is 127.0.0.1, delivered when it is ::1.
 	ipTarget, ipHits := countingListener(t, "[::1]:0")
