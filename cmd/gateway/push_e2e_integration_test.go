@@ -3,7 +3,9 @@
 package main
 
 import (
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/a2a-gateway/gateway/internal/pgtest"
@@ -92,4 +94,56 @@ func TestPushE2ETwoInstances(t *testing.T) {
 		t.Errorf("the receiver got %d requests for %d events", n, events)
 	}
 	t.Logf("%d events of %d tasks, %d requests", events, turns, len(h.got("/hook")))
+}
+
+// TestPushE2ETwoInstancesStaleRead: over the shared store, an instance whose read of the
+// outbox predates the other instance's delivery of an event does not claim it (it would
+// send it a second time with no crash). The receiver holds B's first delivery while A
+// reads the outbox; once B has delivered everything, A's claims of what it read fail.
+func TestPushE2ETwoInstancesStaleRead(t *testing.T) {
+	url, addr := pgtest.Database(t), redistest.Start(t)
+	key := filepath.Join(t.TempDir(), "push.pem")
+	if _, err := push.LoadOrCreateKey(key); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func() Config {
+		cfg := pushTestConfig(t)
+		cfg.Store, cfg.RedisAddr, cfg.PushSigningKey = url, addr, key
+		return cfg
+	}
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	h := newHookServer(t, func(n int) (int, string) {
+		if n == 0 {
+			<-gate
+		}
+		return http.StatusOK, ""
+	})
+	t.Cleanup(release) // before h.Close (cleanups run last first)
+	a, b := startServer(t, cfg()), startServer(t, cfg())
+	c := newHTTPClient(t)
+	id, _ := pushV1Task(t, pushSendV1(t, c, a, "stale", "", "tck-input-required-1", ""))
+	if res := rpcV1(t, c, a, "CreateTaskPushNotificationConfig", `{"taskId":"`+id+`","url":"`+h.URL+`/hook"}`); res.Error != nil {
+		t.Fatalf("Create through A: %+v", res.Error)
+	}
+	pushV1Task(t, pushSendV1(t, c, b, "stale", id, "tck-complete-task-2", ""))
+	testutil.WaitFor(t, "the first notification at the receiver", func() bool { return len(h.got("")) > 0 })
+	stale, err := a.pushOutbox().Pending(t.Context(), 0)
+	if err != nil || len(stale) < 2 {
+		t.Fatalf("A's read of the outbox: %d deliveries, %v; want the task's events", len(stale), err)
+	}
+	release()
+	testutil.WaitFor(t, "every notification delivered", func() bool { return outboxSettled(t, showAll(t, a, "stale")) })
+	for _, d := range stale {
+		if ok, err := a.pushOutbox().Claim(t.Context(), d); ok || err != nil {
+			t.Errorf("A's claim of event %s, delivered since A read it: %v, %v; want false", d.ID, ok, err)
+		}
+	}
+	count := map[string]int{}
+	for _, r := range h.got("") {
+		if count[r.header.Get("X-A2A-Event-Id")]++; count[r.header.Get("X-A2A-Event-Id")] > 1 {
+			t.Errorf("event %s received twice", r.header.Get("X-A2A-Event-Id"))
+		}
+	}
 }
