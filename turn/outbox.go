@@ -249,7 +249,8 @@ func delivery(p *ledger.PendingPush) (push.Delivery, error) {
 }
 
 // Claim implements push.Outbox: always true on a single instance; with a shared store,
-// true when this instance took the task's push lease (held until Record).
+// true when this instance took the task's push lease (held until Record) and d has no
+// final attempt yet.
 func (o *outbox) Claim(ctx context.Context, d push.Delivery) (bool, error) {
 	if !o.r.cfg.SharedStore {
 		return true, nil
@@ -267,10 +268,32 @@ func (o *outbox) Claim(ctx context.Context, d push.Delivery) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("push outbox: claim %s: %w", d.ID, err)
 	}
+	// The read that found d may predate another instance's final attempt of it (made
+	// and released between that read and this claim): with the lease held, check that
+	// d is still undelivered, or it would be sent twice.
+	if done, err := o.finished(ctx, d); err != nil || done {
+		o.r.releaseLease(ctx, lease)
+		return false, err
+	}
 	o.mu.Lock()
 	o.leases[d.ID] = lease
 	o.mu.Unlock()
 	return true, nil
+}
+
+// finished reports whether d has a final attempt recorded (by any instance).
+func (o *outbox) finished(ctx context.Context, d push.Delivery) (bool, error) {
+	_, es, err := o.r.led.TaskEntries(ctx, d.TaskID)
+	if err != nil {
+		return false, fmt.Errorf("push outbox: claim %s: %w", d.ID, err)
+	}
+	for i := range es {
+		var a ledger.PushAttempt
+		if es[i].Kind == ledger.KindPushAttempt && ledger.PushRecord(&es[i], &a) == nil && a.EventID == d.ID && a.Final {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Record implements push.Outbox: it appends the attempt as a PUSH_ATTEMPT entry of the

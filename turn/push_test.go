@@ -540,6 +540,14 @@ func TestPushClaimSharedStoreExcludesASecondClaimant(t *testing.T) {
 	if ds, _ := a.PushOutbox().Pending(t.Context(), 0); len(ds) != 2 {
 		t.Errorf("pending after b delivered = %d, want 2", len(ds))
 	}
+	// a's read predates b's delivery: its claim of the delivered event must fail, or
+	// the event would be sent a second time (no crash, so no duplicate).
+	if ok, err := a.PushOutbox().Claim(t.Context(), da[0]); ok || err != nil {
+		t.Errorf("claim of an event another instance delivered since the read = %v, %v; want false", ok, err)
+	}
+	if ok, err := a.PushOutbox().Claim(t.Context(), da[1]); !ok || err != nil {
+		t.Errorf("claim of the next event = %v, %v; want true (the refused claim released the lease)", ok, err)
+	}
 }
 
 // TestPushGetV03Fallback: a v0.3 get of an id the task does not have reads the task's

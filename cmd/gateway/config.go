@@ -90,8 +90,9 @@ type Config struct {
 	Push           bool
 	PushAllow      []string // CIDRs, addresses or host names the SSRF guard allows
 	PushAllowHTTP  bool
-	PushRetryFor   time.Duration // 0: 24h
-	PushSigningKey string        // "": <data-dir>/push-signing.key (bbolt only)
+	PushRetryFor   time.Duration   // 0: 24h
+	PushSigningKey string          // "": <data-dir>/push-signing.key (bbolt only)
+	pushTest       pushTestOptions // tests only, never a flag (push_wiring.go)
 
 	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
 	AgentKey string

@@ -26,6 +26,15 @@ type pushService struct {
 	dl     atomic.Pointer[push.Deliverer] // nil until startPush
 }
 
+// pushTestOptions are push settings only tests set (in-process, through Config; no
+// flag): a short backoff so that retries take milliseconds, and a resolver for the SSRF
+// guard so that a host name can be made to resolve to a refused address. Zero: the
+// deliverer's defaults and the system resolver.
+type pushTestOptions struct {
+	minBackoff, maxBackoff time.Duration
+	resolver               push.Resolver
+}
+
 // newPushService builds the guard and loads (or, on bbolt, creates) the signing key.
 // nil, nil: push is off (--push=false, or a shared store without --push-signing-key,
 // which is logged). Errors: the key file.
@@ -37,6 +46,7 @@ func newPushService(ctx context.Context, cfg Config, log *slog.Logger) (*pushSer
 	if err != nil {
 		return nil, err // Validate reported it already
 	}
+	gopts.Resolver = cfg.pushTest.resolver
 	var signer *push.Signer
 	switch {
 	case cfg.Store != "" && cfg.PushSigningKey == "":
@@ -62,7 +72,7 @@ func (s *Server) startPush(outbox push.Outbox) error {
 		return nil
 	}
 	dl, err := push.NewDeliverer(push.Options{Outbox: outbox, Guard: p.guard, Signer: p.signer,
-		RetryFor: s.cfg.PushRetryFor, Logger: s.log.With("component", "push"), Observer: s.metrics.push})
+		RetryFor: s.cfg.PushRetryFor, MinBackoff: s.cfg.pushTest.minBackoff, MaxBackoff: s.cfg.pushTest.maxBackoff, Logger: s.log.With("component", "push"), Observer: s.metrics.push})
 	if err != nil {
 		return err
 	}
