@@ -85,6 +85,10 @@ type BurstConfig struct {
 	// ([StartBaseline]), right after the target's wave of the same number,
 	// to measure the client-side floor of a burst on this machine.
 	Baseline bool
+
+	// beforeWave, when set (by tests), is called before each wave of the target
+	// with the wave's number (from 0).
+	beforeWave func(wave int)
 }
 
 // Validate reports every problem with c, each wrapping [ErrInvalidConfig],
@@ -375,6 +379,9 @@ func Burst(ctx context.Context, cfg BurstConfig) (BurstReport, error) {
 // ends.
 func (r *BurstReport) fire(ctx context.Context, waves int, target, base *burstSide) error {
 	for i := range waves {
+		if target.cfg.beforeWave != nil {
+			target.cfg.beforeWave(i)
+		}
 		w, err := target.wave(ctx, i)
 		if err != nil {
 			return err

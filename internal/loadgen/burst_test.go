@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // holdServer admits the first request it sees while none is held and holds
@@ -527,19 +529,26 @@ func TestBurstConfig_Validate(t *testing.T) {
 func TestBurst_RedialsClosedIdle(t *testing.T) {
 	t.Parallel()
 	// A server that answers like a keep-alive one (Content-Length, no "Connection: close")
-	// and then closes the connection: the next wave must notice and dial anew.
+	// and then closes the connection: the next wave must notice and dial anew. Each wave
+	// starts once the server has closed every connection of the previous one (a busy
+	// machine can hold a close back past the probe's 2 ms; the race is the server's).
+	var closed atomic.Int64
 	url, conns := serveCounting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		c, buf, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return
 		}
+		defer closed.Add(1)
 		defer c.Close()
 		body := `{"jsonrpc":"2.0","id":1,"result":{"kind":"task"}}`
 		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		_ = buf.Flush()
 	}))
-	r, err := Burst(t.Context(), BurstConfig{URL: url, Senders: 50, Waves: 3})
+	before := func(wave int) {
+		testutil.WaitFor(t, "the server to close the previous wave's connections", func() bool { return closed.Load() == int64(50*wave) })
+	}
+	r, err := Burst(t.Context(), BurstConfig{URL: url, Senders: 50, Waves: 3, beforeWave: before})
 	if err != nil {
 		t.Fatalf("Burst() error = %v, want nil", err)
 	}
