@@ -373,11 +373,8 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	if p.epoch != 0 && p.epoch != m.Epoch {
-		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
-	}
-	if p.beginTurn {
-		m.Epoch++
+	if err := fence(p, &m); err != nil {
+		return outcome{}, err, nil
 	}
 	newTasks, err := newTaskIDs(tasks, p)
 	if err != nil {
@@ -411,6 +408,18 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
 	}
 	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
+}
+
+// fence refuses p if it carries an epoch that is not the conversation's (ErrFenced) and
+// bumps the epoch for a request that begins a turn; both formats' appends use it.
+func fence(p *prepared, m *metaRecord) error {
+	if p.epoch != 0 && p.epoch != m.Epoch {
+		return fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced)
+	}
+	if p.beginTurn {
+		m.Epoch++
+	}
+	return nil
 }
 
 // loadHead reads the conversation's bucket (nil for a new conversation) and metadata (new

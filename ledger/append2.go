@@ -40,11 +40,8 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	if p.epoch != 0 && p.epoch != m.Epoch {
-		return outcome{}, fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced), nil
-	}
-	if p.beginTurn {
-		m.Epoch++
+	if err := fence(p, &m); err != nil {
+		return outcome{}, err, nil
 	}
 	newTasks, err := newTaskIDs(b.tasks, p)
 	if err != nil {

@@ -11,17 +11,7 @@ import (
 // keeps the old one, and `ledger verify` accepts the result; a second run says it is done.
 func TestLedgerUpgradeCLI(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(filepath.Join("..", "..", "ledger", "testdata", "v1-ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ledger.db"), src, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := v1DataDir(t)
 	out, stderr, err := runCLI(t, "ledger", "upgrade", "--data-dir", dir)
 	if err != nil || !strings.Contains(out, "upgraded") || !strings.Contains(out, "3 conversation(s)") {
 		t.Fatalf("ledger upgrade = %q, %v\nstderr: %s", out, err, stderr)

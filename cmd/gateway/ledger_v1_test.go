@@ -12,6 +12,20 @@ import (
 // so a change that would make the command reject existing data dirs fails here too.
 func TestLedgerVerifyV1File(t *testing.T) {
 	t.Parallel()
+	dir := v1DataDir(t)
+	out, stderr, err := runCLI(t, "ledger", "verify", "--data-dir", dir, "--server", "http://127.0.0.1:1")
+	if err != nil {
+		t.Fatalf("ledger verify error = %v\nstdout: %s\nstderr: %s", err, out, stderr)
+	}
+	if want := "ok: 3 conversation(s) verified"; !strings.Contains(out, want) {
+		t.Errorf("ledger verify printed %q, want %q", out, want)
+	}
+}
+
+// v1DataDir returns a new data dir holding a copy of the ledger package's checked-in
+// format-1 file (three conversations).
+func v1DataDir(t *testing.T) string {
+	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "ledger", "testdata", "v1-ledger.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -23,11 +37,5 @@ func TestLedgerVerifyV1File(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.db"), src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := runCLI(t, "ledger", "verify", "--data-dir", dir, "--server", "http://127.0.0.1:1")
-	if err != nil {
-		t.Fatalf("ledger verify error = %v\nstdout: %s\nstderr: %s", err, out, stderr)
-	}
-	if want := "ok: 3 conversation(s) verified"; !strings.Contains(out, want) {
-		t.Errorf("ledger verify printed %q, want %q", out, want)
-	}
+	return dir
 }
