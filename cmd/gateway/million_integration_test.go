@@ -75,7 +75,7 @@ func TestMillionStartAndList(t *testing.T) {
 		}
 		dataDir := t.TempDir()
 		copyFile(t, made, filepath.Join(dataDir, "ledger.db"))
-		health, ready := timeStart(t, bins[name], dataDir)
+		health, ready := timeStart(t, bins[name], dataDir, name == "this build")
 		fmt.Printf("%s: start to the first 200 of /healthz %v, of /readyz %v (%d conversations, %d running tasks)\n",
 			name, health.Round(time.Millisecond), ready.Round(time.Millisecond), n, millionRunning)
 		if name == "this build" {
@@ -144,9 +144,9 @@ func copyFile(t *testing.T, src, dst string) {
 }
 
 // timeStart starts bin on dataDir and returns the time from the start to the first 200
-// of /healthz and of /readyz; it stops the gateway and checks that it left no task
-// running.
-func timeStart(t *testing.T, bin, dataDir string) (health, ready time.Duration) {
+// of /healthz and of /readyz; it stops the gateway and, when check, checks that it left
+// no task in the running-task index (a build before the index does not maintain it).
+func timeStart(t *testing.T, bin, dataDir string, check bool) (health, ready time.Duration) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +177,9 @@ func timeStart(t *testing.T, bin, dataDir string) (health, ready time.Duration) 
 	ready = time.Since(t0)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
+	if !check {
+		return health, ready
+	}
 	s, err := ledger.Open(filepath.Join(dataDir, "ledger.db"), ledger.Options{NoSync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
