@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,7 +22,9 @@ const recoverHolder = "gateway-recover"
 // no task stays "working" forever, and returns how many it marked. Call it before serving.
 // It reads the ledger's running-task index (ledger.RunningTasks: the tasks started and
 // not settled since), so its work is proportional to the tasks that were running, not to
-// the ledger, and re-checks each task's own entries before marking it.
+// the ledger, and re-checks each task's own entries before marking it. Conversations are
+// recovered side by side (their appends share commits); an error of one conversation
+// stops that conversation only, and the errors are returned joined.
 //
 // With Config.SharedStore another instance may be running the task right now: Recover
 // then marks a task only while it holds the task's context lease (free means no instance
@@ -33,17 +36,60 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover: %w", err)
 	}
-	n := 0
+	// One conversation's tasks one after the other (each mark bumps its epoch, which
+	// would fence a second mark made on the same epoch); conversations side by side, so
+	// that their appends share group commits.
+	var keys []string
+	byConv := map[string][]ledger.RunningTask{}
 	for _, rt := range tasks {
-		marked, err := r.recoverTask(ctx, rt)
-		if err != nil {
-			return n, fmt.Errorf("recover task %s: %w", rt.TaskID, err)
+		if byConv[rt.Key] == nil {
+			keys = append(keys, rt.Key)
 		}
-		if marked {
-			n++
-		}
+		byConv[rt.Key] = append(byConv[rt.Key], rt)
 	}
-	return n, nil
+	var (
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
+	r.eachConcurrently(keys, func(key string) {
+		for _, rt := range byConv[key] {
+			marked, err := r.recoverTask(ctx, rt)
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("recover task %s: %w", rt.TaskID, err))
+			} else if marked {
+				n++
+			}
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	})
+	return n, errors.Join(errs...)
+}
+
+// recoverWorkers bounds how many conversations Recover works on at once.
+const recoverWorkers = 16
+
+// eachConcurrently calls fn with every key, on at most recoverWorkers goroutines, and
+// returns when every call has returned.
+func (r *Runner) eachConcurrently(keys []string, fn func(key string)) {
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(recoverWorkers, len(keys)) {
+		wg.Go(func() {
+			for k := range work {
+				fn(k)
+			}
+		})
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
 }
 
 // recoverTask marks task rt failed when it is still running (see Recover); it reports

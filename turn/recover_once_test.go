@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -117,5 +118,31 @@ func TestTaskSettledMatchesA2A(t *testing.T) {
 		if want := st.Terminal() || st.Interrupted(); ledger.TaskSettled(s) != want {
 			t.Errorf("ledger.TaskSettled(%q) = %v, a2a folds it to %q (settled %v)", s, !want, st, want)
 		}
+	}
+}
+
+// TestRecoverManyConversations: Recover marks every running task of many conversations,
+// recovered side by side, and both running tasks of one conversation (one after the
+// other: the second mark uses the epoch the first one bumped).
+func TestRecoverManyConversations(t *testing.T) {
+	t.Parallel()
+	r, st := newRunner(t, agent.Echo{})
+	const convs = 40
+	for i := range convs {
+		appendRunning(t, st, fmt.Sprintf("many-%d", i), fmt.Sprintf("t-many-%d", i))
+	}
+	appendRunning(t, st, "two", "t-two-a")
+	appendRunning(t, st, "two", "t-two-b")
+	n, err := r.Recover(t.Context())
+	if err != nil || n != convs+2 {
+		t.Fatalf("Recover() = %d, %v, want %d", n, err, convs+2)
+	}
+	for _, id := range []string{"t-many-0", "t-many-39", "t-two-a", "t-two-b"} {
+		if got := failedCount(t, st, id); got != 1 {
+			t.Errorf("%s has %d failed statuses, want 1", id, got)
+		}
+	}
+	if rts, _ := st.RunningTasks(t.Context()); len(rts) != 0 {
+		t.Errorf("RunningTasks() after Recover = %d tasks, want none", len(rts))
 	}
 }
