@@ -49,51 +49,72 @@ func parseCursor(s string) (cursor, error) {
 	return cursor{at: time.Unix(0, n), key: key}, nil
 }
 
-// after reports whether c comes after the cursor in the listing order.
-func (cur cursor) after(c *ledger.Conversation) bool {
-	if !c.LastActivity.Equal(cur.at) {
-		return c.LastActivity.Before(cur.at)
-	}
-	return c.Key > cur.key
-}
-
 // List returns a page of the conversations, newest activity first, filtered by owner
-// and contextId prefix. The ledger reads each conversation's metadata once, no entry.
-// Errors: a [*FieldError] for a negative limit or a cursor no listing returned;
-// otherwise the ledger's.
+// and contextId prefix. The ledger continues from the cursor and reads the conversations
+// it lists (each one's metadata, no entry): with a limit and no prefix, limit+1 of them
+// (the one more tells whether a next page exists), so that every page costs its size;
+// with a prefix, pages of the listing until the page is full. Errors: a [*FieldError] for
+// a negative limit or a cursor no listing returned; otherwise the ledger's.
 func (s *Service) List(ctx context.Context, opts ListOptions) (Page, error) {
 	if opts.Limit < 0 {
 		return Page{}, invalid("limit", "negative")
 	}
-	var cur *cursor
+	var after *ledger.ListCursor
 	if opts.Cursor != "" {
 		c, err := parseCursor(opts.Cursor)
 		if err != nil {
 			return Page{}, err
 		}
-		cur = &c
+		after = &ledger.ListCursor{LastActivity: c.at, Key: c.key}
 	}
-	lopts := ledger.ListOptions{Owner: opts.Owner}
-	if cur == nil && opts.Prefix == "" && opts.Limit > 0 {
-		lopts.Limit = opts.Limit + 1 // one more tells whether a next page exists
-	}
-	convs, err := s.led.List(ctx, lopts)
+	convs, err := s.listMatching(ctx, opts, after)
 	if err != nil {
 		return Page{}, fromLedger(err)
 	}
 	page := Page{Conversations: []Summary{}}
-	var last *ledger.Conversation
 	for i := range convs {
-		c := &convs[i]
-		if (cur != nil && !cur.after(c)) || !strings.HasPrefix(c.ContextID, opts.Prefix) {
-			continue
-		}
 		if opts.Limit > 0 && len(page.Conversations) == opts.Limit {
+			last := &convs[i-1]
 			page.Next = cursor{at: last.LastActivity, key: last.Key}.String()
 			break
 		}
-		page.Conversations = append(page.Conversations, s.summary(ctx, *c))
-		last = c
+		page.Conversations = append(page.Conversations, s.summary(ctx, convs[i]))
 	}
 	return page, nil
+}
+
+// prefixBatch is how many conversations one ledger read of a prefix listing asks for.
+const prefixBatch = 256
+
+// listMatching returns, from the ledger, the conversations of opts's owner after the
+// cursor whose contextId has opts.Prefix, in the listing order: limit+1 of them (fewer at
+// the end; all of them when opts.Limit is 0).
+func (s *Service) listMatching(ctx context.Context, opts ListOptions, after *ledger.ListCursor) ([]ledger.Conversation, error) {
+	want := 0
+	if opts.Limit > 0 {
+		want = opts.Limit + 1
+	}
+	batch := want
+	if opts.Prefix != "" && want > 0 {
+		batch = max(want, prefixBatch)
+	}
+	var out []ledger.Conversation
+	for {
+		convs, err := s.led.List(ctx, ledger.ListOptions{Owner: opts.Owner, Limit: batch, After: after})
+		if err != nil {
+			return nil, err
+		}
+		for i := range convs {
+			if strings.HasPrefix(convs[i].ContextID, opts.Prefix) {
+				out = append(out, convs[i])
+			}
+			if want > 0 && len(out) == want {
+				return out, nil
+			}
+		}
+		if batch == 0 || len(convs) < batch {
+			return out, nil
+		}
+		after = convs[len(convs)-1].Cursor()
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +277,71 @@ func TestReplay_NoTurn(t *testing.T) {
 	var nf *NotFoundError
 	if !errors.As(err, &nf) || !nf.Turn {
 		t.Errorf("Replay(no turn) error = %v, want a *NotFoundError for the turn", err)
+	}
+}
+
+// countingLedger is the real ledger, counting the conversations its List returns.
+type countingLedger struct {
+	*ledger.Store
+	listed atomic.Int64
+}
+
+func (c *countingLedger) List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error) {
+	out, err := c.Store.List(ctx, opts)
+	c.listed.Add(int64(len(out)))
+	return out, err
+}
+
+// TestList_PagingFilters pages through owner and prefix filters whose matches are spread
+// over more than one ledger read, and checks that a page without a prefix reads only its
+// own conversations (and one more) from the ledger, wherever it starts.
+func TestList_PagingFilters(t *testing.T) {
+	t.Parallel()
+	led, _ := openLedger(t)
+	owners := []string{"local", "peer-x", "out:p"}
+	for i := range 700 {
+		id := fmt.Sprintf("y-%d", i)
+		if i%97 == 0 {
+			id = fmt.Sprintf("x-%d", i)
+		}
+		turn(t, led, owners[i%3], id, "hi")
+	}
+	cl := &countingLedger{Store: led}
+	svc := New(cl, Config{})
+	for _, opts := range []ListOptions{{}, {Owner: "peer-x"}, {Prefix: "x-"}, {Owner: "local", Prefix: "x-"}, {Prefix: "y-1"}, {Prefix: "none"}} {
+		all, err := svc.List(t.Context(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		paged := opts
+		paged.Limit = 7
+		for pages := 0; ; pages++ {
+			if pages > 200 {
+				t.Fatal("paging does not end")
+			}
+			p, err := svc.List(t.Context(), paged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, contexts(p)...)
+			if p.Next == "" {
+				break
+			}
+			paged.Cursor = p.Next
+		}
+		if diff := cmp.Diff(contexts(all), append([]string{}, got...)); diff != "" {
+			t.Errorf("pages of 7 of %+v (-all +paged):\n%s", opts, diff)
+		}
+	}
+	p1, _ := svc.List(t.Context(), ListOptions{Limit: 20})
+	p2, _ := svc.List(t.Context(), ListOptions{Limit: 20, Cursor: p1.Next})
+	before := cl.listed.Load()
+	p3, err := svc.List(t.Context(), ListOptions{Limit: 20, Cursor: p2.Next})
+	if err != nil || len(p3.Conversations) != 20 {
+		t.Fatalf("page 3 = %d conversations, %v", len(p3.Conversations), err)
+	}
+	if n := cl.listed.Load() - before; n != 21 {
+		t.Errorf("page 3 of 20 read %d conversations from the ledger, want 21", n)
 	}
 }

@@ -400,6 +400,9 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if err := putPush(tx, p.key, entries); err != nil { // outbox.go
 		return outcome{}, nil, err
 	}
+	if err := putRunning(tx, p.key, newTasks, entries); err != nil { // running.go
+		return outcome{}, nil, err
+	}
 	m.LastHash = entries[len(entries)-1].Hash
 	if p.now.After(m.LastActivity) {
 		m.LastActivity = p.now

@@ -67,6 +67,9 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if err := putPush(tx, p.key, entries); err != nil { // outbox.go
 		return outcome{}, nil, err
 	}
+	if err := putRunning(tx, p.key, newTasks, entries); err != nil { // running.go
+		return outcome{}, nil, err
+	}
 	m.LastHash = entries[len(entries)-1].Hash
 	prevActivity := m.LastActivity
 	if p.now.After(m.LastActivity) {

@@ -205,9 +205,9 @@ func TestAppend_Invalid(t *testing.T) {
 	if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
 		t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
 	}
-	want := 5 // tasks, artifacts, byid, push configs, push pending
+	want := 6 // tasks, artifacts, byid, push configs, push pending, running tasks
 	if s.Format() == Format2 {
-		want = 10 // and the log's
+		want = 11 // and the log's
 	}
 	if n := countTopLevel(t, s); n != want {
 		t.Errorf("%d top-level buckets and conversations, want %d (the indexes only)", n, want)

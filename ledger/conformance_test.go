@@ -22,7 +22,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestPushConformance runs the push cases against the bbolt Store, reopening its file.
+// TestPushConformance runs the push and running-task cases against the bbolt Store,
+// reopening its file.
 func TestPushConformance(t *testing.T) {
 	openAt := func(t *testing.T, path string) *ledger.Store {
 		s, err := ledger.Open(path, ledger.Options{NoSync: true, LargePartBytes: ledgertest.LargePartBytes}, slog.New(slog.DiscardHandler))
@@ -34,19 +35,22 @@ func TestPushConformance(t *testing.T) {
 	}
 	paths := map[ledgertest.PushStore]string{}
 	var mu sync.Mutex
-	ledgertest.RunPush(t, func(t *testing.T) ledgertest.PushStore {
+	open := func(t *testing.T) ledgertest.PushStore {
 		path := filepath.Join(t.TempDir(), "ledger.db")
 		s := openAt(t, path)
 		mu.Lock()
 		paths[s] = path
 		mu.Unlock()
 		return s
-	}, func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
+	}
+	reopen := func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		return openAt(t, paths[s])
-	})
+	}
+	ledgertest.RunPush(t, open, reopen)
+	ledgertest.RunRunning(t, open, reopen)
 }

@@ -12,7 +12,9 @@
 // which live in a small tree of recent heads until a checkpoint moves them. log2.go has the
 // details. A global task index ("v1.tasks") finds a task's conversation and entries and
 // lists a conversation's tasks, and a content-addressed artifact store ("v1.artifacts")
-// holds parts larger than Options.LargePartBytes. Nothing outside this namespace (older
+// holds parts larger than Options.LargePartBytes. The running-task index ("v1.running",
+// running.go, both formats) holds the tasks started and not settled since, so that a
+// restart reads those tasks only. Nothing outside this namespace (older
 // versions, legacy names) is ever read, listed or written.
 //
 // Format 1 (earlier builds, Options.Format = Format1): each conversation is one flat

@@ -105,10 +105,43 @@ func (s *Store) Conversation(ctx context.Context, owner, contextID string) (Conv
 type ListOptions struct {
 	Owner string // only this owner's conversations; "" = every owner
 	Limit int    // at most this many; 0 = all
+	// After, when set, continues a listing after the conversation it names: only the
+	// conversations that come after it in the listing order (LastActivity older, or equal
+	// with a greater key) are listed. The conversation need not exist any more. Nil: from
+	// the newest.
+	After *ListCursor
+}
+
+// ListCursor is a position in the listing order of [Store.List]: a conversation's
+// LastActivity and key (a listed Conversation's, see [Conversation.Cursor]).
+type ListCursor struct {
+	LastActivity time.Time
+	Key          string
+}
+
+// Cursor returns c's position in the listing order.
+func (c *Conversation) Cursor() *ListCursor {
+	return &ListCursor{LastActivity: c.LastActivity, Key: c.Key}
+}
+
+// Before reports whether c comes after the cursor in the listing order (newest
+// LastActivity first, ties by key), so that a listing continued after the cursor holds it.
+// A nil cursor comes before everything.
+func (cur *ListCursor) Before(c *Conversation) bool {
+	if cur == nil {
+		return true
+	}
+	if !c.LastActivity.Equal(cur.LastActivity) {
+		return c.LastActivity.Before(cur.LastActivity)
+	}
+	return c.Key > cur.Key
 }
 
 // List returns the conversations of the current namespace, newest LastActivity first (ties
-// by key), with their original contextIds. Top-level buckets outside the namespace (other
+// by key), with their original contextIds, from the newest or after opts.After. A format-2
+// file reads its activity index from that position and stops after Limit conversations
+// (a page costs its size, wherever it starts); a format-1 file reads every conversation's
+// metadata. Top-level buckets outside the namespace (other
 // versions, legacy names) are skipped unread, as is a quarantined conversation or a bucket
 // whose metadata is unreadable or does not hash to its name (logged at Warn;
 // [Store.VerifyAll] reports it). Errors: a [*ChainError] when the file's own tree of
@@ -147,8 +180,8 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, err
 				skip = append(skip, skipped{key, "metadata does not hash to the key"})
 				return nil
 			}
-			if opts.Owner == "" || m.Owner == opts.Owner {
-				out = append(out, m.conversation(key))
+			if c := m.conversation(key); (opts.Owner == "" || m.Owner == opts.Owner) && opts.After.Before(&c) {
+				out = append(out, c)
 			}
 			return nil
 		})

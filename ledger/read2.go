@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -97,11 +98,14 @@ func (s *Store) list2(tx *bolt.Tx, opts ListOptions, skip func(key, reason strin
 	}
 	var out []Conversation
 	c := idx.Cursor()
-	for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+	for k := startActivity(c, opts.After); k != nil; k, _ = c.Prev() {
 		if len(k) < 8 {
 			continue
 		}
 		key := string(k[8:])
+		if a := opts.After; a != nil && bytes.Equal(k[:8], activityKey(a.LastActivity, "")) && key <= a.Key {
+			continue // a tie of the cursor's that comes before it
+		}
 		if opts.Limit > 0 && len(out) >= opts.Limit && !bytes.Equal(k[:8], activityKey(out[len(out)-1].LastActivity, "")) {
 			break
 		}
@@ -126,6 +130,22 @@ func (s *Store) list2(tx *bolt.Tx, opts ListOptions, skip func(key, reason strin
 		}
 	}
 	return out, nil
+}
+
+// startActivity positions c on the activity index's newest key that may follow the
+// cursor after (nil: the newest key) and returns it: the last key of the cursor's
+// LastActivity (its ties), or the newest before it.
+func startActivity(c *bolt.Cursor, after *ListCursor) []byte {
+	if after == nil {
+		k, _ := c.Last()
+		return k
+	}
+	if k, _ := c.Seek(activityKey(after.LastActivity.Add(time.Nanosecond), "")); k == nil {
+		k, _ = c.Last()
+		return k
+	}
+	k, _ := c.Prev()
+	return k
 }
 
 // headKeys returns the keys of every conversation of a format-2 file, sorted.

@@ -64,6 +64,9 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 	if copyErr == nil {
 		copyErr = carryTaskHeads(sdb, out, rep.Skipped)
 	}
+	if copyErr == nil { // the running tasks of the conversations copied (running.go)
+		copyErr = out.db.Update(buildRunning)
+	}
 	if copyErr == nil {
 		copyErr = out.db.Sync()
 	}

@@ -256,6 +256,9 @@ func openWritable(path string, opts Options, syncFreelist bool) (*bolt.DB, int, 
 		if err := setUpPush(tx); err != nil { // outbox.go
 			return err
 		}
+		if err := setUpRunning(tx); err != nil { // running.go
+			return err
+		}
 		return setUpByID(tx)
 	})
 	if err != nil {

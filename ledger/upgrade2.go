@@ -98,6 +98,9 @@ func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport
 		_ = src.db.View(func(tx *bolt.Tx) error { lost = readQuarantine(tx); return nil })
 		err = carryTaskHeads(src.db, dst, lost)
 	}
+	if err == nil { // the running tasks, from the copied task index (running.go)
+		err = dst.db.Update(buildRunning)
+	}
 	if err == nil {
 		err = dst.db.Sync()
 	}
@@ -366,7 +369,7 @@ func fileFormat(tx *bolt.Tx) int {
 // index added beside the layout: its keys must not name format-1 locations).
 func copyForeign(src, dst *bolt.DB) error {
 	rebuilt := map[string]bool{string(bucketTasks): true, string(bucketByID): true,
-		string(bucketArtifacts): true, string(bucketQuarantine): true}
+		string(bucketArtifacts): true, string(bucketQuarantine): true, string(bucketRunning): true}
 	return src.View(func(stx *bolt.Tx) error {
 		return dst.Update(func(dtx *bolt.Tx) error {
 			return stx.ForEach(func(name []byte, b *bolt.Bucket) error {

@@ -17,6 +17,8 @@ type Ledger interface {
 	LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*ledger.Entry) bool) ([]ledger.Entry, error)
 	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
 	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
+	// RunningTasks lists the tasks started and not settled since (Recover).
+	RunningTasks(ctx context.Context) ([]ledger.RunningTask, error)
 	Inflate(ctx context.Context, entries []ledger.Entry) error
 	// The push indexes (ledger/push.go): a task's live configs, a peer's config count,
 	// and the pending outbox entries.

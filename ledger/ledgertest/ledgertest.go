@@ -35,6 +35,8 @@ type Store interface {
 	Inflate(ctx context.Context, entries []ledger.Entry) error
 	Verify(ctx context.Context, owner, contextID string) error
 	VerifyAll(ctx context.Context) (checked int, err error)
+	// RunningTasks lists the running-task index (ledger/running.go).
+	RunningTasks(ctx context.Context) ([]ledger.RunningTask, error)
 	Close() error
 }
 
@@ -56,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"RangeAndExport", testRange},
 		{"Tasks", testTasks},
 		{"ListAndByID", testList},
+		{"ListAfterCursor", testListCursor},
 		{"Artifacts", testArtifacts},
 		{"Recovery", testRecovery},
 		{"Validation", testValidation},
@@ -470,5 +473,60 @@ func testNotFound(t *testing.T, s Store) {
 	}
 	if _, err := s.Conversation(ctx, "", "none"); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("Conversation(no owner) error = %v, want ErrInvalid", err)
+	}
+}
+
+// testListCursor pages a listing with ListOptions.After: every page continues where the
+// previous one ended, ties of LastActivity are ordered by key, the owner filter holds,
+// and a cursor whose conversation has moved since still continues.
+func testListCursor(t *testing.T, s Store) {
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 11 {
+		e := msg("m")
+		e.CreatedAt = base.Add(time.Duration(i/3) * time.Minute) // ties: three per minute
+		owner := []string{"a", "b"}[i%2]
+		mustAppend(t, s, ledger.AppendRequest{Owner: owner, ContextID: fmt.Sprintf("c%02d", i), Entries: []ledger.Entry{e}})
+	}
+	for _, owner := range []string{"", "a", "b"} {
+		all, err := s.List(ctx, ledger.ListOptions{Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range []int{1, 2, 3, 4, 20} {
+			var got []ledger.Conversation
+			var after *ledger.ListCursor
+			for range 20 {
+				page, err := s.List(ctx, ledger.ListOptions{Owner: owner, Limit: size, After: after})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, page...)
+				if len(page) < size {
+					break
+				}
+				after = page[len(page)-1].Cursor()
+			}
+			if diff := cmp.Diff(all, got); diff != "" {
+				t.Errorf("owner %q, pages of %d (-all +paged):\n%s", owner, size, diff)
+			}
+		}
+	}
+	all, _ := s.List(ctx, ledger.ListOptions{})
+	cur := all[4].Cursor()
+	rest, err := s.List(ctx, ledger.ListOptions{After: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(all[5:], rest); diff != "" {
+		t.Errorf("List(after the 5th) (-want +got):\n%s", diff)
+	}
+	// The 5th conversation moves to the front; the cursor still continues from where it was.
+	mustAppend(t, s, ledger.AppendRequest{Owner: all[4].Owner, ContextID: all[4].ContextID, Entries: []ledger.Entry{msg("later")}})
+	if rest2, _ := s.List(ctx, ledger.ListOptions{After: cur}); !cmp.Equal(all[5:], rest2) {
+		t.Errorf("List(after a cursor whose conversation moved) = %d conversations, want %d", len(rest2), len(all)-5)
+	}
+	if none, _ := s.List(ctx, ledger.ListOptions{After: &ledger.ListCursor{LastActivity: base.Add(-time.Hour), Key: "v1/"}}); len(none) != 0 {
+		t.Errorf("List(after the oldest) = %d conversations, want none", len(none))
 	}
 }

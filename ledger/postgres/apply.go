@@ -55,6 +55,9 @@ func apply(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (out outcome, req
 	if err := execPush(ctx, tx, p.Key(), entries); err != nil { // push.go
 		return outcome{}, nil, err
 	}
+	if err := execRunning(ctx, tx, p.Key(), entries, fresh); err != nil { // running.go
+		return outcome{}, nil, err
+	}
 	for _, a := range p.Artifacts() {
 		if _, err := tx.Exec(ctx, `INSERT INTO artifacts (digest, data) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING`, a.Digest, a.Data); err != nil {
 			return outcome{}, nil, err

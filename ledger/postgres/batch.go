@@ -41,7 +41,8 @@ type plan struct {
 		data    [][]byte
 	}
 	notes []string
-	push  []pushWrite // push index writes, in order (push.go)
+	push  []pushWrite   // push index writes, in order (push.go)
+	run   runningWrites // the running-task index's net change (running.go)
 }
 
 // pushWrite is the push entries one accepted request stores.
@@ -213,6 +214,7 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 		pl.order = append(pl.order, p.Key())
 	}
 	pl.push = append(pl.push, pushWrite{p.Key(), entries})
+	pl.run.add(p.Key(), entries, fresh)
 	if b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: last.Seq}); err == nil && len(b) < 8000 {
 		pl.notes = append(pl.notes, string(b))
 	}
@@ -250,6 +252,7 @@ func (pl *plan) queueWrites(b *pgx.Batch) {
 	for _, w := range pl.push {
 		queuePush(b, w.key, w.entries)
 	}
+	pl.run.queue(b)
 	if len(pl.notes) > 0 {
 		b.Queue(`SELECT count(pg_notify($1, n)) FROM unnest($2::text[]) AS u(n)`, notifyChannel, pl.notes)
 	}

@@ -53,7 +53,8 @@ func (s *Store) Conversation(ctx context.Context, owner, contextID string) (ledg
 	return h.conversation(), nil
 }
 
-// List returns the conversations newest LastActivity first (ties by key). Errors:
+// List returns the conversations newest LastActivity first (ties by key), from the newest
+// or after opts.After, through the index conversations_by_activity. Errors:
 // ErrInvalid for a negative Limit; a database failure.
 func (s *Store) List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error) {
 	if opts.Limit < 0 {
@@ -62,6 +63,13 @@ func (s *Store) List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Con
 	limit := int64(math.MaxInt64)
 	if opts.Limit > 0 {
 		limit = int64(opts.Limit)
+	}
+	if a := opts.After; a != nil {
+		// last_activity <= $3 bounds the scan of conversations_by_activity; the rest
+		// drops the cursor's ties that come before it.
+		return s.heads(ctx, `SELECT `+headCols+` FROM conversations WHERE ($1 = '' OR owner = $1)
+			AND last_activity <= $3 AND (last_activity < $3 OR key > $4)
+			ORDER BY last_activity DESC, key LIMIT $2`, opts.Owner, limit, a.LastActivity.UnixNano(), a.Key)
 	}
 	return s.heads(ctx, `SELECT `+headCols+` FROM conversations WHERE $1 = '' OR owner = $1
 		ORDER BY last_activity DESC, key LIMIT $2`, opts.Owner, limit)

@@ -41,7 +41,8 @@ func TestConformance(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Store { return open(t) })
 }
 
-// TestPushConformance runs the push cases against PostgreSQL, reopening the database.
+// TestPushConformance runs the push and running-task cases against PostgreSQL, reopening
+// the database.
 func TestPushConformance(t *testing.T) {
 	openAt := func(t *testing.T, dsn string) *postgres.Store {
 		s, err := postgres.Open(context.Background(), dsn, postgres.Options{LargePartBytes: ledgertest.LargePartBytes, MaxConns: 4}, nil)
@@ -53,19 +54,22 @@ func TestPushConformance(t *testing.T) {
 	}
 	dsns := map[ledgertest.PushStore]string{}
 	var mu sync.Mutex
-	ledgertest.RunPush(t, func(t *testing.T) ledgertest.PushStore {
+	open := func(t *testing.T) ledgertest.PushStore {
 		dsn := pgtest.Database(t)
 		s := openAt(t, dsn)
 		mu.Lock()
 		dsns[s] = dsn
 		mu.Unlock()
 		return s
-	}, func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
+	}
+	reopen := func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		return openAt(t, dsns[s])
-	})
+	}
+	ledgertest.RunPush(t, open, reopen)
+	ledgertest.RunRunning(t, open, reopen)
 }

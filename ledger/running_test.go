@@ -1,0 +1,166 @@
+package ledger
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+)
+
+// appendRunningMix appends tasks in every state the running-task index distinguishes and
+// returns the ids it must list: working, submitted (no STATUS), continued after parking.
+func appendRunningMix(t *testing.T, s *Store) []string {
+	t.Helper()
+	st := func(task, state string) Entry {
+		return Entry{TaskID: task, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityAudit, State: state}
+	}
+	msg := func(task string) Entry {
+		return Entry{TaskID: task, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel, Role: RoleUser,
+			Parts: []Part{{Kind: PartText, Text: "hi"}}}
+	}
+	for _, req := range []AppendRequest{
+		{Owner: "o", ContextID: "c1", Entries: []Entry{msg("t1"), st("t1", "working")}},
+		{Owner: "o", ContextID: "c1", Entries: []Entry{msg("t2"), st("t2", "working"), st("t2", "completed")}},
+		{Owner: "p", ContextID: "c2", Entries: []Entry{msg("t3"), st("t3", "input-required")}},
+		{Owner: "p", ContextID: "c3", Entries: []Entry{msg("t4")}},
+		{Owner: "p", ContextID: "c2", Entries: []Entry{msg("t5"), st("t5", "TASK_STATE_AUTH_REQUIRED"), msg("t5"), st("t5", "working"), msg("t5")}},
+	} {
+		if _, err := s.Append(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"t1", "t4", "t5"}
+}
+
+func runningIDs(t *testing.T, s *Store) []string {
+	t.Helper()
+	rts, err := s.RunningTasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, rt := range rts {
+		ids = append(ids, rt.TaskID)
+	}
+	return ids
+}
+
+func openRunning(t *testing.T, path string, format int) *Store {
+	t.Helper()
+	s, err := Open(path, Options{NoSync: true, Format: format}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRunningIndexBuiltAtOpen: a file without the running-task index (written before it
+// existed) gets it at Open, in both formats, equal to what the appends kept; and the scan
+// a read-only Store falls back to agrees.
+func TestRunningIndexBuiltAtOpen(t *testing.T) {
+	for _, format := range []int{Format1, Format2} {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		s := openRunning(t, path, format)
+		want := appendRunningMix(t, s)
+		if diff := cmp.Diff(want, runningIDs(t, s)); diff != "" {
+			t.Fatalf("format %d: kept by the appends (-want +got):\n%s", format, diff)
+		}
+		err := s.db.View(func(tx *bolt.Tx) error {
+			scanned, err := scanRunning(tx)
+			var ids []string
+			for _, p := range scanned {
+				ids = append(ids, p[0])
+			}
+			if diff := cmp.Diff(want, ids); diff != "" {
+				t.Errorf("format %d: scanRunning (-want +got):\n%s", format, diff)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketRunning) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = openRunning(t, path, format)
+		if diff := cmp.Diff(want, runningIDs(t, s)); diff != "" {
+			t.Errorf("format %d: built at Open (-want +got):\n%s", format, diff)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSalvageRebuildsRunning: a salvage's copy holds the running tasks of the
+// conversations it copies, in both formats.
+func TestSalvageRebuildsRunning(t *testing.T) {
+	for _, format := range []int{Format1, Format2} {
+		dir := t.TempDir()
+		src, dst := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "salvaged.db")
+		s := openRunning(t, src, format)
+		want := appendRunningMix(t, s)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Salvage(context.Background(), src, dst, nil); err != nil {
+			t.Fatal(err)
+		}
+		out := openRunning(t, dst, format)
+		if diff := cmp.Diff(want, runningIDs(t, out)); diff != "" {
+			t.Errorf("format %d: after salvage (-want +got):\n%s", format, diff)
+		}
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestUpgradeRebuildsRunning: the upgrade to format 2 rebuilds the running-task index
+// from the entries it copies (a stale record of the format-1 file is not carried).
+func TestUpgradeRebuildsRunning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openRunning(t, path, Format1)
+	want := appendRunningMix(t, s)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRunning).Put([]byte("t2"), []byte(contextKeyOf(t, s, "o", "c1")))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Upgrade(context.Background(), path, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := openRunning(t, path, Format2)
+	defer out.Close()
+	if out.Format() != Format2 {
+		t.Fatalf("format after the upgrade = %d", out.Format())
+	}
+	if diff := cmp.Diff(want, runningIDs(t, out)); diff != "" {
+		t.Errorf("after the upgrade (-want +got):\n%s", diff)
+	}
+}
+
+func contextKeyOf(t *testing.T, s *Store, owner, cid string) string {
+	t.Helper()
+	c, err := s.Conversation(context.Background(), owner, cid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Key
+}
