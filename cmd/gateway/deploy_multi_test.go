@@ -166,7 +166,7 @@ func TestDeployMultiK8s(t *testing.T) {
 	if r := gateway.Spec.Replicas; r == nil || *r != 2 {
 		t.Errorf("a2a-gateway replicas = %v; want 2", r)
 	}
-	fromSecret := false
+	fromSecret, pushKey := false, false
 	for _, c := range gateway.Spec.Template.Spec.Containers {
 		if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--store") }) {
 			t.Error("a2a-gateway: --store in args; want GATEWAY_STORE from a Secret")
@@ -175,10 +175,14 @@ func TestDeployMultiK8s(t *testing.T) {
 			if e.Name == "GATEWAY_STORE" {
 				fromSecret = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name != ""
 			}
+			pushKey = pushKey || (e.Name == "GATEWAY_PUSH_SIGNING_KEY" && e.Value != "")
 		}
 	}
 	if !fromSecret {
 		t.Error("a2a-gateway: GATEWAY_STORE is not taken from a Secret (valueFrom.secretKeyRef)")
+	}
+	if !pushKey {
+		t.Error("a2a-gateway: no GATEWAY_PUSH_SIGNING_KEY: with a shared store push notifications are off unless every replica has the same key")
 	}
 	if strings.Contains(configs, "postgres://") || !strings.Contains(configs, "redis-addr:") {
 		t.Errorf("the gateway config must name the Redis lease and no store URL:\n%s", configs)
