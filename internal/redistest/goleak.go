@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // dialProbe is the goroutine go-redis starts when every dial of a pool has failed
@@ -41,13 +43,9 @@ func VerifyTestMain(m *testing.M, cleanup func()) {
 
 // awaitDialProbes polls the goroutine stacks until no dial probe is left or d passes.
 func awaitDialProbes(d time.Duration) {
-	deadline := time.Now().Add(d)
 	buf := make([]byte, 1<<20)
-	for time.Now().Before(deadline) {
+	testutil.Until(time.Now().Add(d), func() bool {
 		n := runtime.Stack(buf, true)
-		if !strings.Contains(string(buf[:n]), dialProbe) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond) // polling for a condition, not ordering
-	}
+		return !strings.Contains(string(buf[:n]), dialProbe)
+	})
 }
