@@ -118,6 +118,11 @@ func readPlan(ctx context.Context, tx batcher, batch []*pending) (*plan, error) 
 	pl.arts.seen = map[string]bool{}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	// The heads are found by key, never by scanning: the plans of this transaction's
+	// statements are cached per connection, and one made while conversations was small
+	// (a fresh database) would otherwise stay a sequential scan of a table that grows
+	// with every conversation and every head update (each leaves a dead row version).
+	b.Queue(`SET LOCAL enable_seqscan = off`)
 	b.Queue(`SELECT `+headCols+` FROM conversations WHERE key = ANY($1) ORDER BY key FOR UPDATE`, keys).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var h head

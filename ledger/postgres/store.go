@@ -91,10 +91,21 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 		return nil, fmt.Errorf("postgres store at %s: migrate: %w", cfg.ConnConfig.Host, err)
 	}
 	s := &Store{pool: pool, opts: opts, logger: logger, queue: make(chan *pending, opts.MaxBatch)}
-	s.wg.Add(1)
-	go s.commitLoop()
+	for range committers {
+		s.wg.Add(1)
+		go s.commitLoop()
+	}
 	return s, nil
 }
+
+// committers is how many group commits may be in flight at once, each on its own
+// connection: while one waits for its round trips and its WAL flush, the next gathers
+// the appends queued meanwhile and sends them. Batches that share a conversation
+// serialize on its head row (each locks its heads in key order, so that they never
+// deadlock; the later one reads the head as the earlier one left it); two that create
+// the same conversation or task conflict, and the later one falls back to
+// commitAlone, as with another instance.
+const committers = 2
 
 // defaultMaxConns is the pool size when neither Options.MaxConns nor the URL sets one:
 // pgxpool's default (the larger of 4 and the CPU count) leaves the readers of a busy
