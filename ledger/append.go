@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -357,6 +358,10 @@ func (s *Store) moveLarge(i, j int, part *Part) (artifact, bool, error) {
 // trace and the other requests of the batch go on. txErr is a bbolt failure after writes
 // began: the transaction must be rolled back.
 func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
+	if s.noPushConfigs.Load() && slices.ContainsFunc(p.entries, func(e Entry) bool { return e.Kind == KindPushConfig }) {
+		// Before the write: a PushConfigs that still answers "none" began before it (outbox.go).
+		s.noPushConfigs.Store(false)
+	}
 	if s.format == Format2 {
 		return s.apply2(tx, p)
 	}

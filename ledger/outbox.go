@@ -30,6 +30,19 @@ var (
 	bucketPushPending = []byte("v1.push.pending")
 )
 
+// emptyPushConfigs reports whether the push config index of the file is empty.
+func emptyPushConfigs(db *bolt.DB) bool {
+	empty := false
+	_ = db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketPushConfigs); b != nil {
+			k, _ := b.Cursor().First()
+			empty = k == nil
+		}
+		return nil
+	})
+	return empty
+}
+
 // setUpPush creates the push indexes if they are missing.
 func setUpPush(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketPushConfigs, bucketPushPending} {
@@ -169,6 +182,17 @@ func readPointed2(tx *bolt.Tx, key string, seq uint64) (Entry, error) {
 // entries only. Errors: [ErrClosed] after Close; a [*ChainError] for an index that points
 // to no entry.
 func (s *Store) PushConfigs(ctx context.Context, owner, taskID string) ([]Entry, error) {
+	if s.noPushConfigs.Load() {
+		// No config was ever stored in this file: answer without a read transaction (the
+		// turn asks at each of its appends).
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s.isClosed() {
+			return nil, ErrClosed
+		}
+		return nil, nil
+	}
 	var out []Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketPushConfigs).Cursor()

@@ -125,7 +125,11 @@ type Store struct {
 	format  int          // the file's format: Format1 or Format2 (log2.go)
 	recentN atomic.Int64 // format 2: heads in "v1.heads.recent" (log2.go)
 
-	heads                  heads // conversation heads as committed, for encoding ahead (heads.go)
+	heads heads // conversation heads as committed, for encoding ahead (heads.go)
+	// noPushConfigs: the push config index was empty at Open and no PUSH_CONFIG entry has
+	// been applied since (set at Open, cleared by apply before such a write): PushConfigs
+	// answers without a read transaction. False (read) for a read-only Store.
+	noPushConfigs          atomic.Bool
 	guessHits, guessMisses atomic.Uint64
 }
 
@@ -194,6 +198,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if format == Format2 {
 		_ = db.View(func(tx *bolt.Tx) error { s.recentN.Store(countRecent(tx)); return nil })
 	}
+	s.noPushConfigs.Store(emptyPushConfigs(db)) // outbox.go
 	if err := s.openChecks(); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -320,6 +325,13 @@ func (s *Store) enter() bool {
 	}
 	s.inflight.Add(1)
 	return true
+}
+
+// isClosed reports whether Close has begun.
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // pending is one Append waiting for the committer.

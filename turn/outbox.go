@@ -66,12 +66,18 @@ type pushEvent struct {
 	ev     a2a.Event
 }
 
-// requestEvents returns the status and artifact events of req's entries, in order.
-func requestEvents(req *ledger.AppendRequest) []pushEvent {
+// mayNotify reports whether e is an entry entryEvent can make a status or artifact event of.
+func mayNotify(e *ledger.Entry) bool {
+	return e.TaskID != "" && (e.Kind == ledger.KindStatus || e.Kind == ledger.KindReplyChunk || e.Kind == ledger.KindAgentReply)
+}
+
+// requestEvents returns the status and artifact events of req's entries whose task is in
+// tasks, in order.
+func requestEvents(req *ledger.AppendRequest, tasks map[string][]ledger.PushConfig) []pushEvent {
 	var out []pushEvent
 	for i := range req.Entries {
 		e := req.Entries[i]
-		if e.TaskID == "" || (e.Kind != ledger.KindStatus && e.Kind != ledger.KindReplyChunk && e.Kind != ledger.KindAgentReply) {
+		if !mayNotify(&e) || len(tasks[e.TaskID]) == 0 {
 			continue
 		}
 		e.ContextID = req.ContextID
@@ -88,22 +94,30 @@ func requestEvents(req *ledger.AppendRequest) []pushEvent {
 // outboxEntries returns the PUSH_OUTBOX entries of req's events: one per event and live
 // config of its task (the stored configs, as the PUSH_CONFIG entries of req itself
 // change them).
+// The configs are read first: an event is decoded (its metadata parsed, its parts
+// converted) only for a task that has any, which most turns' tasks do not.
 func (r *Runner) outboxEntries(ctx context.Context, req *ledger.AppendRequest) ([]ledger.Entry, error) {
-	evs := requestEvents(req)
-	if len(evs) == 0 {
-		return nil, nil
-	}
-	configs := map[string][]ledger.PushConfig{}
-	var out []ledger.Entry
-	for _, pe := range evs {
-		cs, ok := configs[pe.taskID]
-		if !ok {
-			var err error
-			if cs, err = r.requestConfigs(ctx, req, pe.taskID); err != nil {
-				return nil, err
-			}
-			configs[pe.taskID] = cs
+	var configs map[string][]ledger.PushConfig
+	for i := range req.Entries {
+		e := &req.Entries[i]
+		if !mayNotify(e) {
+			continue
 		}
+		if _, ok := configs[e.TaskID]; ok {
+			continue
+		}
+		cs, err := r.requestConfigs(ctx, req, e.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if configs == nil {
+			configs = map[string][]ledger.PushConfig{}
+		}
+		configs[e.TaskID] = cs
+	}
+	var out []ledger.Entry
+	for _, pe := range requestEvents(req, configs) {
+		cs := configs[pe.taskID]
 		for i := range cs {
 			e, err := outboxEntry(pe, &cs[i])
 			if err != nil {
@@ -120,6 +134,9 @@ func (r *Runner) requestConfigs(ctx context.Context, req *ledger.AppendRequest, 
 	live, err := r.liveConfigs(ctx, req.Owner, taskID)
 	if err != nil {
 		return nil, err
+	}
+	if len(live) == 0 && !slices.ContainsFunc(req.Entries, func(e ledger.Entry) bool { return e.Kind == ledger.KindPushConfig }) {
+		return nil, nil // the common case: no config, none set by req
 	}
 	byID := map[string]ledger.PushConfig{}
 	for _, c := range live {
