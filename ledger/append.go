@@ -402,10 +402,7 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	if err := putEntries(conv, tasks, p.entries, encoded, &m); err != nil {
 		return outcome{}, nil, err
 	}
-	if err := putPush(tx, p.key, entries); err != nil { // outbox.go
-		return outcome{}, nil, err
-	}
-	if err := putRunning(tx, p.key, newTasks, entries); err != nil { // running.go
+	if err := putDerived(tx, p.key, newTasks, entries); err != nil {
 		return outcome{}, nil, err
 	}
 	m.LastHash = entries[len(entries)-1].Hash
@@ -416,6 +413,16 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
 	}
 	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
+}
+
+// putDerived updates the indexes derived from the stored entries (the push indexes,
+// outbox.go; the running-task index, running.go) in the commit that stores them; both
+// formats' appends use it.
+func putDerived(tx *bolt.Tx, key string, newTasks []string, entries []Entry) error {
+	if err := putPush(tx, key, entries); err != nil {
+		return err
+	}
+	return putRunning(tx, key, newTasks, entries)
 }
 
 // fence refuses p if it carries an epoch that is not the conversation's (ErrFenced) and

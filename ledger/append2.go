@@ -64,10 +64,7 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if lastPos, err = b.putEntries(p.key, entries, encoded, &m, lastPos); err != nil {
 		return outcome{}, nil, err
 	}
-	if err := putPush(tx, p.key, entries); err != nil { // outbox.go
-		return outcome{}, nil, err
-	}
-	if err := putRunning(tx, p.key, newTasks, entries); err != nil { // running.go
+	if err := putDerived(tx, p.key, newTasks, entries); err != nil {
 		return outcome{}, nil, err
 	}
 	m.LastHash = entries[len(entries)-1].Hash

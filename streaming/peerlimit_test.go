@@ -62,7 +62,13 @@ func TestMaxConnsPerPeer(t *testing.T) {
 		t.Errorf("bob's first connection: %v, want it accepted", err)
 	}
 	alice[0].Close()
-	waitFor(t, "alice's closed connection to be released", func() bool { return h.Stats().Conns == 3 })
+	// The peer's slot is released after the connection leaves Stats (the handler's
+	// deferred releasePeer runs last): wait for the slot itself.
+	waitFor(t, "alice's closed connection to free its slot", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.perPeer["alice"] == 2
+	})
 	if _, _, err := dialAs(t, url, "alice"); err != nil {
 		t.Errorf("alice after closing one: %v, want it accepted", err)
 	}
