@@ -3,6 +3,7 @@ package redact
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -186,8 +187,13 @@ func placeholder(kind string) string { return Prefix + kind + "]" }
 // the Anthropic key before the generic "sk-" key. A URL's user part takes no '[' or ']'
 // (RFC 3986 userinfo has none): a placeholder another pattern left there
 // ("://[redacted:github-token]@") is not a user and a password, so a second pass changes
-// nothing (Text is idempotent).
-var redactors = []redactor{
+// nothing (Text is idempotent). The table is in two parts, kept in this order: credentials
+// recognised by their own shape, then those recognised by the name or header before them.
+var redactors = slices.Concat(shapeRedactors, namedRedactors)
+
+// shapeRedactors find credentials by their own form (a key block, a URL password, a
+// provider's key prefix).
+var shapeRedactors = []redactor{
 	{
 		re:    regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z)`),
 		repl:  placeholder("private-key"),
@@ -234,6 +240,11 @@ var redactors = []redactor{
 		repl:  placeholder("aws-access-key-id"),
 		anyOf: []string{"AKIA", "ASIA", "ABIA", "ACCA"},
 	},
+}
+
+// namedRedactors find credentials by what names them (a secret-key field, an
+// Authorization header, "Bearer"), and JSON Web Tokens.
+var namedRedactors = []redactor{
 	{
 		re:    regexp.MustCompile(`(?i)((?:aws[_\-. ]?)?secret[_\-. ]?(?:access[_\-. ]?)?key(?:\\{0,8}["'])?\s{0,8}[:=]\s{0,8}(?:\\{0,8}["'])?)[A-Za-z0-9/+=]{40,}`),
 		repl:  "${1}" + placeholder("aws-secret-key"),
