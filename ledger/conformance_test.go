@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/a2a-gateway/gateway/ledger"
@@ -33,24 +32,5 @@ func TestPushConformance(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	paths := map[ledgertest.PushStore]string{}
-	var mu sync.Mutex
-	open := func(t *testing.T) ledgertest.PushStore {
-		path := filepath.Join(t.TempDir(), "ledger.db")
-		s := openAt(t, path)
-		mu.Lock()
-		paths[s] = path
-		mu.Unlock()
-		return s
-	}
-	reopen := func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return openAt(t, paths[s])
-	}
-	ledgertest.RunPush(t, open, reopen)
-	ledgertest.RunRunning(t, open, reopen)
+	ledgertest.RunReopened(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "ledger.db") }, openAt)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,4 +167,31 @@ func testPushPending(t *testing.T, s PushStore, reopen func() PushStore) {
 	if p, _ = s.PendingPush(ctx, 0); len(p) != 1 {
 		t.Errorf("pending after a late attempt = %d, want 1", len(p))
 	}
+}
+
+// RunReopened runs the suites that reopen a store (RunPush, RunRunning) against a backend
+// given as where a new store lives (place: a file path, a database URL) and how to open
+// the store at a place (openAt; it registers the store's Close as a cleanup).
+func RunReopened[S PushStore](t *testing.T, place func(t *testing.T) string, openAt func(t *testing.T, place string) S) {
+	places := map[PushStore]string{}
+	var mu sync.Mutex
+	open := func(t *testing.T) PushStore {
+		p := place(t)
+		s := openAt(t, p)
+		mu.Lock()
+		places[s] = p
+		mu.Unlock()
+		return s
+	}
+	reopen := func(t *testing.T, s PushStore) PushStore {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		p := places[s]
+		mu.Unlock()
+		return openAt(t, p)
+	}
+	RunPush(t, open, reopen)
+	RunRunning(t, open, reopen)
 }

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"os"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -52,24 +51,5 @@ func TestPushConformance(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	dsns := map[ledgertest.PushStore]string{}
-	var mu sync.Mutex
-	open := func(t *testing.T) ledgertest.PushStore {
-		dsn := pgtest.Database(t)
-		s := openAt(t, dsn)
-		mu.Lock()
-		dsns[s] = dsn
-		mu.Unlock()
-		return s
-	}
-	reopen := func(t *testing.T, s ledgertest.PushStore) ledgertest.PushStore {
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return openAt(t, dsns[s])
-	}
-	ledgertest.RunPush(t, open, reopen)
-	ledgertest.RunRunning(t, open, reopen)
+	ledgertest.RunReopened(t, func(t *testing.T) string { return pgtest.Database(t) }, openAt)
 }
