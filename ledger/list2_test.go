@@ -306,3 +306,22 @@ func TestAppend2_LeavesActivityIndex(t *testing.T) {
 	}
 	checkListing(t, s, 3)
 }
+
+// BenchmarkList2_FullRecent: a page of 20 by last activity while "v1.heads.recent" holds
+// recentMax heads (List reads them all) and the index 10,000 conversations.
+func BenchmarkList2_FullRecent(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "l.db")
+	makeIdle(b, path, Format2, 10_000)
+	s := mustOpenPath(b, path, Options{NoSync: true, Format: Format2})
+	for i := range recentMax {
+		mustAppend(b, s, "local", fmt.Sprintf("idle-%d", i*37), userMsg("x"))
+	}
+	if n := recentHeads(s); n != recentMax {
+		b.Fatalf("%d recent heads, want %d", n, recentMax)
+	}
+	for b.Loop() {
+		if page, err := s.List(b.Context(), ListOptions{Limit: 20}); err != nil || len(page) != 20 {
+			b.Fatalf("List = %d, %v", len(page), err)
+		}
+	}
+}
