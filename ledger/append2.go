@@ -68,11 +68,10 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 		return outcome{}, nil, err
 	}
 	m.LastHash = entries[len(entries)-1].Hash
-	prevActivity := m.LastActivity
 	if p.now.After(m.LastActivity) {
 		m.LastActivity = p.now
 	}
-	if err := b.putHead(p.key, &m, lastPos, found, prevActivity); err != nil {
+	if err := b.putHead(p.key, &m, lastPos); err != nil {
 		return outcome{}, nil, err
 	}
 	if b.newRecent > 0 {
@@ -136,25 +135,15 @@ func (b *log2Tx) putEntries(key string, entries []Entry, encoded [][]byte, m *me
 	return lastPos, nil
 }
 
-// putHead writes the head to "v1.heads.recent" and moves the conversation in the activity
-// index from prevActivity (when found) to m.LastActivity.
-func (b *log2Tx) putHead(key string, m *metaRecord, lastPos uint64, found bool, prevActivity time.Time) error {
+// putHead writes the head to "v1.heads.recent". The activity index is left alone: it
+// indexes the heads of "v1.heads", and the checkpoint that moves this head there moves
+// its key (moveRecent).
+func (b *log2Tx) putHead(key string, m *metaRecord, lastPos uint64) error {
 	if b.recent.Get([]byte(key)) == nil {
 		b.newRecent++
 	}
 	if err := b.recent.Put([]byte(key), appendHead(nil, m, lastPos)); err != nil {
 		return fmt.Errorf("put head: %w", err)
-	}
-	if found && prevActivity.Equal(m.LastActivity) {
-		return nil
-	}
-	if found {
-		if err := b.activity.Delete(activityKey(prevActivity, key)); err != nil {
-			return fmt.Errorf("activity index: %w", err)
-		}
-	}
-	if err := b.activity.Put(activityKey(m.LastActivity, key), nil); err != nil {
-		return fmt.Errorf("activity index: %w", err)
 	}
 	return nil
 }
@@ -168,24 +157,30 @@ func (s *Store) checkpoint(tx *bolt.Tx) error {
 	return s.moveRecent(tx)
 }
 
-// checkpointAtClose moves the heads of "v1.heads.recent" to "v1.heads" in a transaction
-// of its own, so that the next Open starts with none there. A failure is logged: the
-// heads stay where they are, as good.
-func (s *Store) checkpointAtClose() {
+// checkpointNow moves the heads of "v1.heads.recent" to "v1.heads" in a transaction of
+// its own: at Close, so that the next Open starts with none there, and at Open, when a
+// crash (or an earlier build's Close) left some there. A failure is logged: the heads
+// stay where they are, as good (List reads them from there).
+func (s *Store) checkpointNow(when string) {
 	if s.format != Format2 || s.readOnly || s.recentN.Load() == 0 {
 		return
 	}
 	if err := s.safeUpdate(s.moveRecent); err != nil {
-		s.logger.Warn("ledger: moving the recent heads at close failed; they stay in v1.heads.recent", "err", err)
+		s.logger.Warn("ledger: moving the recent heads failed; they stay in v1.heads.recent", "at", when, "err", err)
 	}
 }
 
-// moveRecent moves every head of "v1.heads.recent" to "v1.heads" in tx.
+// moveRecent moves every head of "v1.heads.recent" to "v1.heads" in tx, and each moved
+// conversation's activity index key from the head it replaces to its own.
 func (s *Store) moveRecent(tx *bolt.Tx) error {
-	recent, heads := tx.Bucket(bucketRecent), tx.Bucket(bucketHeads)
+	recent, heads, activity := tx.Bucket(bucketRecent), tx.Bucket(bucketHeads), tx.Bucket(bucketActivity)
+	activity.FillPercent = 0.9 // its new keys are the newest
 	moved := 0
 	err := recent.ForEach(func(k, v []byte) error {
 		moved++
+		if err := moveActivity(activity, k, heads.Get(k), v); err != nil {
+			return err
+		}
 		return heads.Put(k, v)
 	})
 	if err != nil {
@@ -199,6 +194,34 @@ func (s *Store) moveRecent(tx *bolt.Tx) error {
 	}
 	tx.OnCommit(func() { s.recentN.Add(-int64(moved)) })
 	return nil
+}
+
+// moveActivity replaces the activity index key of conversation key's head old (nil: none)
+// with the key of its head head. A head that does not decode keeps the old key, so that
+// List finds it and reports it unreadable.
+func moveActivity(activity *bolt.Bucket, key, old, head []byte) error {
+	at, ok := headActivity(head)
+	if !ok {
+		return nil
+	}
+	if oldAt, oldOK := headActivity(old); oldOK && !oldAt.Equal(at) {
+		if err := activity.Delete(activityKey(oldAt, string(key))); err != nil {
+			return fmt.Errorf("activity index: %w", err)
+		}
+	}
+	if err := activity.Put(activityKey(at, string(key)), nil); err != nil {
+		return fmt.Errorf("activity index: %w", err)
+	}
+	return nil
+}
+
+// headActivity returns the LastActivity of head record v (false: nil or undecodable).
+func headActivity(v []byte) (time.Time, bool) {
+	if v == nil {
+		return time.Time{}, false
+	}
+	m, _, err := decodeHead(v)
+	return m.LastActivity, err == nil
 }
 
 // countRecent returns how many heads "v1.heads.recent" holds.

@@ -7,10 +7,10 @@
 // contextId and owner, last seq, hash and log position, epoch, counters, last task) from
 // which it reaches its entries backwards, each log record naming the position of its
 // conversation's previous entry; a sparse index of every 32nd seq serves Range. A commit
-// writes at the right edge of the log, of the task index (time-ordered task ids) and of
-// the activity index that List reads, plus the heads of the conversations it touches,
-// which live in a small tree of recent heads until a checkpoint moves them. log2.go has the
-// details. A global task index ("v1.tasks") finds a task's conversation and entries and
+// writes at the right edge of the log and of the task index (time-ordered task ids), plus
+// the heads of the conversations it touches, which live in a small tree of recent heads
+// until a checkpoint moves them, and their keys in the activity index that List reads
+// (List merges the recent heads in). log2.go has the details. A global task index ("v1.tasks") finds a task's conversation and entries and
 // lists a conversation's tasks, and a content-addressed artifact store ("v1.artifacts")
 // holds parts larger than Options.LargePartBytes. The running-task index ("v1.running",
 // running.go, both formats) holds the tasks started and not settled since, so that a

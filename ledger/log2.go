@@ -24,18 +24,30 @@ import (
 //	"v1.seqidx"/               sha256 ‖ seq → position, for every seq that is a multiple of
 //	                           seqIndexEvery (the sparse index)
 //	"v1.activity"/             last activity (8 bytes big-endian Unix nanoseconds) ‖ key →
-//	                           empty: the conversations by last activity
+//	                           empty: the conversations of "v1.heads" by last activity
 //	"v1.tasks", "v1.artifacts", "v1.byid", "v1.quarantine" as in format 1, except that an
 //	                           entry key of the task index (taskId ‖ 0x00 ‖ seq) holds the
 //	                           entry's log position
 //
 // A commit appends at the right edge of the log (and, with time-ordered task ids, of the
-// task index and of the activity index); the only keys it writes at random places are
-// the heads of the conversations it touches. Those go to the small "v1.heads.recent",
-// whose pages a busy conversation rewrites commit after commit, rather than to the big
-// "v1.heads", whose leaves an idle conversation shares with others: a commit that finds
-// more than recentMax heads there moves them all to "v1.heads" (the checkpoint). A head
-// is read from "v1.heads.recent" first, then "v1.heads", in one read transaction.
+// task index); the only keys it writes at random places are the heads of the
+// conversations it touches. Those go to the small "v1.heads.recent", whose pages a busy
+// conversation rewrites commit after commit, rather than to the big "v1.heads", whose
+// leaves an idle conversation shares with others: a commit that finds more than
+// recentMax heads there moves them all to "v1.heads" (the checkpoint; Close runs one too,
+// and so does Open when a crash left heads there). A head is read from
+// "v1.heads.recent" first, then "v1.heads", in one read transaction.
+//
+// The activity index is lazy: it holds one key per head of "v1.heads", with that head's
+// LastActivity; a commit does not touch it (moving a conversation's key would rewrite a
+// leaf of the index at a random place, and the branches above it, for the sake of an
+// idle conversation). The checkpoint moves each moved conversation's key from the head
+// it replaces to the moved head. List merges the heads of "v1.heads.recent" (read whole,
+// sorted) with the index, skipping the index keys of conversations in "v1.heads.recent"
+// (a file written by an earlier build, which indexed every head at its commit, has
+// those) and the keys that do not match their head's LastActivity (stale: none is left
+// behind, but List does not rely on that). Salvage and the upgrade from format 1 write
+// every head to "v1.heads" with its key.
 //
 // A conversation's entries are reached backwards from its head (each record names the
 // position of the one before it), so reading its last n entries reads n records; an

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -86,66 +85,6 @@ func taskEntry2(tx *bolt.Tx, key string, seq uint64, v []byte, e *Entry) error {
 		return err
 	}
 	return decodeEntry(key, entryKey(seq), r.entry, e)
-}
-
-// list2 is List's read of a format-2 file: the activity index from its newest end, each
-// conversation's head, until limit (0: all) conversations of owner ("": any) are found
-// and the next one is older than the last found (ties are sorted by key).
-func (s *Store) list2(tx *bolt.Tx, opts ListOptions, skip func(key, reason string)) ([]Conversation, error) {
-	idx := tx.Bucket(bucketActivity)
-	if idx == nil {
-		return nil, &ChainError{Key: string(bucketActivity), Reason: "the activity index is missing"}
-	}
-	var out []Conversation
-	c := idx.Cursor()
-	for k := startActivity(c, opts.After); k != nil; k, _ = c.Prev() {
-		if len(k) < 8 {
-			continue
-		}
-		key := string(k[8:])
-		if a := opts.After; a != nil && bytes.Equal(k[:8], activityKey(a.LastActivity, "")) && key <= a.Key {
-			continue // a tie of the cursor's that comes before it
-		}
-		if opts.Limit > 0 && len(out) >= opts.Limit && !bytes.Equal(k[:8], activityKey(out[len(out)-1].LastActivity, "")) {
-			break
-		}
-		if !contextid.IsCurrentKey(key) {
-			continue
-		}
-		if s.quarantined(key) != nil {
-			skip(key, "quarantined")
-			continue
-		}
-		m, _, err := readHead2(tx, key)
-		if err != nil {
-			skip(key, err.Error())
-			continue
-		}
-		if contextid.Key(m.Owner, m.ContextID) != key {
-			skip(key, "head does not hash to the key")
-			continue
-		}
-		if opts.Owner == "" || m.Owner == opts.Owner {
-			out = append(out, m.conversation(key))
-		}
-	}
-	return out, nil
-}
-
-// startActivity positions c on the activity index's newest key that may follow the
-// cursor after (nil: the newest key) and returns it: the last key of the cursor's
-// LastActivity (its ties), or the newest before it.
-func startActivity(c *bolt.Cursor, after *ListCursor) []byte {
-	if after == nil {
-		k, _ := c.Last()
-		return k
-	}
-	if k, _ := c.Seek(activityKey(after.LastActivity.Add(time.Nanosecond), "")); k == nil {
-		k, _ = c.Last()
-		return k
-	}
-	k, _ := c.Prev()
-	return k
 }
 
 // headKeys returns the keys of every conversation of a format-2 file, sorted.

@@ -197,6 +197,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	s.db, s.format = db, format
 	if format == Format2 {
 		_ = db.View(func(tx *bolt.Tx) error { s.recentN.Store(countRecent(tx)); return nil })
+		s.checkpointNow("open") // heads a crash left in "v1.heads.recent" get their activity keys
 	}
 	s.noPushConfigs.Store(emptyPushConfigs(db)) // outbox.go
 	if err := s.openChecks(); err != nil {
@@ -289,7 +290,7 @@ func (s *Store) Close() error {
 		close(s.queue)
 	}
 	s.wg.Wait()
-	s.checkpointAtClose()
+	s.checkpointNow("close")
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("ledger: close: %w", err)
 	}
