@@ -330,7 +330,12 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 		return
 	}
 	defer st.Close()
-	flush()
+	flushUnlessReady := func() { // events ready together leave in one write
+		if !t.ready(ctx, st, req.Method) {
+			flush()
+		}
+	}
+	flushUnlessReady()
 	var buf bytes.Buffer
 	for {
 		ev, err := t.next(ctx, st, req.Method)
@@ -351,7 +356,7 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			if _, werr := w.Write(buf.Bytes()); werr != nil {
 				return
 			}
-			flush()
+			flushUnlessReady()
 		case errors.Is(err, io.EOF):
 			t.d.Observe(ctx, req.Method, d, nil, start)
 			return
@@ -384,6 +389,22 @@ func startSSE(w http.ResponseWriter) (flush func()) {
 			flusher.Flush()
 		}
 	}
+}
+
+// ready reports whether st is a ReadyStream whose next event (or end) is there without
+// waiting. A Ready that panics counts as not ready; Next reports the panic.
+func (t *transport) ready(ctx context.Context, st Stream, method string) (ok bool) {
+	rs, isReady := st.(ReadyStream)
+	if !isReady {
+		return false
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.d.log.ErrorContext(ctx, "stream Ready panicked", "method", method, "panic", fmt.Sprint(p))
+			ok = false
+		}
+	}()
+	return rs.Ready()
 }
 
 // next reads the stream's next event, bounded by the keep-alive interval, and turns a
