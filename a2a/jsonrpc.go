@@ -330,15 +330,16 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 		return
 	}
 	defer st.Close()
+	ready := false               // the stream said its next event is there: no flush, no keep-alive timer
 	flushUnlessReady := func() { // events ready together leave in one write
-		if !t.ready(ctx, st, req.Method) {
+		if ready = t.ready(ctx, st, req.Method); !ready {
 			flush()
 		}
 	}
 	flushUnlessReady()
 	var buf bytes.Buffer
 	for {
-		ev, err := t.next(ctx, st, req.Method)
+		ev, err := t.next(ctx, st, req.Method, ready)
 		switch {
 		case err == nil:
 			res, eerr := EncodeEvent(&ev, d)
@@ -407,9 +408,12 @@ func (t *transport) ready(ctx context.Context, st Stream, method string) (ok boo
 	return rs.Ready()
 }
 
-// next reads the stream's next event, bounded by the keep-alive interval, and turns a
-// panicking stream into an internal error.
-func (t *transport) next(ctx context.Context, st Stream, method string) (Event, error) {
+// next reads the stream's next event, bounded by the keep-alive interval unless the
+// stream said it is ready, and turns a panicking stream into an internal error.
+func (t *transport) next(ctx context.Context, st Stream, method string, ready bool) (Event, error) {
+	if ready {
+		return t.d.Next(ctx, st, method)
+	}
 	nctx, cancel := context.WithTimeout(ctx, t.d.cfg.KeepAlive)
 	defer cancel()
 	return t.d.Next(nctx, st, method)
