@@ -37,3 +37,12 @@ type Stream interface {
 	Next(ctx context.Context) (Event, error)
 	Close()
 }
+
+// ReadyStream is a Stream that can tell whether Next would return at once (an event, the
+// end or an error) without waiting. The SSE writer then writes that event before it
+// flushes, so events that became ready together (committed together) leave in one write.
+// Ready must not report true unless Next will not wait.
+type ReadyStream interface {
+	Stream
+	Ready() bool
+}

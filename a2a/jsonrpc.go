@@ -330,10 +330,16 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 		return
 	}
 	defer st.Close()
-	flush()
+	ready := false               // the stream said its next event is there: no flush, no keep-alive timer
+	flushUnlessReady := func() { // events ready together leave in one write
+		if ready = t.ready(ctx, st, req.Method); !ready {
+			flush()
+		}
+	}
+	flushUnlessReady()
 	var buf bytes.Buffer
 	for {
-		ev, err := t.next(ctx, st, req.Method)
+		ev, err := t.next(ctx, st, req.Method, ready)
 		switch {
 		case err == nil:
 			res, eerr := EncodeEvent(&ev, d)
@@ -351,7 +357,7 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 			if _, werr := w.Write(buf.Bytes()); werr != nil {
 				return
 			}
-			flush()
+			flushUnlessReady()
 		case errors.Is(err, io.EOF):
 			t.d.Observe(ctx, req.Method, d, nil, start)
 			return
@@ -386,9 +392,28 @@ func startSSE(w http.ResponseWriter) (flush func()) {
 	}
 }
 
-// next reads the stream's next event, bounded by the keep-alive interval, and turns a
-// panicking stream into an internal error.
-func (t *transport) next(ctx context.Context, st Stream, method string) (Event, error) {
+// ready reports whether st is a ReadyStream whose next event (or end) is there without
+// waiting. A Ready that panics counts as not ready; Next reports the panic.
+func (t *transport) ready(ctx context.Context, st Stream, method string) (ok bool) {
+	rs, isReady := st.(ReadyStream)
+	if !isReady {
+		return false
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.d.log.ErrorContext(ctx, "stream Ready panicked", "method", method, "panic", fmt.Sprint(p))
+			ok = false
+		}
+	}()
+	return rs.Ready()
+}
+
+// next reads the stream's next event, bounded by the keep-alive interval unless the
+// stream said it is ready, and turns a panicking stream into an internal error.
+func (t *transport) next(ctx context.Context, st Stream, method string, ready bool) (Event, error) {
+	if ready {
+		return t.d.Next(ctx, st, method)
+	}
 	nctx, cancel := context.WithTimeout(ctx, t.d.cfg.KeepAlive)
 	defer cancel()
 	return t.d.Next(nctx, st, method)

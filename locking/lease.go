@@ -26,7 +26,8 @@ func (l *Lease) Holder() string { return l.holder }
 // Token returns the lease's random token.
 func (l *Lease) Token() string { return l.token }
 
-// Lost is closed when the lease is lost while held.
+// Lost is closed when the lease is lost while held; nil for a lease that cannot be lost
+// (the in-process one), which receives nothing, like a channel never closed.
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Release gives the key back. It is idempotent; the first call's error is returned by

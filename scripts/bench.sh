@@ -7,7 +7,9 @@
 #     here, not shipped): message/send at concurrency 1 and 64, a fresh contextId per
 #     request and 64 long-lived contexts, on one core (servers under GOMAXPROCS=1 and, with
 #     taskset, pinned to CPU 0, the load generator on CPU 1) and on two (nothing pinned);
-#     alternating rounds, then a table of the gateway/a2a-go ratios.
+#     alternating rounds, then a table of the gateway/a2a-go ratios; then message/stream at
+#     concurrency 16 on one core (fresh contextIds, 16 contexts): streams/s and first-event
+#     p50 ratios against issue #16's targets.
 #  2. the same gateway with the Redis lease vs with the in-process lease (concurrency 64).
 #  3. the busy reply (perf anchor G7): bursts of 1,000 sends at once on one contextId against
 #     a gateway whose turn outlasts the burst, each followed by the same burst against the
@@ -88,6 +90,28 @@ done
 echo "=== gateway / a2a-go v0.3.3 in-memory echo: medians of $ROUNDS alternating rounds of $DUR each (req/s x above 1: the gateway"
 echo "    serves more; p50 x and p99 x above 1: the gateway is slower). Targets (issue #16): req/s x >= 0.5 on one core, >= 1.0 on two, c=64"
 cat "$peer_summary"
+echo
+
+# 1b (streaming). message/stream (v0.3) at concurrency 16 on one core, against the same
+# one-core gateway and a2a-go as above: a fresh contextId per stream, then 16 long-lived
+# contexts; alternating rounds. The first event is the gateway's answer to the inbound
+# message, sent only after its commit (fsync'd), so the first-event time includes it.
+stream_summary=$tmp/a2ago-stream-summary
+printf '%-22s  %10s %10s  %9s  %12s %12s  %9s\n' workload "gw strm/s" "a2a strm/s" "strm/s x" "gw first p50" "a2a first" "first x" >"$stream_summary"
+for workload in fresh 16; do
+  if [ "$workload" = fresh ]; then wflags=(--fresh-contexts) wname="fresh contextId"; else wflags=(--contexts 16) wname="16 long-lived contexts"; fi
+  echo "=== gateway vs a2a-go v0.3.3 echo (baseline), message/stream, $wname, concurrency 16, 1 core ($one_core)"
+  out=$("${pin_client[@]}" "$BIN" bench --stream --concurrency 16 "${wflags[@]}" --duration "$DUR" --rounds "$ROUNDS" --baseline-url "http://127.0.0.1:$a1/" "http://127.0.0.1:$p1/")
+  echo "$out"
+  echo
+  echo "$out" | awk -v w="$wname" '
+    $1 == "median" && $2 == "target" { t = $3; tf = $(NF-1) }
+    $1 == "median" && $2 == "baseline" { b = $3; bf = $(NF-1) }
+    $1 == "target/baseline" { printf "%-22s  %10s %10s  %9s  %12s %12s  %9s\n", w, t, b, $3, tf, bf, $NF }' >>"$stream_summary"
+done
+echo "=== gateway / a2a-go v0.3.3 in-memory echo, message/stream, concurrency 16, one core: medians of $ROUNDS alternating"
+echo "    rounds of $DUR each (first p50 in ms). Targets (issue #16): strm/s x >= 0.5, first x <= 2.0"
+cat "$stream_summary"
 echo
 
 # The burst gateway: its turn (five words, 250 ms apart: ~1.3 s) outlasts a burst of 1,000

@@ -234,6 +234,13 @@ func (c *Cursor) Next(ctx context.Context, ended <-chan struct{}) (a2a.Event, er
 	}
 }
 
+// TryNext is Next without waiting: ok is false when the feed holds no event for the cursor
+// yet. A cursor that fell too far behind gets [ErrLagged] (with ok false).
+func (c *Cursor) TryNext() (ev a2a.Event, ok bool, err error) {
+	ev, ok, _, err = c.take()
+	return ev, ok, err
+}
+
 // ErrEnded tells a reader that the turn it follows ended and published nothing more.
 var ErrEnded = errors.New("the turn ended")
 

@@ -250,3 +250,30 @@ func TestFeedsWatchElsewhereSweep(t *testing.T) {
 		t.Fatal("an unexpired reader elsewhere was dropped")
 	}
 }
+
+// TestCursorTryNext: TryNext returns what Next would without waiting, and nothing (not
+// an error) when the feed holds nothing for the cursor yet; a cursor too far behind gets
+// ErrLagged.
+func TestCursorTryNext(t *testing.T) {
+	t.Parallel()
+	fs := &Feeds{Backlog: 2}
+	c := fs.Join("k")
+	defer c.Close()
+	if ev, ok, err := c.TryNext(); ok || err != nil {
+		t.Fatalf("TryNext on an empty feed = %v, %v, %v; want nothing", ev, ok, err)
+	}
+	fs.Publish("k", events(1, 2)...)
+	for _, want := range []uint64{1, 2} {
+		ev, ok, err := c.TryNext()
+		if !ok || err != nil || ev.Seq != want {
+			t.Fatalf("TryNext = seq %d, %v, %v; want seq %d", ev.Seq, ok, err, want)
+		}
+	}
+	if _, ok, err := c.TryNext(); ok || err != nil {
+		t.Fatalf("TryNext after the last event = %v, %v; want nothing", ok, err)
+	}
+	fs.Publish("k", events(3, 5)...) // one more than the backlog: the cursor lags
+	if _, ok, err := c.TryNext(); ok || !errors.Is(err, ErrLagged) {
+		t.Fatalf("TryNext behind the backlog = %v, %v; want ErrLagged", ok, err)
+	}
+}

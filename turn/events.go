@@ -140,7 +140,20 @@ type eventStream struct {
 	// (signalWatch; last at signaled) so that a turn on another instance stores its chunks.
 	signal   bool
 	signaled time.Time
+	// peeked is what Next returns next, taken by Ready; nowait makes next return
+	// errNotReady instead of waiting on the feed or reading the ledger (Ready only).
+	peeked *nextResult
+	nowait bool
 }
+
+// nextResult is one result of eventStream.next.
+type nextResult struct {
+	ev  a2a.Event
+	err error
+}
+
+// errNotReady: next, under nowait, would have had to wait or read the ledger.
+var errNotReady = errors.New("no event ready")
 
 // newEventStream joins the live feed first, so that nothing committed after the ledger
 // read below is missed.
@@ -153,8 +166,33 @@ func (r *Runner) newEventStream(owner, contextID, taskID string, afterSeq uint64
 // Next implements a2a.Stream. Its errors are protocol errors (see protocolError); io.EOF
 // after the task's final status.
 func (s *eventStream) Next(ctx context.Context) (a2a.Event, error) {
+	if p := s.peeked; p != nil {
+		s.peeked = nil
+		return p.ev, protocolError(p.err)
+	}
 	ev, err := s.next(ctx)
 	return ev, protocolError(err)
+}
+
+// Ready implements a2a.ReadyStream: whether Next returns at once. It takes the next event
+// (or the end, or an error) that is already on the live feed and keeps it for Next; it
+// never waits and never reads the ledger (then it reports false). Over a shared store it
+// always reports false.
+func (s *eventStream) Ready() bool {
+	if s.peeked != nil || len(s.head) > 0 || s.done {
+		return true
+	}
+	if s.r.cfg.SharedStore {
+		return false
+	}
+	s.nowait = true
+	ev, err := s.next(context.Background())
+	s.nowait = false
+	if errors.Is(err, errNotReady) {
+		return false
+	}
+	s.peeked = &nextResult{ev: ev, err: err}
+	return true
 }
 
 func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
@@ -171,6 +209,9 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			ev = s.pending[0]
 			s.pending = s.pending[1:]
 		case s.replaying:
+			if s.nowait {
+				return a2a.Event{}, errNotReady
+			}
 			if err := s.readPage(ctx); err != nil {
 				return a2a.Event{}, err
 			}
@@ -232,6 +273,13 @@ var errPollStore = errors.New("poll the shared store")
 // follow waits for the next event of the live feed; over a shared store, for at most
 // sharedPoll (errPollStore).
 func (s *eventStream) follow(ctx context.Context) (a2a.Event, error) {
+	if s.nowait {
+		ev, ok, err := s.cur.TryNext()
+		if !ok && err == nil {
+			return a2a.Event{}, errNotReady
+		}
+		return ev, err
+	}
 	if !s.r.cfg.SharedStore {
 		return s.cur.Next(ctx, s.ended)
 	}

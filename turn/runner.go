@@ -903,8 +903,18 @@ func (tr *turnRun) watchLease() (stop func()) {
 // stored in the first chunk taken after someone does, or in the reply at the end. It
 // exits when stop is closed, or after a failed append (recorded in chunkErr; the turn is
 // canceled).
+//
+// Once the agent has replied (stop closed), text still pending is left to the turn's end:
+// finish stores it in the same commit as the reply and the final status, so an agent that
+// replies faster than a commit costs one commit for its reply instead of two, and its
+// readers see that text no later than they would have.
 func (tr *turnRun) writeChunks(ctx context.Context, stop <-chan struct{}) {
 	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		watched, joined := tr.feed.Watched()
 		if watched {
 			if text := tr.chunks.take(false); text != "" {
