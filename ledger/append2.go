@@ -47,7 +47,7 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	encoded, entries := s.chain(p, &m)
+	encoded, entries := s.chainFrames(p, &m)
 
 	// Writes.
 	if !found {
@@ -103,7 +103,7 @@ func loadHead2(tx *bolt.Tx, p *prepared) (metaRecord, uint64, bool, error) {
 // putEntries appends the encoded entries to the log after m's last seq, each linked to
 // the one before (lastPos), indexes every seqIndexEvery-th seq and the entries of a task,
 // and advances m's last seq and counters. It returns the last entry's position.
-func (b *log2Tx) putEntries(key string, entries []Entry, encoded [][]byte, m *metaRecord, lastPos uint64) (uint64, error) {
+func (b *log2Tx) putEntries(key string, entries []Entry, encoded []frame, m *metaRecord, lastPos uint64) (uint64, error) {
 	hash := convHash(key)
 	for i := range entries {
 		e := &entries[i]
@@ -112,8 +112,9 @@ func (b *log2Tx) putEntries(key string, entries []Entry, encoded [][]byte, m *me
 		if err != nil {
 			return 0, fmt.Errorf("next log position: %w", err)
 		}
-		rec := appendLogRecord(make([]byte, 0, 1+hashLen+20+len(encoded[i])), hash, seq, lastPos, encoded[i])
-		if err := b.log.Put(encodeSeq(pos), rec); err != nil {
+		var k [seqLen]byte // bbolt copies a key
+		binary.BigEndian.PutUint64(k[:], pos)
+		if err := b.log.Put(k[:], logRecordIn(encoded[i], hash, seq, lastPos)); err != nil {
 			return 0, fmt.Errorf("put log record: %w", err)
 		}
 		if seq%seqIndexEvery == 0 {

@@ -169,6 +169,16 @@ func appendLogRecord(b, hash []byte, seq, prevPos uint64, entry []byte) []byte {
 	return append(b, entry...)
 }
 
+// logRecordIn returns appendLogRecord(nil, hash, seq, prevPos, f.stored()), its prefix
+// written in f's room (the encoding is not copied).
+func logRecordIn(f frame, hash []byte, seq, prevPos uint64) []byte {
+	var buf [1 + hashLen + 2*binary.MaxVarintLen64]byte
+	prefix := appendLogRecord(buf[:0], hash, seq, prevPos, nil)
+	start := frameRoom - len(prefix)
+	copy(f.b[start:frameRoom], prefix)
+	return f.b[start:]
+}
+
 // decodeLogRecord is the inverse of appendLogRecord.
 func decodeLogRecord(v []byte) (logRecord, error) {
 	if len(v) < 1+hashLen || v[0] != logRecordVersion {
