@@ -65,13 +65,23 @@ type entryReader struct {
 }
 
 // newEntryReader returns the reader of conversation key, whose head is m (nil: unknown).
+// Release it when the read is done.
 func newEntryReader(key string, m *metaRecord) *entryReader {
-	r := &entryReader{key: key, h: sha256.New(), spans: make([]strSpan, 0, 32)}
+	r := readerPool.Get().(*entryReader)
+	r.key = key
 	if m != nil {
 		r.known = knownStrings{contextID: m.ContextID, owner: m.Owner, link: [2]string{m.LastHash}}
 	}
 	return r
 }
+
+// release puts r back for another read; r must not be used after.
+func (r *entryReader) release() {
+	r.key, r.known = "", knownStrings{} // hold no entry's strings
+	readerPool.Put(r)
+}
+
+var readerPool = sync.Pool{New: func() any { return &entryReader{h: sha256.New(), spans: make([]strSpan, 0, 32)} }}
 
 // decode is decodeEntry(key, entryKey(seq), v, e) for the entry at seq: the entry's bytes
 // match its hash, it decodes, and it says seq. Errors: a [*ChainError] naming seq, with
@@ -354,43 +364,41 @@ func (d *entryDecoder) rawStr() ([]byte, bool) {
 	if !d.byte('"') {
 		return nil, false
 	}
-	j := bytes.IndexByte(d.b[d.i:], '"')
-	if j < 0 || bytes.IndexByte(d.b[d.i:d.i+j], '\\') >= 0 {
-		return nil, false
-	}
-	s := d.b[d.i : d.i+j]
-	if !printableASCII(s) {
-		ascii := true
-		for _, c := range s {
-			if c < 0x20 {
-				return nil, false
+	b, start := d.b, d.i
+	ascii := true
+	for i := start; ; {
+		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i == len(b) {
+			return nil, false
+		}
+		for end := min(i+8, len(b)); i < end; i++ {
+			switch c := b[i]; {
+			case c == '"':
+				s := b[start:i]
+				if !ascii && !utf8.Valid(s) {
+					return nil, false // json.Unmarshal replaces invalid UTF-8
+				}
+				d.i = i + 1
+				return s, true
+			case c == '\\' || c < 0x20:
+				return nil, false // an escape, or a control character JSON does not allow
+			case c >= utf8.RuneSelf:
+				ascii = false
 			}
-			ascii = ascii && c < utf8.RuneSelf
-		}
-		if !ascii && !utf8.Valid(s) {
-			return nil, false // json.Unmarshal replaces invalid UTF-8
 		}
 	}
-	d.i += j + 1
-	return s, true
 }
 
-// printableASCII reports whether every byte of s is in 0x20..0x7f, eight at a time: a
-// byte below 0x20 borrows in the subtraction and sets its top bit (the lowest such byte
-// does whatever the bytes above it hold), a byte from 0x80 has it set.
-func printableASCII(s []byte) bool {
-	const lo, top = 0x2020202020202020, 0x8080808080808080
-	for ; len(s) >= 8; s = s[8:] {
-		if x := binary.LittleEndian.Uint64(s); (x-lo|x)&top != 0 {
-			return false
-		}
-	}
-	for _, c := range s {
-		if c < 0x20 || c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
+// special reports whether one of the eight bytes of x may be a quote, a backslash, a
+// control character or not ASCII (it is exact for eight ASCII bytes): a byte below 0x20
+// borrows when 0x20 is subtracted from it and sets its top bit (the lowest such byte
+// whatever the bytes below it hold), a quote or backslash is a zero byte once x is xored
+// with it (which borrows likewise), and a byte from 0x80 has its top bit set.
+func special(x uint64) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	return ((x-0x20*ones)|((x^'"'*ones)-ones)|((x^'\\'*ones)-ones)|x)&tops != 0
 }
 
 // number reads the digits of a JSON number and returns them.

@@ -30,6 +30,7 @@ func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*En
 		from = beforeSeq - 1
 	}
 	r := newEntryReader(key, &m)
+	defer r.release()
 	out := make([]Entry, 0, min(uint64(n), from, 1024))
 	err = l.back(from, func(seq uint64, rec logRecord) (bool, error) {
 		out = append(out, Entry{})
@@ -64,6 +65,7 @@ func range2(tx *bolt.Tx, key string, afterSeq uint64, limit int) ([]Entry, error
 		end = afterSeq + uint64(limit)
 	}
 	r := newEntryReader(key, &m)
+	defer r.release()
 	out := make([]Entry, end-afterSeq)
 	err = l.back(end, func(seq uint64, rec logRecord) (bool, error) {
 		if err := r.decode(seq, rec.entry, &out[seq-afterSeq-1]); err != nil {
@@ -97,6 +99,7 @@ func taskEntries2(tx *bolt.Tx, key string, m *metaRecord, idx *bolt.Bucket, task
 	out := make([]Entry, len(places))
 	l := &convLog{key: key, hash: convHash(key), log: tx.Bucket(bucketLog)}
 	r := newEntryReader(key, m)
+	defer r.release()
 	for i, p := range places {
 		rec, err := l.record(p.pos, p.seq)
 		if err != nil {

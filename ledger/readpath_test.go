@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,26 +16,50 @@ import (
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
-func TestPrintableASCII(t *testing.T) {
+// TestRawStr compares the decoder's string scan with a byte-by-byte one, for every byte
+// that matters at every position of strings across the eight-byte words it reads.
+func TestRawStr(t *testing.T) {
 	t.Parallel()
-	slow := func(s []byte) bool {
-		for _, c := range s {
-			if c < 0x20 || c >= utf8.RuneSelf {
-				return false
+	ref := func(b []byte) ([]byte, bool) {
+		j := bytes.IndexByte(b, '"')
+		if j < 0 || bytes.IndexByte(b[:j], '\\') >= 0 {
+			return nil, false
+		}
+		for _, c := range b[:j] {
+			if c < 0x20 {
+				return nil, false
 			}
 		}
-		return true
+		if !utf8.Valid(b[:j]) {
+			return nil, false
+		}
+		return b[:j], true
 	}
 	base := []byte(strings.Repeat("abcdefgh ~}|{z", 3))
 	for n := range len(base) {
-		for at := range n {
-			for _, c := range []byte{0, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xff} {
+		for at := range n + 1 {
+			for _, c := range []byte{0, 0x1f, 0x20, '"', '\\', 0x7e, 0x7f, 0x80, 0xc3, 0xa9, 0xff, '!', '#', '[', ']'} {
 				s := append([]byte(nil), base[:n]...)
-				s[at] = c
-				if got, want := printableASCII(s), slow(s); got != want {
-					t.Fatalf("printableASCII(%q) = %v, want %v", s, got, want)
+				if at < n {
+					s[at] = c
+				}
+				for _, tail := range []string{`"`, `é"`, ""} {
+					v := append(append([]byte{'"'}, s...), tail...)
+					d := entryDecoder{b: v}
+					got, ok := d.rawStr()
+					want, wantOK := ref(v[1:])
+					if ok != wantOK || !bytes.Equal(got, want) || ok && d.i != 1+len(want)+1 {
+						t.Fatalf("rawStr(%q) = %q, %v (at %d), want %q, %v", v, got, ok, d.i, want, wantOK)
+					}
 				}
 			}
+		}
+	}
+	for c := range 256 { // exact on ASCII words
+		x := binary.LittleEndian.Uint64([]byte{'a', byte(c), 'b', 'c', 'd', 'e', 'f', 'g'})
+		want := c < 0x20 || c == '"' || c == '\\' || c >= 0x80
+		if special(x) != want {
+			t.Errorf("special(%q) = %v", byte(c), !want)
 		}
 	}
 }
