@@ -105,14 +105,22 @@ func (r *entryReader) decode(seq uint64, v []byte, e *Entry) error {
 	return nil
 }
 
-// hashMatches is entryBytesFault(v) == "" without allocating: the stored hash (the last
-// member) is sha256 of the prevHash, the bytes before the hash member and a closing brace.
+// hashMatches is entryBytesFault(v) == "" without allocating.
 func (r *entryReader) hashMatches(v []byte) bool {
+	_, _, ok := r.linkHashes(v)
+	return ok
+}
+
+// linkHashes is entryHashes without allocating: the prevHash and hash v holds (aliasing
+// it) and whether the hash, its last member, is sha256 of the prevHash, the bytes before
+// the hash member and a closing brace. ok is false for an entry that does not end with
+// its hash.
+func (r *entryReader) linkHashes(v []byte) (prev, stored []byte, ok bool) {
 	n := len(v) - hashSuffixLen
 	if n < 1 || !bytes.HasPrefix(v[n:], []byte(hashField)) || !bytes.HasSuffix(v, []byte(`"}`)) {
-		return false
+		return nil, nil, false
 	}
-	var prev []byte
+	stored = v[n+len(hashField) : len(v)-2]
 	if p := n - len(prevHashField) - 64 - 1; p > 0 && bytes.HasPrefix(v[p:], []byte(prevHashField)) && v[n-1] == '"' {
 		prev = v[p+len(prevHashField) : n-1]
 	}
@@ -121,7 +129,7 @@ func (r *entryReader) hashMatches(v []byte) bool {
 	r.h.Write(v[:n])
 	r.h.Write(closingBrace)
 	hex.Encode(r.hex[:], r.h.Sum(r.sum[:0]))
-	return bytes.Equal(r.hex[:], v[n+len(hashField):len(v)-2])
+	return prev, stored, bytes.Equal(r.hex[:], stored)
 }
 
 var closingBrace = []byte{'}'}

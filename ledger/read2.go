@@ -204,20 +204,26 @@ func quickCheck2(tx *bolt.Tx, key string) error {
 	if err != nil {
 		return err
 	}
-	want := m.LastHash
-	err = l.back(m.LastSeq, func(seq uint64, r logRecord) (bool, error) {
-		prev, hash, fault := entryHashes(r.entry)
+	r := newEntryReader(key, nil)
+	defer r.release()
+	want := []byte(m.LastHash) // then each entry's prevHash, aliasing the transaction
+	err = l.back(m.LastSeq, func(seq uint64, rec logRecord) (bool, error) {
+		prev, hash, ok := r.linkHashes(rec.entry)
 		switch {
-		case fault != "":
+		case !ok:
+			fault := entryBytesFault(rec.entry)
+			if fault == "" {
+				fault = "hash does not match the entry's bytes"
+			}
 			return false, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fault}
-		case hash != want:
+		case !bytes.Equal(hash, want):
 			return false, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
 				Reason: fmt.Sprintf("hash %q, the next entry (or the head) links to %q", hash, want)}
 		}
 		want = prev
 		return true, nil
 	})
-	if err == nil && want != "" {
+	if err == nil && len(want) != 0 {
 		err = &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: 1, Reason: "the first entry has a prevHash"}
 	}
 	return err
