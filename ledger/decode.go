@@ -34,7 +34,7 @@ func decodeStored(v []byte, e *Entry) error {
 // spanPool holds decodeStored's scratch (an entryReader keeps its own).
 var spanPool = sync.Pool{New: func() any { s := make([]strSpan, 0, 32); return &s }}
 
-// decodeInto is decodeStored into a zero e, with the strings known (nil: none) reuses and
+// decodeInto is decodeStored into a zero e, reusing the strings of known (nil: none), with
 // spans as the decoder's scratch; it returns the scratch as the entry left it.
 func decodeInto(v []byte, e *Entry, known *knownStrings, spans []strSpan) ([]strSpan, error) {
 	d := entryDecoder{b: v, known: known, spans: spans[:0]}
@@ -256,9 +256,10 @@ func (d *entryDecoder) byte(c byte) bool {
 	return false
 }
 
-// str reads a JSON string without escapes for field f (of part part), to be set by
-// finish: to one of the known strings (valLink0 from first on: the hashes) or one of the
-// constants when it equals it, else to a copy.
+// str reads a JSON string without escapes for field f (of part part, for a part's), which
+// finish sets: to a string the decoder already has when it equals it (first names which
+// to try: valContextID, valOwner, valLink0 for both hashes, valConst for the constants;
+// valCopy for none), else to a copy.
 func (d *entryDecoder) str(f strField, part int32, first uint8) bool {
 	raw, ok := d.rawStr()
 	if !ok {
@@ -280,8 +281,8 @@ func (d *entryDecoder) str(f strField, part int32, first uint8) bool {
 	return true
 }
 
-// match returns the val of the known string from first on that raw equals, valCopy if
-// none: the contextId, the owner, or either hash for valLink0; the constants for valConst.
+// match returns the val of the string first names (valLink0: either hash; valConst: any
+// constant) if raw equals it, else valCopy.
 func (k *knownStrings) match(raw []byte, first uint8) uint8 {
 	switch first {
 	case valContextID:
