@@ -193,6 +193,7 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 		epoch:     req.Epoch,
 		now:       s.now().Round(0).UTC(),
 		entries:   make([]Entry, len(req.Entries)),
+		templates: make([]template, 0, len(req.Entries)),
 	}
 	seenTask := map[string]bool{}
 	seenArtifact := map[string]bool{}
@@ -476,12 +477,22 @@ func newTaskIDs(tasks *bolt.Bucket, p *prepared) ([]string, error) {
 // the commit (p.guess) when the head has not moved since, and fills the templates here
 // otherwise. m is not modified.
 func (s *Store) chain(p *prepared, m *metaRecord) (encoded [][]byte, entries []Entry) {
-	encoded = make([][]byte, len(p.entries))
+	frames, entries := s.chainFrames(p, m)
+	encoded = make([][]byte, len(frames))
+	for i, f := range frames {
+		encoded[i] = f.stored()
+	}
+	return encoded, entries
+}
+
+// chainFrames is chain with the encodings in their frames, for format 2's log records.
+func (s *Store) chainFrames(p *prepared, m *metaRecord) (encoded []frame, entries []Entry) {
+	encoded = make([]frame, len(p.entries))
 	entries = make([]Entry, len(p.entries))
 	g := p.guess
 	if g != nil {
 		if g.baseSeq != m.LastSeq || g.baseHash != m.LastHash || g.epoch != m.Epoch {
-			g = nil // the head moved since the guess: compute here
+			g, p.guess = nil, nil // the head moved since the guess: compute here
 			s.guessMisses.Add(1)
 		} else {
 			s.guessHits.Add(1)
@@ -492,7 +503,7 @@ func (s *Store) chain(p *prepared, m *metaRecord) (encoded [][]byte, entries []E
 		e := p.entries[i]
 		e.Seq, e.Epoch, e.PrevHash = m.LastSeq+uint64(i)+1, m.Epoch, prev
 		if g != nil {
-			encoded[i], e.Hash = g.encoded[i], g.hashes[i]
+			encoded[i], e.Hash = g.filled[i].frame, g.filled[i].hash
 		} else {
 			encoded[i], e.Hash = p.templates[i].fill(e.Seq, e.Epoch, e.PrevHash)
 		}
@@ -576,12 +587,31 @@ func putEntries(conv, tasks *bolt.Bucket, entries []Entry, encoded [][]byte, m *
 
 // template is an entry's canonical JSON cut where the fields that only the write
 // transaction knows (seq, epoch, prevHash, hash) go, so that the expensive encoding runs in
-// the caller's goroutine and the committer only splices and hashes.
+// the caller's goroutine and the committer only splices and hashes. The first fill splices
+// in place and hands the buffer out in its frame; a later one (the head moved since the
+// guess, heads.go) copies head and tail into a new buffer.
 type template struct {
-	encoded []byte // the whole encoding with seq, epoch, prevHash and hash zero
-	head    []byte // {"id":…,"contextId":…,"owner":…[,"taskId":…]
-	tail    []byte // ,"kind":… up to the last field before prevHash, without the closing brace
+	b         []byte // frameRoom bytes of room, then the encoding
+	head      int    // b[frameRoom:head] is {"id":…,"contextId":…,"owner":…[,"taskId":…]
+	tail, end int    // b[tail:end] is ,"kind":… up to the last field before prevHash, without the closing brace
+	used      bool   // b went out in a frame: fills copy
 }
+
+// frameRoom is the room in front of an entry's encoding in a frame: at least a format-2
+// log record's prefix (1+hashLen+2 uvarints: 53 bytes) and a prevHash (64 hex digits).
+const frameRoom = 64
+
+// fillRoom is what a fill adds to a template's encoding, at most: the digits of seq and
+// epoch, the prevHash and hash members.
+const fillRoom = 2*20 + len(prevHashField) + 64 + 1 + hashSuffixLen
+
+// frame is an entry's stored encoding, b[frameRoom:], with room in front of it, where
+// format 2 writes the log record's prefix so that the encoding is stored without a copy
+// (logRecordIn).
+type frame struct{ b []byte }
+
+// stored returns the entry's stored encoding.
+func (f frame) stored() []byte { return f.b[frameRoom:] }
 
 // entrySizeHint is a capacity that usually holds e's encoding: its strings and part
 // content, escaping aside, and the field names.
@@ -602,48 +632,80 @@ var seqEpochZero = []byte(`,"seq":0,"epoch":0`)
 
 // newTemplate encodes e (whose Seq, Epoch, PrevHash and Hash must be zero) into a template.
 func newTemplate(e *Entry) (template, error) {
-	b, err := appendEntryJSON(make([]byte, 0, entrySizeHint(e)), e)
+	b, err := appendEntryJSON(make([]byte, frameRoom, frameRoom+entrySizeHint(e)+fillRoom), e)
 	if err != nil {
 		return template{}, err
 	}
-	i := bytes.Index(b, seqEpochZero)
-	if i < 0 || b[len(b)-1] != '}' {
-		return template{}, fmt.Errorf("unexpected encoding %.80q", b)
+	enc := b[frameRoom:]
+	i := bytes.Index(enc, seqEpochZero)
+	if i < 0 || enc[len(enc)-1] != '}' {
+		return template{}, fmt.Errorf("unexpected encoding %.80q", enc)
 	}
-	if int64(len(b))+200 > bolt.MaxValueSize {
-		return template{}, fmt.Errorf("%d bytes encoded, the limit is %d", len(b), bolt.MaxValueSize)
+	if int64(len(enc))+200 > bolt.MaxValueSize {
+		return template{}, fmt.Errorf("%d bytes encoded, the limit is %d", len(enc), bolt.MaxValueSize)
 	}
-	return template{encoded: b, head: b[:i], tail: b[i+len(seqEpochZero) : len(b)-1]}, nil
+	return template{b: b, head: frameRoom + i, tail: frameRoom + i + len(seqEpochZero), end: len(b) - 1}, nil
 }
 
 // fill returns the stored JSON of the entry with seq, epoch and prevHash (hex, or "" for
-// seq 1) set, and its hash:
+// seq 1) set, in its frame, and its hash:
 // hash = hex(sha256(prevHash ‖ canonical JSON with hash empty)), and the stored JSON is that
 // canonical JSON with the "hash" member added. Both equal encoding/json's encoding of the
 // entry (hash is Entry's last field, prevHash the one before it, both omitted when empty);
 // the tests and Verify check it.
-func (t *template) fill(seq, epoch uint64, prevHash string) (stored []byte, hash string) {
-	b := make([]byte, 0, len(t.head)+len(t.tail)+len(prevHash)+sha256.Size*2+64)
-	b = append(b, t.head...)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, `,"epoch":`...)
-	b = strconv.AppendUint(b, epoch, 10)
-	b = append(b, t.tail...)
+func (t *template) fill(seq, epoch uint64, prevHash string) (frame, string) {
+	var buf [64]byte
+	mid := append(buf[:0], `,"seq":`...)
+	mid = strconv.AppendUint(mid, seq, 10)
+	mid = append(mid, `,"epoch":`...)
+	mid = strconv.AppendUint(mid, epoch, 10)
+	tailLen := t.end - t.tail
+	n := t.head + len(mid) + tailLen
+	size := n + len(prevHashField) + len(prevHash) + 1 + hashSuffixLen
+	var b []byte
+	if !t.used && size <= cap(t.b) { // in place: the tail moves right to make room for the digits
+		b = t.b[:n]
+		copy(b[t.head+len(mid):], t.b[t.tail:t.end])
+		copy(b[t.head:], mid)
+	} else {
+		b = make([]byte, frameRoom, size)
+		b = append(b, t.b[frameRoom:t.head]...)
+		b = append(b, mid...)
+		b = append(b, t.b[t.tail:t.end]...)
+	}
+	if !t.used { // b is the template's buffer from now on; nothing writes its head or tail again
+		t.b, t.tail, t.end, t.used = b, t.head+len(mid), n, true
+	}
 	if prevHash != "" {
-		b = append(b, `,"prevHash":"`...)
+		b = append(b, prevHashField...)
 		b = append(b, prevHash...)
 		b = append(b, '"')
 	}
-	h := sha256.New()
-	h.Write([]byte(prevHash))
-	h.Write(b)
-	h.Write([]byte{'}'})
-	hash = hex.EncodeToString(h.Sum(nil))
-	b = append(b, `,"hash":"`...)
-	b = append(b, hash...)
+	sum := canonicalSum(b, prevHash)
+	b = append(b, hashField...)
+	at := len(b)
+	b = hex.AppendEncode(b, sum[:])
 	b = append(b, `"}`...)
-	return b, hash
+	return frame{b}, string(b[at : at+2*sha256.Size])
+}
+
+// canonicalSum returns sha256(prevHash ‖ b[frameRoom:] ‖ "}"), b being a frame's canonical
+// JSON without its closing brace and with room for it: in one piece, prevHash copied into
+// the room right before the encoding and the brace after it, where the hash member goes
+// next.
+func canonicalSum(b []byte, prevHash string) [sha256.Size]byte {
+	if len(prevHash) > frameRoom || len(b) == cap(b) {
+		var sum [sha256.Size]byte
+		h := sha256.New()
+		h.Write([]byte(prevHash))
+		h.Write(b[frameRoom:])
+		h.Write([]byte{'}'})
+		return [sha256.Size]byte(h.Sum(sum[:0]))
+	}
+	start := frameRoom - len(prevHash)
+	copy(b[start:frameRoom], prevHash)
+	b = append(b, '}')
+	return sha256.Sum256(b[start:])
 }
 
 // chainHash is hex(sha256(prevHash ‖ canonical)).

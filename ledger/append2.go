@@ -47,7 +47,7 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	encoded, entries := s.chain(p, &m)
+	encoded, entries := s.chainFrames(p, &m)
 
 	// Writes.
 	if !found {
@@ -102,8 +102,10 @@ func loadHead2(tx *bolt.Tx, p *prepared) (metaRecord, uint64, bool, error) {
 // putEntries appends the encoded entries to the log after m's last seq, each linked to
 // the one before (lastPos), indexes every seqIndexEvery-th seq and the entries of a task,
 // and advances m's last seq and counters. It returns the last entry's position.
-func (b *log2Tx) putEntries(key string, entries []Entry, encoded [][]byte, m *metaRecord, lastPos uint64) (uint64, error) {
+func (b *log2Tx) putEntries(key string, entries []Entry, encoded []frame, m *metaRecord, lastPos uint64) (uint64, error) {
 	hash := convHash(key)
+	positions := make([]byte, 0, seqLen*len(entries)) // the indexes' values, kept by bbolt until the commit
+	var kb [hashLen + seqLen + 64]byte                // the keys of the indexes: bbolt copies a key
 	for i := range entries {
 		e := &entries[i]
 		seq := m.LastSeq + uint64(i) + 1
@@ -111,17 +113,20 @@ func (b *log2Tx) putEntries(key string, entries []Entry, encoded [][]byte, m *me
 		if err != nil {
 			return 0, fmt.Errorf("next log position: %w", err)
 		}
-		rec := appendLogRecord(make([]byte, 0, 1+hashLen+20+len(encoded[i])), hash, seq, lastPos, encoded[i])
-		if err := b.log.Put(encodeSeq(pos), rec); err != nil {
+		positions = binary.BigEndian.AppendUint64(positions, pos)
+		posValue := positions[len(positions)-seqLen:]
+		if err := b.log.Put(posValue, logRecordIn(encoded[i], hash, seq, lastPos)); err != nil {
 			return 0, fmt.Errorf("put log record: %w", err)
 		}
 		if seq%seqIndexEvery == 0 {
-			if err := b.seqIdx.Put(seqIdxKey(hash, seq), encodeSeq(pos)); err != nil {
+			k := binary.BigEndian.AppendUint64(append(kb[:0], hash...), seq)
+			if err := b.seqIdx.Put(k, posValue); err != nil {
 				return 0, fmt.Errorf("put sparse index: %w", err)
 			}
 		}
 		if e.TaskID != "" {
-			if err := b.tasks.Put(taskKey(e.TaskID, seq), encodeSeq(pos)); err != nil {
+			k := binary.BigEndian.AppendUint64(append(append(kb[:0], e.TaskID...), 0), seq) // taskKey
+			if err := b.tasks.Put(k, posValue); err != nil {
 				return 0, fmt.Errorf("put task index: %w", err)
 			}
 		}

@@ -77,7 +77,8 @@ func encodeFrozen(t *testing.T, e Entry) (stored []byte, hash string) {
 	if err != nil {
 		t.Fatalf("newTemplate() error = %v", err)
 	}
-	return tmpl.fill(seq, epoch, prev)
+	f, hash := tmpl.fill(seq, epoch, prev)
+	return f.stored(), hash
 }
 
 func TestFrozenEntry(t *testing.T) {

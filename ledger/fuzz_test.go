@@ -11,6 +11,8 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 )
 
 // FuzzKey checks the 8-byte seq encoding and the entry keys built on it: they round-trip,
@@ -86,21 +88,42 @@ func FuzzEntryEncoding(f *testing.F) {
 		if err != nil {
 			t.Fatalf("newTemplate() error = %v", err)
 		}
-		stored, hash := tpl.fill(seq, epoch, prev)
+		f, hash := tpl.fill(seq, epoch, prev)
+		stored := f.stored()
 		e.Seq, e.Epoch, e.PrevHash = seq, epoch, prev
-		canonical, err := json.Marshal(&e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h := chainHash(prev, canonical); h != hash {
-			t.Fatalf("fill() hash = %s, want %s", hash, h)
-		}
-		e.Hash = hash
-		want, _ := json.Marshal(&e)
+		want := checkFilled(t, e, stored, hash)
+		// A second fill (the head moved since the guess) writes a new frame and leaves the
+		// first one as it was; the log record built in a frame's room is appendLogRecord's.
+		f2, hash2 := tpl.fill(seq/2, epoch+1, chainHash("", []byte(text)))
+		e.Seq, e.Epoch, e.PrevHash = seq/2, epoch+1, chainHash("", []byte(text))
+		checkFilled(t, e, f2.stored(), hash2)
 		if string(stored) != string(want) {
-			t.Fatalf("fill() = %s\nwant    %s", stored, want)
+			t.Fatalf("after a second fill, the first = %s\nwant %s", stored, want)
+		}
+		h := convHash(contextid.Key("o", "c"))
+		if rec, wantRec := logRecordIn(f, h, seq, epoch), appendLogRecord(nil, h, seq, epoch, want); !bytes.Equal(rec, wantRec) {
+			t.Fatalf("logRecordIn() = %q, want %q", rec, wantRec)
 		}
 	})
+}
+
+// checkFilled checks a filled template's stored JSON and hash against encoding/json's
+// encoding of e (whose Hash is empty) and returns the wanted stored JSON.
+func checkFilled(t *testing.T, e Entry, stored []byte, hash string) []byte {
+	t.Helper()
+	canonical, err := json.Marshal(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := chainHash(e.PrevHash, canonical); h != hash {
+		t.Fatalf("fill() hash = %s, want %s", hash, h)
+	}
+	e.Hash = hash
+	want, _ := json.Marshal(&e)
+	if string(stored) != string(want) {
+		t.Fatalf("fill() = %s\nwant    %s", stored, want)
+	}
+	return want
 }
 
 // FuzzNormalize checks normalize against encoding/json: a normalized entry (with CreatedAt

@@ -55,8 +55,13 @@ type guess struct {
 	baseSeq  uint64
 	baseHash string
 	epoch    uint64
-	encoded  [][]byte
-	hashes   []string
+	filled   []filled // one per entry
+}
+
+// filled is one entry encoded and hashed.
+type filled struct {
+	frame frame
+	hash  string
 }
 
 // precompute fills p.guess from the cached head of p's conversation, when there is one
@@ -73,12 +78,12 @@ func (s *Store) precompute(p *prepared) {
 	if p.beginTurn {
 		epoch++
 	}
-	g := &guess{baseSeq: h.seq, baseHash: h.hash, epoch: epoch,
-		encoded: make([][]byte, len(p.templates)), hashes: make([]string, len(p.templates))}
+	g := &guess{baseSeq: h.seq, baseHash: h.hash, epoch: epoch, filled: make([]filled, len(p.templates))}
 	prev := h.hash
 	for i := range p.templates {
-		g.encoded[i], g.hashes[i] = p.templates[i].fill(h.seq+uint64(i)+1, epoch, prev)
-		prev = g.hashes[i]
+		f := &g.filled[i]
+		f.frame, f.hash = p.templates[i].fill(h.seq+uint64(i)+1, epoch, prev)
+		prev = f.hash
 	}
 	p.guess = g
 }

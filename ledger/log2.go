@@ -181,6 +181,16 @@ func appendLogRecord(b, hash []byte, seq, prevPos uint64, entry []byte) []byte {
 	return append(b, entry...)
 }
 
+// logRecordIn returns appendLogRecord(nil, hash, seq, prevPos, f.stored()), its prefix
+// written in f's room (the encoding is not copied).
+func logRecordIn(f frame, hash []byte, seq, prevPos uint64) []byte {
+	var buf [1 + hashLen + 2*binary.MaxVarintLen64]byte
+	prefix := appendLogRecord(buf[:0], hash, seq, prevPos, nil)
+	start := frameRoom - len(prefix)
+	copy(f.b[start:frameRoom], prefix)
+	return f.b[start:]
+}
+
 // decodeLogRecord is the inverse of appendLogRecord.
 func decodeLogRecord(v []byte) (logRecord, error) {
 	if len(v) < 1+hashLen || v[0] != logRecordVersion {
@@ -223,6 +233,8 @@ type convLog struct {
 	lastSeq uint64
 	lastPos uint64
 	cur     *bolt.Cursor // on the log, reused by every read
+	curPos  uint64       // the position cur is at (0: unknown)
+	curVal  []byte       // and its record
 }
 
 // openLog returns the reader of conversation key in tx, whose head is m and lastPos.
@@ -245,15 +257,7 @@ func (l *convLog) record(pos, seq uint64) (logRecord, error) {
 }
 
 func (l *convLog) read(pos, seq uint64) (logRecord, error) {
-	if l.cur == nil {
-		l.cur = l.log.Cursor()
-	}
-	var key [seqLen]byte
-	binary.BigEndian.PutUint64(key[:], pos)
-	k, v := l.cur.Seek(key[:])
-	if !bytes.Equal(k, key[:]) {
-		v = nil
-	}
+	v := l.at(pos)
 	if v == nil {
 		return logRecord{}, &ChainError{Key: l.key, Seq: seq, Reason: fmt.Sprintf("log position %d missing", pos)}
 	}
@@ -269,6 +273,52 @@ func (l *convLog) read(pos, seq uint64) (logRecord, error) {
 		return r, &ChainError{Key: l.key, Seq: seq, Reason: fmt.Sprintf("log position %d links to position %d", pos, r.prevPos)}
 	}
 	return r, nil
+}
+
+// maxStep is how many log positions away the cursor steps to a record rather than seek it
+// from the root: a conversation's entries appended together are neighbours in the log.
+const maxStep = 8
+
+// at returns the record at log position pos (nil: none), moving the cursor there: record
+// by record when it is at most maxStep positions away, else by a seek.
+func (l *convLog) at(pos uint64) []byte {
+	switch {
+	case l.cur == nil:
+		l.cur = l.log.Cursor()
+	case l.curPos == 0:
+	case pos == l.curPos:
+		return l.curVal
+	case pos < l.curPos && l.curPos-pos <= maxStep:
+		for k, v := l.cur.Prev(); len(k) == seqLen; k, v = l.cur.Prev() {
+			if p := binary.BigEndian.Uint64(k); p <= pos {
+				return l.landed(p, pos, v)
+			}
+		}
+	case pos > l.curPos && pos-l.curPos <= maxStep:
+		for k, v := l.cur.Next(); len(k) == seqLen; k, v = l.cur.Next() {
+			if p := binary.BigEndian.Uint64(k); p >= pos {
+				return l.landed(p, pos, v)
+			}
+		}
+	}
+	var key [seqLen]byte
+	binary.BigEndian.PutUint64(key[:], pos)
+	k, v := l.cur.Seek(key[:])
+	if !bytes.Equal(k, key[:]) {
+		l.curPos = 0
+		return nil
+	}
+	return l.landed(pos, pos, v)
+}
+
+// landed records that the cursor is at position p (record v) and returns v if p is pos.
+func (l *convLog) landed(p, pos uint64, v []byte) []byte {
+	if p != pos {
+		l.curPos = 0
+		return nil
+	}
+	l.curPos, l.curVal = p, v
+	return v
 }
 
 // seek returns the position of entry seq (1 ≤ seq ≤ lastSeq): from the next indexed seq at

@@ -342,19 +342,15 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 			return err
 		}
 		conv = m.conversation(key)
+		if b == nil { // format 2
+			out, err = taskEntries2(tx, key, &m, idx, taskID)
+			return err
+		}
 		prefix := taskPrefix(taskID)
 		c := idx.Cursor()
-		for k, iv := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, iv = c.Next() {
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			_, seq, ok := splitTaskKey(k)
 			ek := entryKey(seq)
-			if b == nil { // format 2
-				var e Entry
-				if err := taskEntry2(tx, key, seq, iv, &e); err != nil {
-					return err
-				}
-				out = append(out, e)
-				continue
-			}
 			v := b.Get(ek)
 			if !ok || v == nil {
 				return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,

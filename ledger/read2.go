@@ -13,7 +13,8 @@ import (
 )
 
 // lastBefore2 is LastBefore's read of a format-2 file: the newest n entries with
-// seq < beforeSeq (0: no bound) that keep accepts, newest first.
+// seq < beforeSeq (0: no bound) that keep accepts, newest first. keep must not retain the
+// entry it is given: a refused one's place is reused.
 func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
 	m, lastPos, err := readHead2(tx, key)
 	if err != nil {
@@ -27,21 +28,24 @@ func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*En
 	if beforeSeq > 0 && beforeSeq <= m.LastSeq {
 		from = beforeSeq - 1
 	}
+	r := newEntryReader(key, &m)
+	defer r.release()
 	out := make([]Entry, 0, min(uint64(n), from, 1024))
-	err = l.back(from, func(seq uint64, r logRecord) (bool, error) {
-		var e Entry
-		if err := decodeEntry(key, entryKey(seq), r.entry, &e); err != nil {
+	err = l.back(from, func(seq uint64, rec logRecord) (bool, error) {
+		out = append(out, Entry{})
+		e := &out[len(out)-1]
+		if err := r.decode(seq, rec.entry, e); err != nil {
 			return false, err
 		}
-		if keep == nil || keep(&e) {
-			out = append(out, e)
+		if keep != nil && !keep(e) {
+			out = out[:len(out)-1]
 		}
 		return len(out) < n, nil
 	})
-	if len(out) == 0 {
-		out = nil // as format 1 returns it
+	if err != nil || len(out) == 0 {
+		return nil, err // no entries: nil, as format 1 returns it
 	}
-	return out, err
+	return out, nil
 }
 
 // range2 is Range's read of a format-2 file: entries afterSeq+1 .. afterSeq+limit (limit
@@ -59,32 +63,52 @@ func range2(tx *bolt.Tx, key string, afterSeq uint64, limit int) ([]Entry, error
 	if limit > 0 && uint64(limit) < m.LastSeq-afterSeq {
 		end = afterSeq + uint64(limit)
 	}
-	out := make([]Entry, 0, end-afterSeq)
-	err = l.back(end, func(seq uint64, r logRecord) (bool, error) {
-		var e Entry
-		if err := decodeEntry(key, entryKey(seq), r.entry, &e); err != nil {
+	r := newEntryReader(key, &m)
+	defer r.release()
+	out := make([]Entry, end-afterSeq)
+	err = l.back(end, func(seq uint64, rec logRecord) (bool, error) {
+		if err := r.decode(seq, rec.entry, &out[seq-afterSeq-1]); err != nil {
 			return false, err
 		}
-		out = append(out, e)
 		return seq > afterSeq+1, nil
 	})
-	slices.Reverse(out)
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// taskEntry2 reads the entry at seq of conversation key that the task index places at
-// log position v.
-func taskEntry2(tx *bolt.Tx, key string, seq uint64, v []byte, e *Entry) error {
-	pos, ok := posValue(v)
-	if !ok {
-		return &ChainError{Key: key, Seq: seq, Reason: "malformed task index value"}
+// taskEntries2 is TaskEntries' read of a format-2 file: the entries of taskID, in seq
+// order, that the task index idx places in the log (conversation key, whose head is m),
+// read with one cursor and one entry reader.
+func taskEntries2(tx *bolt.Tx, key string, m *metaRecord, idx *bolt.Bucket, taskID string) ([]Entry, error) {
+	type place struct{ seq, pos uint64 }
+	var buf [16]place
+	places := buf[:0]
+	prefix := taskPrefix(taskID)
+	c := idx.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		seq, _ := decodeSeq(k[len(prefix):])
+		pos, ok := posValue(v)
+		if !ok {
+			return nil, &ChainError{Key: key, Seq: seq, Reason: "malformed task index value"}
+		}
+		places = append(places, place{seq, pos})
 	}
+	out := make([]Entry, len(places))
 	l := &convLog{key: key, hash: convHash(key), log: tx.Bucket(bucketLog)}
-	r, err := l.record(pos, seq)
-	if err != nil {
-		return err
+	r := newEntryReader(key, m)
+	defer r.release()
+	for i, p := range places {
+		rec, err := l.record(p.pos, p.seq)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.decode(p.seq, rec.entry, &out[i]); err != nil {
+			return nil, err
+		}
 	}
-	return decodeEntry(key, entryKey(seq), r.entry, e)
+	return out, nil
 }
 
 // headKeys returns the keys of every conversation of a format-2 file, sorted.
@@ -119,20 +143,26 @@ func quickCheck2(tx *bolt.Tx, key string) error {
 	if err != nil {
 		return err
 	}
-	want := m.LastHash
-	err = l.back(m.LastSeq, func(seq uint64, r logRecord) (bool, error) {
-		prev, hash, fault := entryHashes(r.entry)
+	r := newEntryReader(key, nil)
+	defer r.release()
+	want := []byte(m.LastHash) // then each entry's prevHash, aliasing the transaction
+	err = l.back(m.LastSeq, func(seq uint64, rec logRecord) (bool, error) {
+		prev, hash, ok := r.linkHashes(rec.entry)
 		switch {
-		case fault != "":
+		case !ok:
+			fault := entryBytesFault(rec.entry)
+			if fault == "" {
+				fault = "hash does not match the entry's bytes"
+			}
 			return false, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fault}
-		case hash != want:
+		case !bytes.Equal(hash, want):
 			return false, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
 				Reason: fmt.Sprintf("hash %q, the next entry (or the head) links to %q", hash, want)}
 		}
 		want = prev
 		return true, nil
 	})
-	if err == nil && want != "" {
+	if err == nil && len(want) != 0 {
 		err = &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: 1, Reason: "the first entry has a prevHash"}
 	}
 	return err
