@@ -188,6 +188,12 @@ func medianD(v []time.Duration) time.Duration {
 	return v[len(v)/2]
 }
 
+// diskFixedPerTurn is the fixed overhead of a turn on disk, whatever its text, that the
+// issue's disk target ("≤ 1.5× the text it holds plus a fixed overhead you state") allows:
+// two entries' fields and hashes, the head, the task and activity indexes, and page slack.
+// benchDisk measures it (the fixed part of its fit: 1,510–1,573 bytes here).
+const diskFixedPerTurn = 1600
+
 // BenchmarkMillion makes a format-2 file of LEDGER_BENCH_CONVERSATIONS one-turn
 // conversations (a 1 KiB user message and a 1 KiB reply each) through the Store, then
 // measures Open, List of a page of 20 by last activity, and the bytes on disk per turn.
@@ -250,7 +256,9 @@ func BenchmarkMillion(b *testing.B) {
 		fmt.Printf("file %d MB, %.0f bytes per turn of %.0f bytes of text\n", info.Size()>>20, perTurn, text)
 		target(b, fmt.Sprintf("open with %d conversations", n), open.Seconds()*1e3, 1000, "ms", true)
 		target(b, "a page of 20 by last activity", float64(medianD(lists))/1e6, 10, "ms", true)
-		target(b, "disk per turn / text (overhead stated in the report)", perTurn/text, 1.5, "x", true)
+		fmt.Printf("disk per turn less the stated fixed overhead (%d bytes): %.0f bytes for %.0f bytes of text\n",
+			diskFixedPerTurn, perTurn-diskFixedPerTurn, text)
+		target(b, "disk per turn less the fixed overhead / text", (perTurn-diskFixedPerTurn)/text, 1.5, "x", true)
 	}
 }
 
