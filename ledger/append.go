@@ -394,36 +394,43 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			return outcome{}, reqErr, txErr
 		}
 	}
-	if err := putArtifacts(artifacts, p.artifacts); err != nil {
-		return outcome{}, nil, err
-	}
-	if err := putTaskHeads(tasks, p.key, newTasks, &m); err != nil {
+	if err := putBeside(tx, artifacts, tasks, p, newTasks, entries, &m); err != nil {
 		return outcome{}, nil, err
 	}
 	if err := putEntries(conv, tasks, p.entries, encoded, &m); err != nil {
 		return outcome{}, nil, err
 	}
-	if err := putDerived(tx, p.key, newTasks, entries); err != nil {
-		return outcome{}, nil, err
-	}
-	m.LastHash = entries[len(entries)-1].Hash
-	if p.now.After(m.LastActivity) {
-		m.LastActivity = p.now
-	}
+	advance(&m, entries, p.now)
 	if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
 		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
 	}
 	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
 }
 
-// putDerived updates the indexes derived from the stored entries (the push indexes,
-// outbox.go; the running-task index, running.go) in the commit that stores them; both
-// formats' appends use it.
-func putDerived(tx *bolt.Tx, key string, newTasks []string, entries []Entry) error {
-	if err := putPush(tx, key, entries); err != nil {
+// putBeside writes what both formats' appends store beside a request's entries, in the
+// commit that stores them: its artifacts, the heads of its new tasks (counted in m), and
+// the indexes derived from the entries (the push indexes, outbox.go; the running-task
+// index, running.go).
+func putBeside(tx *bolt.Tx, artifacts, tasks *bolt.Bucket, p *prepared, newTasks []string, entries []Entry, m *metaRecord) error {
+	if err := putArtifacts(artifacts, p.artifacts); err != nil {
 		return err
 	}
-	return putRunning(tx, key, newTasks, entries)
+	if err := putTaskHeads(tasks, p.key, newTasks, m); err != nil {
+		return err
+	}
+	if err := putPush(tx, p.key, entries); err != nil {
+		return err
+	}
+	return putRunning(tx, p.key, newTasks, entries)
+}
+
+// advance sets m's last hash to that of the last of entries, the ones just appended, and
+// its last activity to now unless it is later already.
+func advance(m *metaRecord, entries []Entry, now time.Time) {
+	m.LastHash = entries[len(entries)-1].Hash
+	if now.After(m.LastActivity) {
+		m.LastActivity = now
+	}
 }
 
 // fence refuses p if it carries an epoch that is not the conversation's (ErrFenced) and

@@ -55,22 +55,13 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 			return outcome{}, nil, fmt.Errorf("put by-contextId index: %w", err)
 		}
 	}
-	if err := putArtifacts(b.artifacts, p.artifacts); err != nil {
-		return outcome{}, nil, err
-	}
-	if err := putTaskHeads(b.tasks, p.key, newTasks, &m); err != nil {
+	if err := putBeside(tx, b.artifacts, b.tasks, p, newTasks, entries, &m); err != nil {
 		return outcome{}, nil, err
 	}
 	if lastPos, err = b.putEntries(p.key, entries, encoded, &m, lastPos); err != nil {
 		return outcome{}, nil, err
 	}
-	if err := putDerived(tx, p.key, newTasks, entries); err != nil {
-		return outcome{}, nil, err
-	}
-	m.LastHash = entries[len(entries)-1].Hash
-	if p.now.After(m.LastActivity) {
-		m.LastActivity = p.now
-	}
+	advance(&m, entries, p.now)
 	if err := b.putHead(p.key, &m, lastPos); err != nil {
 		return outcome{}, nil, err
 	}

@@ -62,18 +62,7 @@ func TestLog2_DamagedLogPage(t *testing.T) {
 		mustAppend(t, s, "local", "victim", userMsg(big), agentMsg(big))
 	}
 	mustAppend(t, s, "local", "b", numbered("b", 3)...)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	victim := contextid.Key("local", "victim")
-	id := victimPage(t, path, victim)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id+1000), int64(id)*pageSize); err != nil {
-		t.Fatal(err)
-	}
+	victim, f := damageVictimPage(t, s, path)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,19 +177,8 @@ func TestLog2_RightEdgesOnly(t *testing.T) {
 	for range 40 {
 		mustAppend(t, s, "local", "b", userMsg(big))
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	victim := contextid.Key("local", "victim")
-	id := victimPage(t, path, victim)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	victim, f := damageVictimPage(t, s, path)
 	defer f.Close()
-	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id+1000), int64(id)*pageSize); err != nil {
-		t.Fatal(err)
-	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -218,4 +196,25 @@ func TestLog2_RightEdgesOnly(t *testing.T) {
 	if rightEdgesOnly(Format1, 1<<40) || rightEdgesOnly(Format2, fullCheckMax) || !rightEdgesOnly(Format2, fullCheckMax+1) {
 		t.Error("rightEdgesOnly: only a format-2 file over fullCheckMax")
 	}
+}
+
+// damageVictimPage closes s and writes a wrong page id into a log page of conversation
+// "victim" of owner "local" in the file at path. It returns the conversation's key and the
+// file, open for writing (the caller closes it).
+func damageVictimPage(t *testing.T, s *Store, path string) (string, *os.File) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	victim := contextid.Key("local", "victim")
+	id := victimPage(t, path, victim)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id+1000), int64(id)*pageSize); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return victim, f
 }

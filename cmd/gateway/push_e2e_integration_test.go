@@ -22,16 +22,7 @@ import (
 // crash, so no duplicate), signed with the shared key; the attempts are the same read
 // through A and through B, one delivered attempt per event.
 func TestPushE2ETwoInstances(t *testing.T) {
-	url, addr := pgtest.Database(t), redistest.Start(t)
-	key := filepath.Join(t.TempDir(), "push.pem")
-	if _, err := push.LoadOrCreateKey(key); err != nil {
-		t.Fatal(err)
-	}
-	cfg := func() Config {
-		cfg := pushTestConfig(t)
-		cfg.Store, cfg.RedisAddr, cfg.PushSigningKey = url, addr, key
-		return cfg
-	}
+	cfg := sharedPushConfig(t)
 	h := newHookServer(t, nil)
 	a, b := startServer(t, cfg()), startServer(t, cfg())
 	if a.pushOutbox() == nil || b.pushOutbox() == nil {
@@ -101,16 +92,7 @@ func TestPushE2ETwoInstances(t *testing.T) {
 // send it a second time with no crash). The receiver holds B's first delivery while A
 // reads the outbox; once B has delivered everything, A's claims of what it read fail.
 func TestPushE2ETwoInstancesStaleRead(t *testing.T) {
-	url, addr := pgtest.Database(t), redistest.Start(t)
-	key := filepath.Join(t.TempDir(), "push.pem")
-	if _, err := push.LoadOrCreateKey(key); err != nil {
-		t.Fatal(err)
-	}
-	cfg := func() Config {
-		cfg := pushTestConfig(t)
-		cfg.Store, cfg.RedisAddr, cfg.PushSigningKey = url, addr, key
-		return cfg
-	}
+	cfg := sharedPushConfig(t)
 	gate := make(chan struct{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(gate) }) }
@@ -145,5 +127,21 @@ func TestPushE2ETwoInstancesStaleRead(t *testing.T) {
 		if count[r.header.Get("X-A2A-Event-Id")]++; count[r.header.Get("X-A2A-Event-Id")] > 1 {
 			t.Errorf("event %s received twice", r.header.Get("X-A2A-Event-Id"))
 		}
+	}
+}
+
+// sharedPushConfig returns the config of one more gateway instance on a PostgreSQL store
+// and a Redis of the test's own, all instances with the same push signing key.
+func sharedPushConfig(t *testing.T) func() Config {
+	t.Helper()
+	url, addr := pgtest.Database(t), redistest.Start(t)
+	key := filepath.Join(t.TempDir(), "push.pem")
+	if _, err := push.LoadOrCreateKey(key); err != nil {
+		t.Fatal(err)
+	}
+	return func() Config {
+		cfg := pushTestConfig(t)
+		cfg.Store, cfg.RedisAddr, cfg.PushSigningKey = url, addr, key
+		return cfg
 	}
 }
