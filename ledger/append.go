@@ -394,7 +394,7 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 			return outcome{}, reqErr, txErr
 		}
 	}
-	if err := putBeside(tx, artifacts, tasks, p, newTasks, entries, &m); err != nil {
+	if err := putBeside(tx, nil, wbucket{Bucket: artifacts}, wbucket{Bucket: tasks}, p, newTasks, entries, &m); err != nil {
 		return outcome{}, nil, err
 	}
 	if err := putEntries(conv, tasks, p.entries, encoded, &m); err != nil {
@@ -410,18 +410,18 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 // putBeside writes what both formats' appends store beside a request's entries, in the
 // commit that stores them: its artifacts, the heads of its new tasks (counted in m), and
 // the indexes derived from the entries (the push indexes, outbox.go; the running-task
-// index, running.go).
-func putBeside(tx *bolt.Tx, artifacts, tasks *bolt.Bucket, p *prepared, newTasks []string, entries []Entry, m *metaRecord) error {
+// index, running.go). Its writes go to r too (nil: not recorded).
+func putBeside(tx *bolt.Tx, r *redo, artifacts, tasks wbucket, p *prepared, newTasks []string, entries []Entry, m *metaRecord) error {
 	if err := putArtifacts(artifacts, p.artifacts); err != nil {
 		return err
 	}
 	if err := putTaskHeads(tasks, p.key, newTasks, m); err != nil {
 		return err
 	}
-	if err := putPush(tx, p.key, entries); err != nil {
+	if err := putPush(tx, r, p.key, entries); err != nil {
 		return err
 	}
-	return putRunning(tx, p.key, newTasks, entries)
+	return putRunning(tx, r, p.key, newTasks, entries)
 }
 
 // advance sets m's last hash to that of the last of entries, the ones just appended, and
@@ -530,7 +530,7 @@ func createConv(tx *bolt.Tx, p *prepared) (conv *bolt.Bucket, reqErr, txErr erro
 	case err != nil:
 		return nil, nil, fmt.Errorf("create conversation bucket: %w", err)
 	}
-	if err := indexByID(tx, p.contextID, p.key); err != nil {
+	if err := indexByID(tx, nil, p.contextID, p.key); err != nil {
 		return nil, nil, fmt.Errorf("put by-contextId index: %w", err)
 	}
 	return conv, nil, nil
@@ -538,7 +538,7 @@ func createConv(tx *bolt.Tx, p *prepared) (conv *bolt.Bucket, reqErr, txErr erro
 
 // putArtifacts stores the artifacts the store does not hold yet (content-addressed:
 // each is written once).
-func putArtifacts(artifacts *bolt.Bucket, as []artifact) error {
+func putArtifacts(artifacts wbucket, as []artifact) error {
 	for _, a := range as {
 		if artifacts.Get([]byte(a.digest)) != nil {
 			continue
@@ -552,7 +552,7 @@ func putArtifacts(artifacts *bolt.Bucket, as []artifact) error {
 
 // putTaskHeads adds the conversation's new tasks to the task index, each linked to the
 // task the conversation started before it, and counts them in m.
-func putTaskHeads(tasks *bolt.Bucket, key string, newTasks []string, m *metaRecord) error {
+func putTaskHeads(tasks wbucket, key string, newTasks []string, m *metaRecord) error {
 	// The task index, like the entries, grows at its right edge when task ids are
 	// time-ordered.
 	tasks.FillPercent = 0.9

@@ -10,16 +10,18 @@ import (
 
 // log2Tx holds the buckets a format-2 write transaction uses.
 type log2Tx struct {
-	log, heads, recent, seqIdx, activity, tasks, artifacts *bolt.Bucket
+	log, heads, recent, seqIdx, activity, tasks, artifacts wbucket
 	newRecent                                              int // heads added to recent in this tx
 }
 
-// buckets2 returns the format-2 buckets of tx, or an error if one is missing.
-func buckets2(tx *bolt.Tx) (*log2Tx, error) {
-	b := &log2Tx{log: tx.Bucket(bucketLog), heads: tx.Bucket(bucketHeads), recent: tx.Bucket(bucketRecent),
-		seqIdx: tx.Bucket(bucketSeqIdx), activity: tx.Bucket(bucketActivity),
-		tasks: tx.Bucket(bucketTasks), artifacts: tx.Bucket(bucketArtifacts)}
-	if b.log == nil || b.heads == nil || b.recent == nil || b.seqIdx == nil || b.activity == nil || b.tasks == nil || b.artifacts == nil {
+// buckets2 returns the format-2 buckets of tx, their writes recorded in r (nil: not), or
+// an error if one is missing.
+func buckets2(tx *bolt.Tx, r *redo) (*log2Tx, error) {
+	b := &log2Tx{log: wb(tx, r, bucketLog), heads: wb(tx, r, bucketHeads), recent: wb(tx, r, bucketRecent),
+		seqIdx: wb(tx, r, bucketSeqIdx), activity: wb(tx, r, bucketActivity),
+		tasks: wb(tx, r, bucketTasks), artifacts: wb(tx, r, bucketArtifacts)}
+	if b.log.Bucket == nil || b.heads.Bucket == nil || b.recent.Bucket == nil || b.seqIdx.Bucket == nil ||
+		b.activity.Bucket == nil || b.tasks.Bucket == nil || b.artifacts.Bucket == nil {
 		return nil, fmt.Errorf("ledger: format-2 buckets missing")
 	}
 	// Everything but the heads grows at its right edge: fill the leaves left behind.
@@ -29,7 +31,7 @@ func buckets2(tx *bolt.Tx) (*log2Tx, error) {
 
 // apply2 is apply for a format-2 file: the same checks, then the entries go to the log.
 func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
-	b, err := buckets2(tx)
+	b, err := buckets2(tx, s.redo)
 	if err != nil {
 		return outcome{}, nil, err
 	}
@@ -43,7 +45,7 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if err := fence(p, &m); err != nil {
 		return outcome{}, err, nil
 	}
-	newTasks, err := newTaskIDs(b.tasks, p)
+	newTasks, err := newTaskIDs(b.tasks.Bucket, p)
 	if err != nil {
 		return outcome{}, err, nil
 	}
@@ -51,11 +53,11 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 
 	// Writes.
 	if !found {
-		if err := indexByID(tx, p.contextID, p.key); err != nil {
+		if err := indexByID(tx, s.redo, p.contextID, p.key); err != nil {
 			return outcome{}, nil, fmt.Errorf("put by-contextId index: %w", err)
 		}
 	}
-	if err := putBeside(tx, b.artifacts, b.tasks, p, newTasks, entries, &m); err != nil {
+	if err := putBeside(tx, s.redo, b.artifacts, b.tasks, p, newTasks, entries, &m); err != nil {
 		return outcome{}, nil, err
 	}
 	if lastPos, err = b.putEntries(p.key, entries, encoded, &m, lastPos); err != nil {
@@ -169,7 +171,7 @@ func (s *Store) checkpointNow(when string) {
 // moveRecent moves every head of "v1.heads.recent" to "v1.heads" in tx, and each moved
 // conversation's activity index key from the head it replaces to its own.
 func (s *Store) moveRecent(tx *bolt.Tx) error {
-	recent, heads, activity := tx.Bucket(bucketRecent), tx.Bucket(bucketHeads), tx.Bucket(bucketActivity)
+	recent, heads, activity := tx.Bucket(bucketRecent), wb(tx, s.redo, bucketHeads), wb(tx, s.redo, bucketActivity)
 	activity.FillPercent = 0.9 // its new keys are the newest
 	moved := 0
 	err := recent.ForEach(func(k, v []byte) error {
@@ -182,10 +184,7 @@ func (s *Store) moveRecent(tx *bolt.Tx) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint heads: %w", err)
 	}
-	if err := tx.DeleteBucket(bucketRecent); err != nil {
-		return fmt.Errorf("checkpoint heads: %w", err)
-	}
-	if _, err := tx.CreateBucket(bucketRecent); err != nil {
+	if err := clearBucket(tx, s.redo, bucketRecent); err != nil {
 		return fmt.Errorf("checkpoint heads: %w", err)
 	}
 	tx.OnCommit(func() { s.recentN.Add(-int64(moved)) })
@@ -195,7 +194,7 @@ func (s *Store) moveRecent(tx *bolt.Tx) error {
 // moveActivity replaces the activity index key of conversation key's head old (nil: none)
 // with the key of its head head. A head that does not decode keeps the old key, so that
 // List finds it and reports it unreadable.
-func moveActivity(activity *bolt.Bucket, key, old, head []byte) error {
+func moveActivity(activity wbucket, key, old, head []byte) error {
 	at, ok := headActivity(head)
 	if !ok {
 		return nil

@@ -81,10 +81,10 @@ func setUpByID(tx *bolt.Tx) error {
 }
 
 // indexByID records, inside the transaction that creates it, the conversation at convKey
-// opened under contextID.
-func indexByID(tx *bolt.Tx, contextID, convKey string) error {
-	idx := tx.Bucket(bucketByID)
-	if idx == nil {
+// opened under contextID, recorded in r (nil: not).
+func indexByID(tx *bolt.Tx, r *redo, contextID, convKey string) error {
+	idx := wb(tx, r, bucketByID)
+	if idx.Bucket == nil {
 		return fmt.Errorf("ledger: bucket %s missing", bucketByID)
 	}
 	return idx.Put(byIDKey(contextID, convKey), nil)

@@ -74,13 +74,13 @@ func splitPointer(b []byte) (key string, seq uint64, ok bool) {
 }
 
 // putPush applies the push index operations of the stored entries (see [PushOps]).
-func putPush(tx *bolt.Tx, key string, entries []Entry) error {
+func putPush(tx *bolt.Tx, r *redo, key string, entries []Entry) error {
 	ops := PushOps(key, entries)
 	if len(ops) == 0 {
 		return nil
 	}
-	configs, pending := tx.Bucket(bucketPushConfigs), tx.Bucket(bucketPushPending)
-	if configs == nil || pending == nil {
+	configs, pending := wb(tx, r, bucketPushConfigs), wb(tx, r, bucketPushPending)
+	if configs.Bucket == nil || pending.Bucket == nil {
 		return fmt.Errorf("ledger: push index buckets missing")
 	}
 	for _, op := range ops {
@@ -91,7 +91,7 @@ func putPush(tx *bolt.Tx, key string, entries []Entry) error {
 	return nil
 }
 
-func applyPushOp(configs, pending *bolt.Bucket, op *PushOp) error {
+func applyPushOp(configs, pending wbucket, op *PushOp) error {
 	ptr := pushPointer(op.ConvKey, op.Seq)
 	switch op.Op {
 	case PushConfigPut:
@@ -134,7 +134,7 @@ func salvagePush(tx *bolt.Tx, key string, kvs [][2][]byte) error {
 		}
 		entries = append(entries, e)
 	}
-	return putPush(tx, key, entries)
+	return putPush(tx, nil, key, entries)
 }
 
 // readPointed reads the entry a push index points to.

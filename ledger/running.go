@@ -94,13 +94,13 @@ type RunningTask struct {
 }
 
 // putRunning applies the running-task index changes of entries to tx.
-func putRunning(tx *bolt.Tx, key string, newTasks []string, entries []Entry) error {
+func putRunning(tx *bolt.Tx, r *redo, key string, newTasks []string, entries []Entry) error {
 	changes := RunningChanges(entries, newTasks)
 	if len(changes) == 0 {
 		return nil
 	}
-	b := tx.Bucket(bucketRunning)
-	if b == nil {
+	b := wb(tx, r, bucketRunning)
+	if b.Bucket == nil {
 		return fmt.Errorf("ledger: running-task index missing")
 	}
 	for _, c := range changes {

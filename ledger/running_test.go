@@ -11,27 +11,30 @@ import (
 
 // appendRunningMix appends tasks in every state the running-task index distinguishes and
 // returns the ids it must list: working, submitted (no STATUS), continued after parking.
-func appendRunningMix(t *testing.T, s *Store) []string {
+func appendRunningMix(t *testing.T, s *Store) []string { return appendRunningMixAs(t, s, "") }
+
+// appendRunningMixAs is appendRunningMix with tag before every contextId and task id.
+func appendRunningMixAs(t *testing.T, s *Store, tag string) []string {
 	t.Helper()
 	st := func(task, state string) Entry {
-		return Entry{TaskID: task, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityAudit, State: state}
+		return Entry{TaskID: tag + task, Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityAudit, State: state}
 	}
 	msg := func(task string) Entry {
-		return Entry{TaskID: task, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel, Role: RoleUser,
+		return Entry{TaskID: tag + task, Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel, Role: RoleUser,
 			Parts: []Part{{Kind: PartText, Text: "hi"}}}
 	}
 	for _, req := range []AppendRequest{
-		{Owner: "o", ContextID: "c1", Entries: []Entry{msg("t1"), st("t1", "working")}},
-		{Owner: "o", ContextID: "c1", Entries: []Entry{msg("t2"), st("t2", "working"), st("t2", "completed")}},
-		{Owner: "p", ContextID: "c2", Entries: []Entry{msg("t3"), st("t3", "input-required")}},
-		{Owner: "p", ContextID: "c3", Entries: []Entry{msg("t4")}},
-		{Owner: "p", ContextID: "c2", Entries: []Entry{msg("t5"), st("t5", "TASK_STATE_AUTH_REQUIRED"), msg("t5"), st("t5", "working"), msg("t5")}},
+		{Owner: "o", ContextID: tag + "c1", Entries: []Entry{msg("t1"), st("t1", "working")}},
+		{Owner: "o", ContextID: tag + "c1", Entries: []Entry{msg("t2"), st("t2", "working"), st("t2", "completed")}},
+		{Owner: "p", ContextID: tag + "c2", Entries: []Entry{msg("t3"), st("t3", "input-required")}},
+		{Owner: "p", ContextID: tag + "c3", Entries: []Entry{msg("t4")}},
+		{Owner: "p", ContextID: tag + "c2", Entries: []Entry{msg("t5"), st("t5", "TASK_STATE_AUTH_REQUIRED"), msg("t5"), st("t5", "working"), msg("t5")}},
 	} {
 		if _, err := s.Append(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return []string{"t1", "t4", "t5"}
+	return []string{tag + "t1", tag + "t4", tag + "t5"}
 }
 
 func runningIDs(t *testing.T, s *Store) []string {

@@ -212,7 +212,7 @@ func (cp *convCopy) write(tx *bolt.Tx) error {
 	if err := salvagePush(tx, cp.key, cp.kvs); err != nil { // outbox.go
 		return err
 	}
-	return indexByID(tx, cp.meta.ContextID, cp.key)
+	return indexByID(tx, nil, cp.meta.ContextID, cp.key)
 }
 
 // describe names conversation key of sdb from its metadata, when that is readable.

@@ -25,7 +25,7 @@ func salvageNames2(sdb *bolt.DB, rep *SalvageReport) []string {
 // entries at the log's end, its head, task heads and entries, artifacts, activity and
 // by-contextId records.
 func (cp *convCopy) write2(tx *bolt.Tx) error {
-	b, err := buckets2(tx)
+	b, err := buckets2(tx, nil)
 	if err != nil {
 		return err
 	}
@@ -55,5 +55,5 @@ func (cp *convCopy) write2(tx *bolt.Tx) error {
 	if err := salvagePush(tx, cp.key, cp.kvs); err != nil { // outbox.go
 		return err
 	}
-	return indexByID(tx, m.ContextID, cp.key)
+	return indexByID(tx, nil, m.ContextID, cp.key)
 }

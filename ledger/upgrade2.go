@@ -199,7 +199,7 @@ func copyConv(src, dst *bolt.DB, key string) (metaRecord, error) {
 			break
 		}
 		err = dst.Update(func(tx *bolt.Tx) error {
-			b, err := buckets2(tx)
+			b, err := buckets2(tx, nil)
 			if err != nil {
 				return err
 			}
@@ -257,7 +257,7 @@ func (b *log2Tx) copyEntries(key string, kvs [][2][]byte, first, lastPos uint64)
 // copyHead writes conversation key's head (metadata m, last entry at lastPos), the task
 // heads of its tasks (read from src's task index), its activity and by-contextId records.
 func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint64) error {
-	b, err := buckets2(tx)
+	b, err := buckets2(tx, nil)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint
 	if err := b.activity.Put(activityKey(m.LastActivity, key), nil); err != nil {
 		return err
 	}
-	if err := indexByID(tx, m.ContextID, key); err != nil {
+	if err := indexByID(tx, nil, m.ContextID, key); err != nil {
 		return err
 	}
 	return src.View(func(stx *bolt.Tx) error {

@@ -1,0 +1,587 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// The write-ahead log of a format-2 file (<ledger file>.wal) makes a commit cost one
+// fdatasync of the bytes it adds instead of bbolt's two of every page it rewrites:
+//
+//   - A commit records its writes (redo.go), appends them to the log as one record and
+//     fdatasyncs the log, then commits the bbolt transaction without fsync (DB.NoSync).
+//     Only then is anyone told. A record that is not whole (a crash while writing it) was
+//     never acknowledged; recovery stops at it.
+//   - A checkpoint (every walCheckpointBytes of records, and at Close) fdatasyncs the bbolt
+//     file, so that it holds every commit so far, and writes a new header: the bbolt
+//     transaction id it holds (the base) and the bytes of its two meta pages. From then on
+//     the Store holds a bbolt read transaction on the base, so that no later commit
+//     reuses a page of the base's tree (bbolt's MVCC frees a page only when no reader can
+//     see it). The pages of the base are on disk and unchanged whatever happens after.
+//   - Recovery (Open, before bbolt opens the file): if the log holds records after its
+//     header, the meta pages of the base are written back (so bbolt starts from the base,
+//     not from a later commit whose pages may not all have reached the disk), then every
+//     record is replayed in one fsync'd transaction, and the log gets a new header.
+//
+// A header names its generation; a record carries its generation and a CRC chained to the
+// previous record's, so that bytes left by an earlier generation or a failed write never
+// pass as a record. The two header slots alternate, so that a torn header write leaves the
+// previous one.
+
+// walPath returns the write-ahead log's path for the ledger file at path.
+func walPath(path string) string { return path + ".wal" }
+
+const (
+	walMagic       = "a2aWAL01"
+	walSlot        = 4096          // bytes of one header slot (two, alternating)
+	walFirstRecord = 2 * walSlot   // offset of the first record
+	walMetaBytes   = 512           // bytes of each bbolt meta page a header keeps
+	walRecordHead  = 4 + 4 + 8 + 8 // length, CRC, generation, transaction id
+	walGrowBytes   = 256 << 10     // the log file grows by multiples of this, written as zeros
+	// walCheckpointBytes: a checkpoint follows the commit whose record ends past this offset.
+	walCheckpointBytes = 8 << 20
+	// walCheckpointPages: a checkpoint also follows the commit after which this many pages
+	// wait to be freed. While the base is held, a page bbolt took from the end of the file
+	// (not from its freelist) and then freed waits for the next checkpoint; without it, a
+	// young file grew by every page of every commit until then.
+	walCheckpointPages = 512
+)
+
+// walMapBytes is the address space bbolt maps for a file with a log
+// (Options.InitialMmapSize): bbolt remaps a growing file only while no read transaction
+// is open, and the Store holds one between checkpoints. A file that grows past half of it
+// turns the log off. (An int64 so that 32-bit builds, which have no log, compile.)
+const walMapBytes int64 = 64 << 30
+
+var walCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// walMap is the address space bbolt maps at Open: walMapBytes for a file with a log
+// (when this system supports one), else bbolt's default.
+func walMap(withLog bool) int {
+	if withLog && walSupported {
+		return int(walMapBytes)
+	}
+	return 0
+}
+
+// wal is the open write-ahead log of a Store.
+type wal struct {
+	mu         sync.Mutex // held for a whole write transaction (update) and by close
+	f          *os.File   // the log, locked (tryLock) while the Store is open
+	dbf        *os.File   // the bbolt file, read for its meta pages
+	pageSize   int
+	gen        uint64   // the current header's generation
+	file       uint64   // the ledger file's identity (fileID)
+	crc        uint32   // the chain: the last record's CRC (the header's at first)
+	off        int64    // where the next record goes
+	size       int64    // bytes of the log file
+	held       *bolt.Tx // the read transaction on the base
+	maxBytes   int64    // walCheckpointBytes (tests lower or raise it)
+	maxPending int      // walCheckpointPages (likewise)
+	off2       bool     // turned off (the file outgrew walMapBytes/2): commits fsync bbolt
+	rec        redo     // the current transaction's writes
+	buf        []byte   // the current record
+	prevCRC    uint32   // the chain before the last record
+	lastLen    int64    // the last record's length
+	logger     *slog.Logger
+}
+
+// walHeader is a decoded header slot.
+type walHeader struct {
+	gen, base uint64
+	file      uint64 // the ledger file's identity (fileID)
+	pageSize  uint32
+	metas     [2][]byte
+}
+
+// chainSeed is the CRC the first record of h's generation chains to.
+func (h *walHeader) chainSeed() uint32 {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:], h.gen)
+	binary.BigEndian.PutUint64(b[8:], h.base)
+	return crc32.Checksum(b[:], walCRC)
+}
+
+func encodeHeader(h *walHeader) []byte {
+	b := append(make([]byte, 0, walSlot), walMagic...)
+	b = binary.BigEndian.AppendUint64(b, h.gen)
+	b = binary.BigEndian.AppendUint64(b, h.base)
+	b = binary.BigEndian.AppendUint64(b, h.file)
+	b = binary.BigEndian.AppendUint32(b, h.pageSize)
+	b = append(b, h.metas[0]...)
+	b = append(b, h.metas[1]...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, walCRC))
+}
+
+// decodeHeader decodes a header slot; false: not a whole header.
+func decodeHeader(b []byte) (walHeader, bool) {
+	const n = len(walMagic) + 8 + 8 + 8 + 4 + 2*walMetaBytes
+	if len(b) < n+4 || string(b[:len(walMagic)]) != walMagic {
+		return walHeader{}, false
+	}
+	crc := binary.BigEndian.Uint32(b[n:])
+	if crc32.Checksum(b[:n], walCRC) != crc {
+		return walHeader{}, false
+	}
+	p := b[len(walMagic):]
+	h := walHeader{gen: binary.BigEndian.Uint64(p), base: binary.BigEndian.Uint64(p[8:]),
+		file: binary.BigEndian.Uint64(p[16:]), pageSize: binary.BigEndian.Uint32(p[24:])}
+	h.metas[0] = p[28 : 28+walMetaBytes]
+	h.metas[1] = p[28+walMetaBytes : 28+2*walMetaBytes]
+	return h, true
+}
+
+// readHeader returns the valid header of the log f with the highest generation.
+func readHeader(f *os.File) (walHeader, bool, error) {
+	buf := make([]byte, walFirstRecord)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return walHeader{}, false, err
+	}
+	buf = buf[:n]
+	var best walHeader
+	found := false
+	for slot := 0; slot < 2; slot++ {
+		if len(buf) < (slot+1)*walSlot {
+			break
+		}
+		if h, ok := decodeHeader(buf[slot*walSlot : (slot+1)*walSlot]); ok && (!found || h.gen > best.gen) {
+			best, found = h, true
+		}
+	}
+	return best, found, nil
+}
+
+// walRecord is a record read back: the transaction id it committed and its operations.
+type walRecord struct {
+	txid uint64
+	ops  []byte
+}
+
+// readRecords returns the whole records of generation h.gen that follow the header, in
+// order, and where the next one would go.
+func readRecords(f *os.File, h *walHeader) ([]walRecord, int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	data := make([]byte, max(info.Size()-walFirstRecord, 0))
+	if _, err := f.ReadAt(data, walFirstRecord); err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, err
+	}
+	var recs []walRecord
+	crc, off := h.chainSeed(), 0
+	for len(data)-off >= walRecordHead {
+		n := int(binary.BigEndian.Uint32(data[off:]))
+		if n < walRecordHead-8 || n > len(data)-off-8 {
+			break
+		}
+		body := data[off+8 : off+8+n]
+		want := binary.BigEndian.Uint32(data[off+4:])
+		if crc32.Update(crc, walCRC, body) != want || binary.BigEndian.Uint64(body) != h.gen {
+			break
+		}
+		recs = append(recs, walRecord{txid: binary.BigEndian.Uint64(body[8:]), ops: body[16:]})
+		crc, off = want, off+8+n
+	}
+	return recs, walFirstRecord + int64(off), nil
+}
+
+// metaTxid returns the transaction id of a bbolt meta page's first bytes, false if the
+// meta does not pass bbolt's checksum (FNV-64a of its fields).
+func metaTxid(page []byte) (uint64, bool) {
+	const at = 16 // bbolt's page header
+	if len(page) < at+64 || binary.LittleEndian.Uint32(page[at:]) != 0xED0CDAED {
+		return 0, false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(page[at : at+56])
+	if h.Sum64() != binary.LittleEndian.Uint64(page[at+56:]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(page[at+48:]), true
+}
+
+// readMetas reads the first walMetaBytes of the two meta pages of the bbolt file f and
+// returns them with the highest valid transaction id (false: neither is valid).
+func readMetas(f *os.File, pageSize int) ([2][]byte, uint64, bool, error) {
+	var metas [2][]byte
+	var txid uint64
+	valid := false
+	for i := range metas {
+		metas[i] = make([]byte, walMetaBytes)
+		if _, err := f.ReadAt(metas[i], int64(i*pageSize)); err != nil {
+			return metas, 0, false, err
+		}
+		if id, ok := metaTxid(metas[i]); ok && (!valid || id > txid) {
+			txid, valid = id, true
+		}
+	}
+	return metas, txid, valid, nil
+}
+
+// lockWAL opens (creating it if create) and locks the log of the ledger file at path,
+// waiting up to openTimeout for another process to let go of it. A missing log without
+// create is (nil, nil).
+func lockWAL(path string, create bool) (*os.File, error) {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(walPath(path), flag, 0o600)
+	if errors.Is(err, os.ErrNotExist) && !create {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open write-ahead log: %w", err)
+	}
+	deadline := time.Now().Add(openTimeout)
+	for {
+		ok, err := tryLock(f)
+		if ok {
+			return f, nil
+		}
+		if err != nil || time.Now().After(deadline) {
+			f.Close()
+			if err == nil {
+				err = bolterrors.ErrTimeout // as bbolt's own lock says it
+			}
+			return nil, fmt.Errorf("ledger: open %s: data dir is in use by another process: write-ahead log: %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond) // another process's Open or Close is under way
+	}
+}
+
+// recoverWAL brings the ledger file at path up to date with its write-ahead log before
+// bbolt opens it (see the top of this file) and returns the log, locked, or nil when
+// there is none. The log's records are then part of the file and the log has a new,
+// empty generation.
+func recoverWAL(path string, logger *slog.Logger) (*os.File, error) {
+	f, err := lockWAL(path, false)
+	if f == nil || err != nil {
+		return nil, err
+	}
+	if err := replayWAL(path, f, logger); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ledger: open %s: write-ahead log: %w", path, err)
+	}
+	return f, nil
+}
+
+// replayWAL is recoverWAL's work on the locked log f.
+func replayWAL(path string, f *os.File, logger *slog.Logger) error {
+	h, ok, err := readHeader(f)
+	if err != nil || !ok {
+		return err // no header: no record can have been written
+	}
+	recs, _, err := readRecords(f, &h)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	dbf, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		logger.Warn("ledger: write-ahead log without its ledger file: not replayed", "path", walPath(path), "records", len(recs))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer dbf.Close()
+	_, fileTx, valid, err := readMetas(dbf, int(h.pageSize))
+	if err != nil {
+		return err
+	}
+	if id, err := fileID(dbf); err != nil || id != h.file || (valid && fileTx+1 < h.base) {
+		// The base was fsync'd: the file the log belongs to is at it or past it.
+		return fmt.Errorf("%s holds %d records for another ledger file (was %s replaced?): move it away to open the file without them",
+			walPath(path), len(recs), path)
+	}
+	if last := recs[len(recs)-1].txid; valid && fileTx > last {
+		// Something without this log wrote the file after it (an older build after a crash).
+		logger.Warn("ledger: write-ahead log older than its ledger file: not replayed", "path", walPath(path),
+			"records", len(recs), "log_txid", last, "file_txid", fileTx)
+		return discardRecords(f, &h)
+	}
+	for i, m := range h.metas {
+		if _, err := dbf.WriteAt(m, int64(i)*int64(h.pageSize)); err != nil {
+			return err
+		}
+	}
+	if err := fdatasync(dbf); err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) (err error) {
+		defer func() { // bbolt panics on a damaged page: the file stays as it was, Open fails
+			if r := recover(); r != nil {
+				err = fmt.Errorf("replay: %v", r)
+			}
+		}()
+		for _, r := range recs {
+			if err := replayRedo(tx, r.ops); err != nil {
+				return fmt.Errorf("record of transaction %d: %w", r.txid, err)
+			}
+		}
+		return nil
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		return err
+	}
+	logger.Info("ledger: replayed the write-ahead log", "path", walPath(path), "records", len(recs),
+		"from_txid", h.base, "to_txid", recs[len(recs)-1].txid)
+	return discardRecords(f, &h)
+}
+
+// discardRecords writes a header of the next generation with h's base and metas: the
+// records of h's generation no longer count (the file holds them, or must not get them).
+func discardRecords(f *os.File, h *walHeader) error {
+	next := *h
+	next.gen++
+	if _, err := f.WriteAt(encodeHeader(&next), int64(next.gen%2)*walSlot); err != nil {
+		return err
+	}
+	return fdatasync(f)
+}
+
+// startWAL starts the write-ahead log of db, the ledger file at path (f: its log as
+// recoverWAL returned it, or nil to create it): a first checkpoint, then commits stop
+// fsyncing bbolt (db.NoSync).
+func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger) (*wal, error) {
+	var err error
+	if f == nil {
+		if f, err = lockWAL(path, true); err != nil {
+			return nil, err
+		}
+	}
+	w := &wal{f: f, pageSize: db.Info().PageSize, logger: logger,
+		maxBytes: walCheckpointBytes, maxPending: walCheckpointPages}
+	if w.dbf, err = os.Open(path); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ledger: write-ahead log: %w", err)
+	}
+	if w.file, err = fileID(w.dbf); err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("ledger: write-ahead log: %w", err)
+	}
+	h, ok, err := readHeader(f)
+	if err == nil && ok {
+		w.gen = h.gen
+	}
+	if info, serr := f.Stat(); serr == nil {
+		w.size = info.Size()
+	}
+	if err == nil {
+		w.off = 0
+		err = w.grow(walFirstRecord) // the header slots, written (a hole takes space on its first write)
+	}
+	if err == nil {
+		err = w.checkpoint(db)
+	}
+	if err != nil {
+		w.closeFiles()
+		return nil, fmt.Errorf("ledger: start write-ahead log: %w", err)
+	}
+	db.NoSync = true
+	return w, nil
+}
+
+// update runs fn in a write transaction of db and commits it through the log: fn's writes
+// (recorded in w.rec, which *redo points to while fn runs) go to the log, fdatasync'd,
+// before bbolt commits without fsync. A transaction that wrote nothing is rolled back.
+func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.off2 {
+		return db.Update(fn)
+	}
+	tx, err := db.Begin(true)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		*redo = nil
+		if !committed {
+			_ = tx.Rollback()
+		}
+	}()
+	w.rec.reset()
+	*redo = &w.rec
+	if err := fn(tx); err != nil || w.rec.n == 0 {
+		return err
+	}
+	*redo = nil
+	if err := w.write(uint64(tx.ID()), w.rec.ops); err != nil {
+		return err
+	}
+	outgrown := tx.Size() > walMapBytes/2
+	if outgrown {
+		w.release() // bbolt may remap for this commit; the checkpoint below makes a new base
+	}
+	committed = true
+	if err := tx.Commit(); err != nil {
+		return errors.Join(err, w.unwrite())
+	}
+	switch {
+	case outgrown:
+		w.turnOff(db)
+	case w.off >= w.maxBytes || db.Stats().PendingPageN >= w.maxPending:
+		if err := w.checkpoint(db); err != nil {
+			w.logger.Error("ledger: write-ahead log checkpoint failed; the log grows until one succeeds", "err", err)
+		}
+	}
+	return nil
+}
+
+// write appends the record of transaction txid (its operations ops) to the log and
+// fdatasyncs it.
+func (w *wal) write(txid uint64, ops []byte) error {
+	n := walRecordHead + len(ops)
+	if err := w.grow(int64(n)); err != nil {
+		return err
+	}
+	b := append(w.buf[:0], make([]byte, 8)...)
+	b = binary.BigEndian.AppendUint64(b, w.gen)
+	b = binary.BigEndian.AppendUint64(b, txid)
+	b = append(b, ops...)
+	crc := crc32.Update(w.crc, walCRC, b[8:])
+	binary.BigEndian.PutUint32(b, uint32(n-8))
+	binary.BigEndian.PutUint32(b[4:], crc)
+	w.buf = b
+	if _, err := w.f.WriteAt(b, w.off); err != nil {
+		return errors.Join(fmt.Errorf("ledger: write-ahead log: %w", err), w.invalidate(w.off))
+	}
+	if err := fdatasync(w.f); err != nil {
+		return errors.Join(fmt.Errorf("ledger: write-ahead log: %w", err), w.invalidate(w.off))
+	}
+	w.prevCRC, w.crc = w.crc, crc
+	w.lastLen, w.off = int64(n), w.off+int64(n)
+	return nil
+}
+
+// unwrite takes back the last record written, whose transaction failed to commit.
+func (w *wal) unwrite() error {
+	w.off, w.crc = w.off-w.lastLen, w.prevCRC
+	return w.invalidate(w.off)
+}
+
+// invalidate zeroes the length of a record at off that must not count (its write or its
+// commit failed), so that recovery stops before it; the next record takes its place.
+func (w *wal) invalidate(off int64) error {
+	if _, err := w.f.WriteAt(make([]byte, 8), off); err != nil {
+		return fmt.Errorf("ledger: write-ahead log: take back a record: %w", err)
+	}
+	if err := fdatasync(w.f); err != nil {
+		return fmt.Errorf("ledger: write-ahead log: take back a record: %w", err)
+	}
+	return nil
+}
+
+// grow makes the log file hold n more bytes after w.off, written as zeros ahead of time so
+// that a record's fdatasync has no file size to record.
+func (w *wal) grow(n int64) error {
+	if w.off+n <= w.size {
+		return nil
+	}
+	size := (w.off + n + walGrowBytes - 1) / walGrowBytes * walGrowBytes
+	zeros := make([]byte, 64<<10)
+	for at := w.size; at < size; at += int64(len(zeros)) {
+		if _, err := w.f.WriteAt(zeros[:min(int64(len(zeros)), size-at)], at); err != nil {
+			return fmt.Errorf("ledger: write-ahead log: grow: %w", err)
+		}
+	}
+	if err := fdatasync(w.f); err != nil {
+		return fmt.Errorf("ledger: write-ahead log: grow: %w", err)
+	}
+	w.size = size
+	return nil
+}
+
+// checkpoint makes the file's current state the log's base (see the top of this file):
+// bbolt's file fdatasync'd, a header of the next generation, a read transaction held on
+// it. The records before it no longer count.
+func (w *wal) checkpoint(db *bolt.DB) error {
+	if err := db.Sync(); err != nil {
+		return fmt.Errorf("sync the ledger file: %w", err)
+	}
+	metas, txid, ok, err := readMetas(w.dbf, w.pageSize)
+	if err != nil {
+		return fmt.Errorf("read the meta pages: %w", err)
+	}
+	if !ok {
+		return errors.New("no meta page of the ledger file is valid")
+	}
+	held, err := db.Begin(false)
+	if err != nil {
+		return err
+	}
+	if uint64(held.ID()) != txid {
+		_ = held.Rollback()
+		return fmt.Errorf("the meta pages are at transaction %d, bbolt at %d", txid, held.ID())
+	}
+	h := walHeader{gen: w.gen + 1, base: txid, file: w.file, pageSize: uint32(w.pageSize), metas: metas}
+	b := encodeHeader(&h)
+	if _, err := w.f.WriteAt(b, int64(h.gen%2)*walSlot); err == nil {
+		err = fdatasync(w.f)
+	}
+	if err != nil {
+		_ = held.Rollback()
+		return fmt.Errorf("write the header: %w", err)
+	}
+	w.gen, w.crc, w.off = h.gen, h.chainSeed(), walFirstRecord
+	w.release()
+	w.held = held
+	return nil
+}
+
+// release ends the read transaction on the base, if any.
+func (w *wal) release() {
+	if w.held != nil {
+		_ = w.held.Rollback()
+		w.held = nil
+	}
+}
+
+// turnOff ends the log for the rest of the Store's life after a commit that let bbolt
+// remap a file grown past walMapBytes/2: a last checkpoint, then bbolt fsyncs its commits
+// again (the next Open maps more and starts a log again).
+func (w *wal) turnOff(db *bolt.DB) {
+	if err := w.checkpoint(db); err != nil {
+		w.logger.Error("ledger: write-ahead log: last checkpoint failed", "err", err)
+	}
+	w.release()
+	w.off2, db.NoSync = true, false
+	w.logger.Warn("ledger: the file outgrew the address space mapped for the write-ahead log; commits fsync the file until the next start",
+		"mapped_bytes", walMapBytes)
+}
+
+// close checkpoints (the next Open has nothing to replay), lets go of the base and
+// closes the log.
+func (w *wal) close(db *bolt.DB) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var err error
+	if !w.off2 {
+		err = w.checkpoint(db)
+	}
+	w.release()
+	return errors.Join(err, w.closeFiles())
+}
+
+func (w *wal) closeFiles() error {
+	return errors.Join(w.f.Close(), w.dbf.Close())
+}

@@ -1,0 +1,392 @@
+//go:build linux
+
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+)
+
+// dumpFile returns dumpDB of the bbolt file at path.
+func dumpFile(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: openTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return dumpDB(t, db)
+}
+
+// dumpDB returns every bucket (nested ones too) of db: its name, sequence and key/value
+// pairs, one line each.
+func dumpDB(t *testing.T, db *bolt.DB) []string {
+	t.Helper()
+	var lines []string
+	var walk func(prefix string, b *bolt.Bucket)
+	walk = func(prefix string, b *bolt.Bucket) {
+		lines = append(lines, fmt.Sprintf("%s seq=%d", prefix, b.Sequence()))
+		_ = b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				walk(prefix+"/"+string(k), b.Bucket(k))
+				return nil
+			}
+			lines = append(lines, fmt.Sprintf("%s %x=%x", prefix, k, v))
+			return nil
+		})
+	}
+	err := db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error { walk(string(name), b); return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// walStore opens a format-2 store with fsync (so with a write-ahead log) at dir, its
+// checkpoints held off (the test makes them).
+func walStore(t *testing.T, dir string) *Store {
+	t.Helper()
+	s := mustOpenPath(t, filepath.Join(dir, "ledger.db"), Options{Format: Format2})
+	if s.wal == nil {
+		t.Fatal("a format-2 file with fsync has no write-ahead log")
+	}
+	s.wal.maxBytes, s.wal.maxPending = 1<<40, 1<<30
+	return s
+}
+
+// forceCheckpoint makes s's current state the log's base and returns a copy of the file
+// as it is then (what the disk holds of it for sure).
+func forceCheckpoint(t *testing.T, s *Store) []byte {
+	t.Helper()
+	s.wal.mu.Lock()
+	defer s.wal.mu.Unlock()
+	if err := s.wal.checkpoint(s.db); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// walWorkload appends what every write path of a format-2 commit writes: new
+// conversations (by-id index, heads, more than recentMax of them so that a commit moves
+// the recent heads), a conversation past the sparse index's step, tasks that start and
+// end (task and running indexes), push configs, deliveries and attempts, and an
+// artifact.
+func walWorkload(t *testing.T, s *Store, tag string) {
+	t.Helper()
+	ctx := t.Context()
+	for i := range recentMax + 20 {
+		mustAppend(t, s, "o", fmt.Sprintf("%s-many-%d", tag, i), userMsg("hello"))
+	}
+	for i := range 3 * seqIndexEvery {
+		mustAppend(t, s, "o", tag+"-long", userMsg(fmt.Sprint("line ", i)))
+	}
+	appendRunningMixAs(t, s, tag)
+	outbox := PushOutbox{ConfigID: "a", URL: "https://example.com/hook", ContentType: "application/json", Body: json.RawMessage(`{}`)}
+	res, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: tag + "-push", Entries: []Entry{
+		walPush(KindPushConfig, tag+"t", PushConfig{ID: "a", URL: "https://a", Dialect: "1.0"}),
+		walPush(KindPushConfig, tag+"t", PushConfig{ID: "b", URL: "https://b", Dialect: "1.0"}),
+		walPush(KindPushOutbox, tag+"t", outbox), walPush(KindPushOutbox, tag+"t", outbox),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: tag + "-push", Entries: []Entry{
+		walPush(KindPushConfig, tag+"t", PushConfig{ID: "b", Deleted: true}),
+		walPush(KindPushAttempt, tag+"t", PushAttempt{OutboxSeq: res.Entries[2].Seq, Attempt: 1, Outcome: "delivered", Final: true, Status: 200}),
+		walPush(KindPushAttempt, tag+"t", PushAttempt{OutboxSeq: res.Entries[3].Seq, Attempt: 1, Outcome: "retry", Status: 500,
+			NextAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "o", tag+"-big", userMsg(strings.Repeat("large ", DefaultLargePartBytes/5)))
+}
+
+// crashCopy writes to dir the ledger file as a crash could leave it on disk after the
+// base (the file's bytes then): each page the current file (cur) wrote since is there or
+// not, at random, the meta pages too; the log is copied whole from walSrc.
+func crashCopy(t *testing.T, dir string, base, cur []byte, walSrc string, r *rand.Rand, pageSize int) string {
+	t.Helper()
+	out := bytes.Clone(cur)
+	for at := 0; at < len(out); at += pageSize {
+		end := min(at+pageSize, len(out))
+		switch {
+		case at < len(base) && r.IntN(2) == 0:
+			copy(out[at:end], base[at:min(end, len(base))])
+		case at >= len(base) && r.IntN(3) == 0:
+			clear(out[at:end]) // a page past the base's end that never reached the disk
+		}
+	}
+	if r.IntN(3) == 0 { // a meta page torn in its write
+		copy(out[r.IntN(2)*pageSize+20:], bytes.Repeat([]byte{0xAB}, 40))
+	}
+	path := filepath.Join(dir, "ledger.db")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(walPath(path), rehome(t, readAll(t, walSrc), path), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// rehome returns the log wal with its headers naming the ledger file at path (a copy of
+// the file the log was written for), as if that file had been there all along.
+func rehome(t *testing.T, wal []byte, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id, err := fileID(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal = bytes.Clone(wal)
+	for slot := range 2 {
+		b := wal[slot*walSlot : (slot+1)*walSlot]
+		h, ok := decodeHeader(b)
+		if !ok {
+			continue
+		}
+		h.file = id
+		copy(b, encodeHeader(&h))
+	}
+	return wal
+}
+
+// TestWAL_ReplayAfterAnyCrash: after a checkpoint, a workload through every write path of
+// a format-2 commit; then the file as any crash could leave it (each page written since
+// the checkpoint on disk or not, a meta page torn, kill -9: all of them) with its log.
+// Recovery must make exactly the file the running Store has: every bucket, key, value and
+// sequence, so that nothing acknowledged is lost and nothing is written that was not.
+func TestWAL_ReplayAfterAnyCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := walStore(t, dir)
+	walWorkload(t, s, "before")
+	base := forceCheckpoint(t, s)
+	walWorkload(t, s, "after")
+	cur, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dumpDB(t, s.db)
+	walSrc, pageSize := walPath(s.Path()), s.db.Info().PageSize
+	r := rand.New(rand.NewPCG(uint64(len(cur)), 7))
+	for trial := range 6 {
+		t.Run(fmt.Sprint("crash-", trial), func(t *testing.T) {
+			d := t.TempDir()
+			var path string
+			if trial == 0 { // kill -9: the file as the running Store left it
+				path = crashCopy(t, d, cur, cur, walSrc, r, pageSize)
+			} else {
+				path = crashCopy(t, d, base, cur, walSrc, r, pageSize)
+			}
+			f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
+				t.Fatalf("the file after recovery differs from the running Store's (-want +got):\n%s", diff)
+			}
+			f.Close()
+			got := mustOpenPath(t, path, Options{})
+			if n, err := got.VerifyAll(t.Context()); err != nil || n != len(convKeys(t, want)) {
+				t.Errorf("VerifyAll after recovery = %d, %v; want %d, nil", n, err, len(convKeys(t, want)))
+			}
+		})
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// convKeys returns the conversation keys of a dump (the heads of "v1.heads" and
+// "v1.heads.recent").
+func convKeys(t *testing.T, dump []string) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	for _, l := range dump {
+		name, rest, _ := strings.Cut(l, " ")
+		if name != string(bucketHeads) && name != string(bucketRecent) || strings.HasPrefix(rest, "seq=") {
+			continue
+		}
+		k, _, _ := strings.Cut(rest, "=")
+		keys[k] = true
+	}
+	return keys
+}
+
+// TestWAL_TornLastRecord: a record cut short by a crash was never acknowledged; recovery
+// replays the whole ones before it and stops there.
+func TestWAL_TornLastRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := walStore(t, dir)
+	walWorkload(t, s, "a")
+	base := forceCheckpoint(t, s)
+	mustAppend(t, s, "o", "torn", userMsg("kept"))
+	want := dumpDB(t, s.db)
+	mustAppend(t, s, "o", "torn", userMsg("cut short"))
+	cur, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastLen, off := s.wal.lastLen, s.wal.off
+	d := t.TempDir()
+	path := crashCopy(t, d, base, cur, walPath(s.Path()), rand.New(rand.NewPCG(1, 2)), s.db.Info().PageSize)
+	if err := os.Truncate(walPath(path), off-lastLen/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
+		t.Fatalf("after recovery (-want +got):\n%s", diff)
+	}
+}
+
+// TestWAL_ForeignFile: a log whose records belong to another ledger file (the file was
+// replaced while the gateway was down after a crash) is refused with what to do, and
+// neither file is changed.
+func TestWAL_ForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	s := walStore(t, dir)
+	forceCheckpoint(t, s)
+	mustAppend(t, s, "o", "c", userMsg("logged"))
+	other := filepath.Join(t.TempDir(), "other.db")
+	o := mustOpenPath(t, other, Options{NoSync: true})
+	mustAppend(t, o, "o", "x", userMsg("another file"))
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := t.TempDir()
+	path := filepath.Join(d, "ledger.db")
+	copyFile(t, other, path)
+	copyFile(t, walPath(s.Path()), walPath(path))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, walBefore := readAll(t, path), readAll(t, walPath(path))
+	_, err := Open(path, Options{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "for another ledger file") {
+		t.Fatalf("Open with another file's log = %v, want the refusal", err)
+	}
+	if !bytes.Equal(before, readAll(t, path)) || !bytes.Equal(walBefore, readAll(t, walPath(path))) {
+		t.Error("the refused Open changed the file or its log")
+	}
+}
+
+// TestWAL_Checkpoints: with small checkpoint thresholds the log starts over many times;
+// a clean Close leaves nothing to replay, and a crash after many checkpoints recovers to
+// the running Store's file.
+func TestWAL_Checkpoints(t *testing.T) {
+	dir := t.TempDir()
+	s := walStore(t, dir)
+	s.wal.maxBytes, s.wal.maxPending = 64<<10, 64
+	gen := s.wal.gen
+	walWorkload(t, s, "x")
+	if s.wal.gen < gen+5 {
+		t.Fatalf("generation %d after the workload, from %d: want checkpoints", s.wal.gen, gen)
+	}
+	want := dumpDB(t, s.db)
+	d := t.TempDir()
+	cur := readAll(t, s.Path())
+	path := crashCopy(t, d, cur, cur, walPath(s.Path()), rand.New(rand.NewPCG(3, 4)), s.db.Info().PageSize)
+	f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
+		t.Fatalf("after recovery (-want +got):\n%s", diff)
+	}
+	live := s.Path()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, recs := walState(t, live)
+	if len(recs) != 0 || h.gen <= gen {
+		t.Errorf("after Close: generation %d with %d records, want a new generation and none", h.gen, len(recs))
+	}
+}
+
+// TestWAL_NoSyncRemovesLog: a Store without fsync has no log; opening a file that has
+// one replays it first and removes it.
+func TestWAL_NoSyncRemovesLog(t *testing.T) {
+	dir := t.TempDir()
+	s := walStore(t, dir)
+	forceCheckpoint(t, s)
+	mustAppend(t, s, "o", "c", userMsg("in the log"))
+	d := t.TempDir()
+	cur := readAll(t, s.Path())
+	path := crashCopy(t, d, cur, cur, walPath(s.Path()), rand.New(rand.NewPCG(5, 6)), s.db.Info().PageSize)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := mustOpenPath(t, path, Options{NoSync: true})
+	if _, err := os.Stat(walPath(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the log is still there without fsync: %v", err)
+	}
+	got, err := n.Range(t.Context(), "o", "c", 0, 0)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Range = %d entries, %v; want the logged one", len(got), err)
+	}
+}
+
+func walState(t *testing.T, path string) (walHeader, []walRecord) {
+	t.Helper()
+	f, err := os.Open(walPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, ok, err := readHeader(f)
+	if err != nil || !ok {
+		t.Fatalf("header: %v, %v", ok, err)
+	}
+	recs, _, err := readRecords(f, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, recs
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// walPush returns a push entry of kind for task with record rec (ledgertest has the
+// exported builders; this package's tests cannot import it).
+func walPush(kind Kind, task string, rec any) Entry {
+	b, _ := json.Marshal(rec)
+	return Entry{TaskID: task, Kind: kind, Trust: TrustSystem, Visibility: VisibilityAudit, Metadata: b}
+}
