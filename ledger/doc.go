@@ -31,10 +31,19 @@
 // Appends from many goroutines share commits (group commit, DESIGN D-4): one committer
 // goroutine owned by the [Store] takes the first queued append, drains whatever else is
 // already queued into the same bbolt transaction, yielding the processor between drains
-// while that brings more (so that batches form with one P too), commits (two fsyncs),
-// then answers every append of the batch. There is no timer, so a lone append commits at
-// once. bbolt's
+// while that brings more (so that batches form with one P too), commits, then answers
+// every append of the batch. There is no timer, so a lone append commits at once. bbolt's
 // DB.Batch is not used. Options.NoGroupCommit falls back to one transaction per append.
+//
+// A format-2 file with fsync commits through a write-ahead log, <file>.wal (wal.go): the
+// transaction's writes, recorded as it makes them (redo.go), go to the log as one record,
+// fdatasync'd (one fsync of the bytes the commit adds), then bbolt commits without fsync.
+// A checkpoint (every 8 MiB of records or 512 pages waiting to be freed, and at Close)
+// fsyncs the file and makes it the log's base: the log's header keeps the base's meta
+// pages, and a read transaction held on the base keeps bbolt from reusing its pages. Open
+// replays the records after the base (having written its meta pages back, so that a
+// commit whose pages did not all reach the disk is not read) before bbolt reads the file.
+// A format-1 file, or Options.NoSync, commits as bbolt does (two fsyncs, or none).
 //
 // # Imports
 //
@@ -56,10 +65,10 @@
 // open it after one second ("data dir is in use by another process"). Several gateway
 // instances need a shared backend.
 //
-// "Acknowledged" means Append returned a nil error. That happens only after the bbolt
-// commit holding the entries returned, which fsyncs the data and the meta page unless
-// Options.NoSync is set, so an acknowledged entry survives kill -9 and power loss (as far
-// as the disk honours fsync). An Append that returns an error appended nothing that can be
+// "Acknowledged" means Append returned a nil error. That happens only after the commit
+// holding the entries returned, which fsyncs its log record (format 2) or the data and
+// the meta page (format 1) unless Options.NoSync is set, so an acknowledged entry
+// survives kill -9 and power loss (as far as the disk honours fsync). An Append that returns an error appended nothing that can be
 // read (a failed final fsync is the one exception: see [Store.Append]); once its request was
 // queued it waits for the commit even if its context is canceled, so a caller never
 // believes a committed write failed.
