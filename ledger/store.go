@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,7 +215,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return nil, errors.Join(err, db.Close())
 	}
 	if s.useWAL() {
-		if s.wal, err = startWAL(db, path, walf, s.logger); err != nil {
+		if s.wal, err = startWAL(db, path, walf, s.logger, opts.WriteFault); err != nil {
 			return nil, errors.Join(err, db.Close())
 		}
 	}
@@ -437,7 +438,7 @@ func (s *Store) commitBatch(batch []*pending) {
 	results := make([]outcome, len(batch))
 	accepted := 0
 	start := time.Now()
-	err := s.safeUpdate(func(tx *bolt.Tx) error {
+	txid, err := s.update(func(tx *bolt.Tx) error {
 		accepted = 0
 		for i, p := range batch {
 			res, reqErr, txErr := s.apply(tx, p.req)
@@ -470,6 +471,22 @@ func (s *Store) commitBatch(batch []*pending) {
 			s.remember(p.req, results[i])
 		}
 	}
+	if txid == 0 {
+		s.answer(batch, results, accepted, start, err)
+		return
+	}
+	batch = slices.Clone(batch) // the committer reuses its slice for the next batch
+	s.wal.afterSync(txid, func(err error) {
+		if err != nil {
+			s.heads.clear()
+			err = s.commitFailed(err)
+		}
+		s.answer(batch, results, accepted, start, err)
+	})
+}
+
+// answer answers every request of a batch committed (err nil) or not, and counts it.
+func (s *Store) answer(batch []*pending, results []outcome, accepted int, start time.Time, err error) {
 	if err == nil && accepted > 0 {
 		s.committed()
 		d := time.Since(start)
@@ -502,19 +519,31 @@ var errNothingToCommit = errors.New("ledger: nothing to commit")
 // errTxPanicked is the error of a write transaction that panicked (see safeUpdate).
 var errTxPanicked = errors.New("ledger: internal error: transaction panicked")
 
-// safeUpdate runs db.Update, turning a panic in fn into an error (bbolt has rolled the
-// transaction back by then) so that the committer survives it.
-func (s *Store) safeUpdate(fn func(*bolt.Tx) error) (err error) {
+// safeUpdate runs fn in a write transaction (update) and returns once it is on disk.
+func (s *Store) safeUpdate(fn func(*bolt.Tx) error) error {
+	txid, err := s.update(fn)
+	if err != nil || txid == 0 {
+		return err
+	}
+	return s.wal.waitSynced(txid)
+}
+
+// update runs fn in a write transaction, turning a panic in fn into an error (bbolt has
+// rolled the transaction back by then) so that the committer survives it. With the
+// write-ahead log it returns the transaction's id before its record is fsync'd (see
+// wal_sync.go: wal.afterSync runs what must wait for that); 0: nothing to wait for (the
+// transaction is on disk, wrote nothing, or failed).
+func (s *Store) update(fn func(*bolt.Tx) error) (txid uint64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("ledger transaction panicked", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("%w: %v", errTxPanicked, r)
+			txid, err = 0, fmt.Errorf("%w: %v", errTxPanicked, r)
 		}
 	}()
 	if s.wal != nil {
 		return s.wal.update(s.db, &s.redo, fn)
 	}
-	return s.db.Update(fn)
+	return 0, s.db.Update(fn)
 }
 
 // useWAL reports whether the Store commits through a write-ahead log (wal.go): a
@@ -552,7 +581,14 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.View(fn)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if s.wal != nil { // a commit not on disk yet is not read (wal_sync.go)
+			if err := s.wal.waitDurable(uint64(tx.ID())); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -81,19 +82,22 @@ type wal struct {
 	f          *os.File   // the log, locked (tryLock) while the Store is open
 	dbf        *os.File   // the bbolt file, read for its meta pages
 	pageSize   int
-	gen        uint64   // the current header's generation
-	file       uint64   // the ledger file's identity (fileID)
-	crc        uint32   // the chain: the last record's CRC (the header's at first)
-	off        int64    // where the next record goes
-	size       int64    // bytes of the log file
-	held       *bolt.Tx // the read transaction on the base
-	maxBytes   int64    // walCheckpointBytes (tests lower or raise it)
-	maxPending int      // walCheckpointPages (likewise)
-	off2       bool     // turned off (the file outgrew walMapBytes/2): commits fsync bbolt
-	rec        redo     // the current transaction's writes
-	buf        []byte   // the current record
-	prevCRC    uint32   // the chain before the last record
-	lastLen    int64    // the last record's length
+	gen        uint64                // the current header's generation
+	file       uint64                // the ledger file's identity (fileID)
+	crc        uint32                // the chain: the last record's CRC (the header's at first)
+	off        int64                 // where the next record goes
+	size       int64                 // bytes of the log file
+	held       *bolt.Tx              // the read transaction on the base
+	maxBytes   int64                 // walCheckpointBytes (tests lower or raise it)
+	maxPending int                   // walCheckpointPages (likewise)
+	syncer     walSync               // the syncer and what is durable (wal_sync.go)
+	fault      func(op string) error // Options.WriteFault (nil: none)
+	written    atomic.Uint64         // the last transaction whose record is written (not yet fdatasync'd, maybe)
+	off2       bool                  // turned off (the file outgrew walMapBytes/2): commits fsync bbolt
+	rec        redo                  // the current transaction's writes
+	buf        []byte                // the current record
+	prevCRC    uint32                // the chain before the last record
+	lastLen    int64                 // the last record's length
 	logger     *slog.Logger
 }
 
@@ -359,16 +363,17 @@ func discardRecords(f *os.File, h *walHeader) error {
 
 // startWAL starts the write-ahead log of db, the ledger file at path (f: its log as
 // recoverWAL returned it, or nil to create it): a first checkpoint, then commits stop
-// fsyncing bbolt (db.NoSync).
-func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger) (*wal, error) {
+// fsyncing bbolt (db.NoSync). fault is Options.WriteFault (nil: none).
+func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault func(op string) error) (*wal, error) {
 	var err error
 	if f == nil {
 		if f, err = lockWAL(path, true); err != nil {
 			return nil, err
 		}
 	}
-	w := &wal{f: f, pageSize: db.Info().PageSize, logger: logger,
+	w := &wal{f: f, pageSize: db.Info().PageSize, logger: logger, fault: fault,
 		maxBytes: walCheckpointBytes, maxPending: walCheckpointPages}
+	w.syncer.cond.L = &w.syncer.mu
 	if w.dbf, err = os.Open(path); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("ledger: write-ahead log: %w", err)
@@ -396,21 +401,27 @@ func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger) (*wal, 
 		return nil, fmt.Errorf("ledger: start write-ahead log: %w", err)
 	}
 	db.NoSync = true
+	w.startSyncer()
 	return w, nil
 }
 
 // update runs fn in a write transaction of db and commits it through the log: fn's writes
-// (recorded in w.rec, which *redo points to while fn runs) go to the log, fdatasync'd,
-// before bbolt commits without fsync. A transaction that wrote nothing is rolled back.
-func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (err error) {
+// (recorded in w.rec, which *redo points to while fn runs) go to the log, then bbolt
+// commits without fsync. It returns the transaction's id, for afterSync: until the
+// syncer has fdatasync'd its record, the transaction is neither acknowledged nor seen by a
+// reader (waitDurable). A transaction that wrote nothing is rolled back (id 0).
+func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid uint64, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.failure(); err != nil {
+		return 0, err
+	}
 	if w.off2 {
-		return db.Update(fn)
+		return 0, w.updateSynced(db, fn)
 	}
 	tx, err := db.Begin(true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	committed := false
 	defer func() {
@@ -422,11 +433,12 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (err err
 	w.rec.reset()
 	*redo = &w.rec
 	if err := fn(tx); err != nil || w.rec.n == 0 {
-		return err
+		return 0, err
 	}
 	*redo = nil
-	if err := w.write(uint64(tx.ID()), w.rec.ops); err != nil {
-		return err
+	txid = uint64(tx.ID())
+	if err := w.write(txid, w.rec.ops); err != nil {
+		return 0, err
 	}
 	outgrown := tx.Size() > walMapBytes/2
 	if outgrown {
@@ -434,8 +446,9 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (err err
 	}
 	committed = true
 	if err := tx.Commit(); err != nil {
-		return errors.Join(err, w.unwrite())
+		return 0, errors.Join(err, w.unwrite())
 	}
+	w.written.Store(txid)
 	switch {
 	case outgrown:
 		w.turnOff(db)
@@ -444,11 +457,24 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (err err
 			w.logger.Error("ledger: write-ahead log checkpoint failed; the log grows until one succeeds", "err", err)
 		}
 	}
-	return nil
+	return txid, nil
 }
 
-// write appends the record of transaction txid (its operations ops) to the log and
-// fdatasyncs it.
+// updateSynced is update once the log is off: bbolt's own commit, fsync'd.
+func (w *wal) updateSynced(db *bolt.DB, fn func(*bolt.Tx) error) error {
+	var txid uint64
+	err := db.Update(func(tx *bolt.Tx) error {
+		txid = uint64(tx.ID())
+		return fn(tx)
+	})
+	if err == nil {
+		w.markDurable(txid)
+	}
+	return err
+}
+
+// write appends the record of transaction txid (its operations ops) to the log (the
+// syncer fdatasyncs it).
 func (w *wal) write(txid uint64, ops []byte) error {
 	n := walRecordHead + len(ops)
 	if err := w.grow(int64(n)); err != nil {
@@ -463,9 +489,6 @@ func (w *wal) write(txid uint64, ops []byte) error {
 	binary.BigEndian.PutUint32(b[4:], crc)
 	w.buf = b
 	if _, err := w.f.WriteAt(b, w.off); err != nil {
-		return errors.Join(fmt.Errorf("ledger: write-ahead log: %w", err), w.invalidate(w.off))
-	}
-	if err := fdatasync(w.f); err != nil {
 		return errors.Join(fmt.Errorf("ledger: write-ahead log: %w", err), w.invalidate(w.off))
 	}
 	w.prevCRC, w.crc = w.crc, crc
@@ -545,6 +568,7 @@ func (w *wal) checkpoint(db *bolt.DB) error {
 	w.gen, w.crc, w.off = h.gen, h.chainSeed(), walFirstRecord
 	w.release()
 	w.held = held
+	w.markDurable(txid) // the file holds it, fsync'd
 	return nil
 }
 
@@ -572,10 +596,11 @@ func (w *wal) turnOff(db *bolt.DB) {
 // close checkpoints (the next Open has nothing to replay), lets go of the base and
 // closes the log.
 func (w *wal) close(db *bolt.DB) error {
+	w.stopSyncer() // every commit answered
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var err error
-	if !w.off2 {
+	err := w.failure()
+	if err == nil && !w.off2 { // after a failed fdatasync the next Open replays what reached the disk
 		err = w.checkpoint(db)
 	}
 	w.release()

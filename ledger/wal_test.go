@@ -11,7 +11,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -389,4 +392,120 @@ func readAll(t *testing.T, path string) []byte {
 func walPush(kind Kind, task string, rec any) Entry {
 	b, _ := json.Marshal(rec)
 	return Entry{TaskID: task, Kind: kind, Trust: TrustSystem, Visibility: VisibilityAudit, Metadata: b}
+}
+
+// syncGate is an Options.WriteFault that holds the log's fdatasync while armed (entered
+// tells that the syncer is held) or fails it with failWith.
+type syncGate struct {
+	armed    atomic.Bool
+	entered  chan struct{}
+	release  chan struct{}
+	failWith atomic.Pointer[error]
+}
+
+func newSyncGate() *syncGate {
+	return &syncGate{entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (g *syncGate) fault(op string) error {
+	if op != "wal-sync" {
+		return nil
+	}
+	if err := g.failWith.Load(); err != nil {
+		return *err
+	}
+	if g.armed.CompareAndSwap(true, false) {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	return nil
+}
+
+// TestWAL_NothingSeenBeforeFsync: while the log's fdatasync of an append is held, the
+// append is not answered and a read that would see it waits; both go on after it.
+func TestWAL_NothingSeenBeforeFsync(t *testing.T) {
+	g := newSyncGate()
+	s := mustOpenPath(t, filepath.Join(t.TempDir(), "ledger.db"), Options{WriteFault: g.fault})
+	ctx := t.Context()
+	mustAppend(t, s, "o", "c", userMsg("first"))
+	g.armed.Store(true)
+	appended := make(chan error, 1)
+	go func() {
+		_, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: "c", Entries: []Entry{userMsg("second")}})
+		appended <- err
+	}()
+	<-g.entered // committed in bbolt, its record not fsync'd
+	read := make(chan int, 1)
+	go func() {
+		es, err := s.Range(ctx, "o", "c", 0, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		read <- len(es)
+	}()
+	waitUntil(t, "the read waits for the fsync", func() bool {
+		s.wal.syncer.mu.Lock()
+		defer s.wal.syncer.mu.Unlock()
+		return s.wal.syncer.waiting == 1
+	})
+	select {
+	case err := <-appended:
+		t.Fatalf("Append answered (%v) before its fsync", err)
+	case n := <-read:
+		t.Fatalf("a read saw %d entries before the fsync", n)
+	default:
+	}
+	close(g.release)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if n := <-read; n != 2 {
+		t.Errorf("the read after the fsync got %d entries, want 2", n)
+	}
+}
+
+// TestWAL_FsyncFailureStopsTheLog: a failed fdatasync fails its append and every later
+// commit (bbolt committed past it), and reads of what it did not make durable; the next
+// Open replays what reached the disk and the file verifies.
+func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
+	g := newSyncGate()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := mustOpenPath(t, path, Options{WriteFault: g.fault})
+	ctx := t.Context()
+	mustAppend(t, s, "o", "c", userMsg("durable"))
+	eio := error(syscall.EIO)
+	g.failWith.Store(&eio)
+	_, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: "c", Entries: []Entry{userMsg("not acknowledged")}})
+	wantStorageError(t, "Append with a failed fdatasync", err, "commit", CauseFailing, syscall.EIO)
+	g.failWith.Store(nil)
+	if _, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: "c", Entries: []Entry{userMsg("after")}}); !errors.Is(err, syscall.EIO) {
+		t.Errorf("Append after the failure = %v, want the failure", err)
+	}
+	if _, err := s.Range(ctx, "o", "c", 0, 0); !errors.Is(err, syscall.EIO) {
+		t.Errorf("Range of a transaction not fsync'd = %v, want the failure", err)
+	}
+	if err := s.Close(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("Close after the failure = %v, want it named", err)
+	}
+	r := mustOpenPath(t, path, Options{})
+	if n, err := r.VerifyAll(ctx); err != nil || n != 1 {
+		t.Fatalf("VerifyAll after reopening = %d, %v", n, err)
+	}
+	es, err := r.Range(ctx, "o", "c", 0, 0)
+	if err != nil || len(es) < 1 || texts(es)[0] != "durable" {
+		t.Fatalf("after reopening: %v, %v; want the acknowledged entry first", texts(es), err)
+	}
+}
+
+// waitUntil polls cond (yielding between polls) until it holds, failing the test after
+// a generous bound.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		runtime.Gosched()
+	}
 }
