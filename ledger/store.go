@@ -581,14 +581,13 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if s.wal != nil { // a commit not on disk yet is not read (wal_sync.go)
-			if err := s.wal.waitDurable(uint64(tx.ID())); err != nil {
-				return err
-			}
+	if s.wal != nil { // the newest state on disk, shared (wal_snap.go)
+		if sn := s.wal.acquire(); sn != nil {
+			defer s.wal.releaseSnap(sn)
+			return fn(sn.tx)
 		}
-		return fn(tx)
-	})
+	}
+	err := s.db.View(fn)
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}

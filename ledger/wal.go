@@ -90,7 +90,9 @@ type wal struct {
 	held       *bolt.Tx              // the read transaction on the base
 	maxBytes   int64                 // walCheckpointBytes (tests lower or raise it)
 	maxPending int                   // walCheckpointPages (likewise)
-	syncer     walSync               // the syncer and what is durable (wal_sync.go)
+	syncer     walSync               // the syncer (wal_sync.go)
+	snaps      walSnaps              // what reads see (wal_snap.go)
+	base       uint64                // the transaction of the last checkpoint
 	fault      func(op string) error // Options.WriteFault (nil: none)
 	written    atomic.Uint64         // the last transaction whose record is written (not yet fdatasync'd, maybe)
 	off2       bool                  // turned off (the file outgrew walMapBytes/2): commits fsync bbolt
@@ -373,7 +375,6 @@ func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault f
 	}
 	w := &wal{f: f, pageSize: db.Info().PageSize, logger: logger, fault: fault,
 		maxBytes: walCheckpointBytes, maxPending: walCheckpointPages}
-	w.syncer.cond.L = &w.syncer.mu
 	if w.dbf, err = os.Open(path); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("ledger: write-ahead log: %w", err)
@@ -396,7 +397,13 @@ func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault f
 	if err == nil {
 		err = w.checkpoint(db)
 	}
+	if err == nil {
+		w.written.Store(w.base)
+		err = w.snapNow(db, w.base)
+	}
 	if err != nil {
+		w.release()
+		w.endSnaps()
 		w.closeFiles()
 		return nil, fmt.Errorf("ledger: start write-ahead log: %w", err)
 	}
@@ -449,6 +456,9 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 		return 0, errors.Join(err, w.unwrite())
 	}
 	w.written.Store(txid)
+	if err := w.addPending(db, txid); err != nil {
+		return txid, err // committed; the syncer answers it, a later snapshot shows it
+	}
 	switch {
 	case outgrown:
 		w.turnOff(db)
@@ -468,9 +478,18 @@ func (w *wal) updateSynced(db *bolt.DB, fn func(*bolt.Tx) error) error {
 		return fn(tx)
 	})
 	if err == nil {
-		w.markDurable(txid)
+		err = w.snapNow(db, txid)
 	}
 	return err
+}
+
+// snapNow makes the state db has committed (transaction txid, durable) the one reads see.
+func (w *wal) snapNow(db *bolt.DB, txid uint64) error {
+	if err := w.addPending(db, txid); err != nil {
+		return err
+	}
+	w.publish(txid)
+	return nil
 }
 
 // write appends the record of transaction txid (its operations ops) to the log (the
@@ -565,10 +584,10 @@ func (w *wal) checkpoint(db *bolt.DB) error {
 		_ = held.Rollback()
 		return fmt.Errorf("write the header: %w", err)
 	}
-	w.gen, w.crc, w.off = h.gen, h.chainSeed(), walFirstRecord
+	w.gen, w.crc, w.off, w.base = h.gen, h.chainSeed(), walFirstRecord, txid
 	w.release()
 	w.held = held
-	w.markDurable(txid) // the file holds it, fsync'd
+	w.publish(txid) // the file holds it, fsync'd
 	return nil
 }
 
@@ -604,6 +623,7 @@ func (w *wal) close(db *bolt.DB) error {
 		err = w.checkpoint(db)
 	}
 	w.release()
+	w.endSnaps()
 	return errors.Join(err, w.closeFiles())
 }
 

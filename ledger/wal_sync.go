@@ -3,7 +3,6 @@ package ledger
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
 // The syncer takes the log's fdatasync off the committer's path: update writes a record
@@ -11,23 +10,20 @@ import (
 // batch, and the syncer fdatasyncs the log (one fdatasync covers every record written
 // before it began) and then answers the commits it covered. So the next batch's work
 // overlaps this one's fsync. Nothing is told before its fsync (DESIGN D-4): the commit's
-// appends are answered by finish after it, and a reader whose bbolt snapshot holds a
-// transaction not yet fsync'd waits for it (waitDurable) before it reads.
+// appends are answered by finish after it, and reads see only fsync'd states
+// (wal_snap.go).
 //
 // A failed fdatasync cannot be taken back (bbolt committed what follows it), so it stops
-// the log: every later commit and every read of a transaction past the last fsync fails
-// with it until the Store is opened again, and recovery replays what reached the disk.
+// the log: every later commit fails with it until the Store is opened again (reads still
+// see the last state fsync'd), and recovery replays what reached the disk.
 
 // walSync is the syncer's state.
 type walSync struct {
 	jobs chan syncJob   // from afterSync; closed by stopSyncer
 	wg   sync.WaitGroup // the syncer goroutine
 
-	mu      sync.Mutex
-	cond    sync.Cond     // on mu; broadcast when durable or failed changes
-	durable atomic.Uint64 // the last transaction fsync'd (its record, or the file at a checkpoint); set under mu
-	failed  error         // an fdatasync failed
-	waiting int           // readers in waitDurable (for tests)
+	mu     sync.Mutex
+	failed error // an fdatasync failed
 }
 
 // syncJob is a committed transaction waiting for its record's fdatasync.
@@ -101,18 +97,8 @@ func (w *wal) syncOnce() error {
 	if err != nil {
 		return w.fail(err)
 	}
-	w.markDurable(upto)
+	w.publish(upto) // before the answers: who is told can read it
 	return nil
-}
-
-// markDurable records that every transaction up to txid is on disk.
-func (w *wal) markDurable(txid uint64) {
-	w.syncer.mu.Lock()
-	if txid > w.syncer.durable.Load() {
-		w.syncer.durable.Store(txid)
-		w.syncer.cond.Broadcast()
-	}
-	w.syncer.mu.Unlock()
 }
 
 // fail stops the log after a failed fdatasync and returns the error commits get.
@@ -121,7 +107,6 @@ func (w *wal) fail(err error) error {
 	w.syncer.mu.Lock()
 	if w.syncer.failed == nil {
 		w.syncer.failed = err
-		w.syncer.cond.Broadcast()
 		w.logger.Error("ledger: the write-ahead log cannot be fsync'd; the ledger refuses commits until it is opened again", "err", err)
 	}
 	err = w.syncer.failed
@@ -134,23 +119,4 @@ func (w *wal) failure() error {
 	w.syncer.mu.Lock()
 	defer w.syncer.mu.Unlock()
 	return w.syncer.failed
-}
-
-// waitDurable waits until transaction txid (the snapshot of a read transaction) is on
-// disk: nothing is read before it is durable.
-func (w *wal) waitDurable(txid uint64) error {
-	if w.syncer.durable.Load() >= txid {
-		return nil
-	}
-	w.syncer.mu.Lock()
-	defer w.syncer.mu.Unlock()
-	w.syncer.waiting++
-	for w.syncer.durable.Load() < txid && w.syncer.failed == nil {
-		w.syncer.cond.Wait()
-	}
-	w.syncer.waiting--
-	if w.syncer.durable.Load() < txid {
-		return w.syncer.failed
-	}
-	return nil
 }

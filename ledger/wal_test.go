@@ -422,7 +422,8 @@ func (g *syncGate) fault(op string) error {
 }
 
 // TestWAL_NothingSeenBeforeFsync: while the log's fdatasync of an append is held, the
-// append is not answered and a read that would see it waits; both go on after it.
+// append is not answered and reads see the state before it, without waiting; after it,
+// both.
 func TestWAL_NothingSeenBeforeFsync(t *testing.T) {
 	g := newSyncGate()
 	s := mustOpenPath(t, filepath.Join(t.TempDir(), "ledger.db"), Options{WriteFault: g.fault})
@@ -435,38 +436,30 @@ func TestWAL_NothingSeenBeforeFsync(t *testing.T) {
 		appended <- err
 	}()
 	<-g.entered // committed in bbolt, its record not fsync'd
-	read := make(chan int, 1)
-	go func() {
-		es, err := s.Range(ctx, "o", "c", 0, 0)
-		if err != nil {
-			t.Error(err)
-		}
-		read <- len(es)
-	}()
-	waitUntil(t, "the read waits for the fsync", func() bool {
-		s.wal.syncer.mu.Lock()
-		defer s.wal.syncer.mu.Unlock()
-		return s.wal.syncer.waiting == 1
-	})
+	es, err := s.Range(ctx, "o", "c", 0, 0)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("Range while the fsync is held = %v, %v; want the first entry only", texts(es), err)
+	}
+	if c, err := s.Conversation(ctx, "o", "c"); err != nil || c.LastSeq != 1 {
+		t.Fatalf("Conversation while the fsync is held = seq %d, %v; want 1", c.LastSeq, err)
+	}
 	select {
 	case err := <-appended:
 		t.Fatalf("Append answered (%v) before its fsync", err)
-	case n := <-read:
-		t.Fatalf("a read saw %d entries before the fsync", n)
 	default:
 	}
 	close(g.release)
 	if err := <-appended; err != nil {
 		t.Fatal(err)
 	}
-	if n := <-read; n != 2 {
-		t.Errorf("the read after the fsync got %d entries, want 2", n)
+	if es, err := s.Range(ctx, "o", "c", 0, 0); err != nil || len(es) != 2 {
+		t.Errorf("Range after the fsync = %v, %v; want both entries", texts(es), err)
 	}
 }
 
 // TestWAL_FsyncFailureStopsTheLog: a failed fdatasync fails its append and every later
-// commit (bbolt committed past it), and reads of what it did not make durable; the next
-// Open replays what reached the disk and the file verifies.
+// commit (bbolt committed past it); reads see what was fsync'd; the next Open replays
+// what reached the disk and the file verifies.
 func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	g := newSyncGate()
 	path := filepath.Join(t.TempDir(), "ledger.db")
@@ -481,8 +474,8 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	if _, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: "c", Entries: []Entry{userMsg("after")}}); !errors.Is(err, syscall.EIO) {
 		t.Errorf("Append after the failure = %v, want the failure", err)
 	}
-	if _, err := s.Range(ctx, "o", "c", 0, 0); !errors.Is(err, syscall.EIO) {
-		t.Errorf("Range of a transaction not fsync'd = %v, want the failure", err)
+	if es, err := s.Range(ctx, "o", "c", 0, 0); err != nil || len(es) != 1 {
+		t.Errorf("Range after the failure = %v, %v; want the entry fsync'd only", texts(es), err)
 	}
 	if err := s.Close(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("Close after the failure = %v, want it named", err)
