@@ -37,10 +37,16 @@ type SalvageReport struct {
 // damaged pages are never handed to bbolt); dst must not exist. dst is fsync'd before
 // Salvage returns. Errors: dst exists; src cannot be opened at all (in use by another
 // process, both meta pages damaged); a write of dst fails (dst is then incomplete).
+// Records of src's write-ahead log that a crash left unreplayed are not in src and not
+// salvaged (Open replays them; a warning names how many when Open could not).
 func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (SalvageReport, error) {
 	var rep SalvageReport
 	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("ledger: salvage to %s: the file exists (or cannot be checked: %v)", dst, err)
+	}
+	if n := unreplayed(src); n > 0 && logger != nil {
+		logger.Warn("ledger: salvage: the write-ahead log holds commits that are not in the file; they are not salvaged",
+			"path", walPath(src), "records", n)
 	}
 	fc, err := checkFile(src)
 	if err != nil {

@@ -84,7 +84,7 @@ type wal struct {
 	pageSize   int
 	gen        uint64                // the current header's generation
 	file       uint64                // the ledger file's identity (fileID)
-	crc        uint32                // the chain: the last record's CRC (the header's at first)
+	crc        uint32                // the chain: the last record's CRC (the generation's seed at first)
 	off        int64                 // where the next record goes
 	size       int64                 // bytes of the log file
 	held       *bolt.Tx              // the read transaction on the base
@@ -352,6 +352,22 @@ func replayWAL(path string, f *os.File, logger *slog.Logger) error {
 	return discardRecords(f, &h)
 }
 
+// unreplayed returns how many records the write-ahead log of the ledger file at path holds
+// after its header (0 when it has none or cannot be read).
+func unreplayed(path string) int {
+	f, err := os.Open(walPath(path))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	h, ok, err := readHeader(f)
+	if err != nil || !ok {
+		return 0
+	}
+	recs, _, _ := readRecords(f, &h)
+	return len(recs)
+}
+
 // discardRecords writes a header of the next generation with h's base and metas: the
 // records of h's generation no longer count (the file holds them, or must not get them).
 func discardRecords(f *os.File, h *walHeader) error {
@@ -416,7 +432,8 @@ func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault f
 // (recorded in w.rec, which *redo points to while fn runs) go to the log, then bbolt
 // commits without fsync. It returns the transaction's id, for afterSync: until the
 // syncer has fdatasync'd its record, the transaction is neither acknowledged nor seen by a
-// reader (waitDurable). A transaction that wrote nothing is rolled back (id 0).
+// read (reads use the newest fsync'd snapshot, wal_snap.go). A transaction that wrote
+// nothing is rolled back (id 0).
 func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid uint64, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -350,6 +350,9 @@ func TestWAL_NoSyncRemovesLog(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if got := unreplayed(path); got != 1 {
+		t.Errorf("unreplayed before Open = %d, want 1 (the append's record)", got)
+	}
 	n := mustOpenPath(t, path, Options{NoSync: true})
 	if _, err := os.Stat(walPath(path)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the log is still there without fsync: %v", err)
@@ -421,12 +424,22 @@ func (g *syncGate) fault(op string) error {
 	return nil
 }
 
+// walGated opens a format-2 store with fsync at path whose log's fdatasync g controls.
+func walGated(t *testing.T, path string, g *syncGate) *Store {
+	t.Helper()
+	s := mustOpenPath(t, path, Options{Format: Format2, WriteFault: g.fault})
+	if s.wal == nil {
+		t.Fatal("a format-2 file with fsync has no write-ahead log")
+	}
+	return s
+}
+
 // TestWAL_NothingSeenBeforeFsync: while the log's fdatasync of an append is held, the
 // append is not answered and reads see the state before it, without waiting; after it,
 // both.
 func TestWAL_NothingSeenBeforeFsync(t *testing.T) {
 	g := newSyncGate()
-	s := mustOpenPath(t, filepath.Join(t.TempDir(), "ledger.db"), Options{WriteFault: g.fault})
+	s := walGated(t, filepath.Join(t.TempDir(), "ledger.db"), g)
 	ctx := t.Context()
 	mustAppend(t, s, "o", "c", userMsg("first"))
 	g.armed.Store(true)
@@ -463,7 +476,7 @@ func TestWAL_NothingSeenBeforeFsync(t *testing.T) {
 func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	g := newSyncGate()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := mustOpenPath(t, path, Options{WriteFault: g.fault})
+	s := walGated(t, path, g)
 	ctx := t.Context()
 	mustAppend(t, s, "o", "c", userMsg("durable"))
 	eio := error(syscall.EIO)
@@ -480,7 +493,7 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("Close after the failure = %v, want it named", err)
 	}
-	r := mustOpenPath(t, path, Options{})
+	r := mustOpenPath(t, path, Options{Format: Format2})
 	if n, err := r.VerifyAll(ctx); err != nil || n != 1 {
 		t.Fatalf("VerifyAll after reopening = %d, %v", n, err)
 	}
