@@ -37,7 +37,9 @@
 //
 // A format-2 file with fsync commits through a write-ahead log, <file>.wal (wal.go): the
 // transaction's writes, recorded as it makes them (redo.go), go to the log as one record,
-// fdatasync'd (one fsync of the bytes the commit adds), then bbolt commits without fsync.
+// then bbolt commits without fsync and the committer goes on with the next batch while a
+// syncer goroutine fdatasyncs the log (one fsync of the bytes the commits add) and only
+// then answers the commit's appends; reads see the newest fsync'd state.
 // A checkpoint (every 8 MiB of records or 512 pages waiting to be freed, and at Close)
 // fsyncs the file and makes it the log's base: the log's header keeps the base's meta
 // pages, and a read transaction held on the base keeps bbolt from reusing its pages. Open
@@ -55,9 +57,15 @@
 // # Concurrency
 //
 // A Store is safe for concurrent use. Reads run in bbolt read transactions alongside the
-// writer. The Store's only mutex guards its closed flag and is never held across a wait,
-// so there is no lock order to respect. The committer goroutine starts in [Open] and exits
-// in [Store.Close] after answering every queued append.
+// writer (with the write-ahead log: a shared one on the newest fsync'd state,
+// wal_snap.go). The Store's mutex guards its closed flag and is never held across a wait.
+// The log's lock order: wal.mu (held for a whole write transaction) first; the syncer's
+// and the snapshots' mutexes are taken under it or alone, never one under the other, and
+// never across a wait.
+// The committer goroutine starts in [Open] and exits in [Store.Close] after answering
+// every queued append; with the log, the syncer goroutine (wal_sync.go) starts in Open,
+// fdatasyncs the log and answers the commits, and exits in Close once every commit is
+// answered.
 //
 // # Caveats
 //

@@ -157,15 +157,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.LargePartBytes <= 0 {
-		opts.LargePartBytes = DefaultLargePartBytes
-	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = DefaultMaxBatch
-	}
-	if opts.Format == 0 {
-		opts.Format = defaultFormat
-	}
+	opts = opts.withDefaults()
 	if opts.Format != Format1 && opts.Format != Format2 {
 		return nil, fmt.Errorf("ledger: open %s: unknown format %d", path, opts.Format)
 	}
@@ -232,6 +224,20 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	s.logger.Info("ledger opened", "path", path, "format", format, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit,
 		"quarantined", len(s.Quarantined()))
 	return s, nil
+}
+
+// withDefaults returns o with the defaults of the fields left zero.
+func (o Options) withDefaults() Options {
+	if o.LargePartBytes <= 0 {
+		o.LargePartBytes = DefaultLargePartBytes
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Format == 0 {
+		o.Format = defaultFormat
+	}
+	return o
 }
 
 // openWritable opens the bbolt file at path for writing and brings it to the current

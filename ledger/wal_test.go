@@ -187,10 +187,7 @@ func TestWAL_ReplayAfterAnyCrash(t *testing.T) {
 	walWorkload(t, s, "before")
 	base := forceCheckpoint(t, s)
 	walWorkload(t, s, "after")
-	cur, err := os.ReadFile(s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cur := readAll(t, s.Path())
 	want := dumpDB(t, s.db)
 	walSrc, pageSize := walPath(s.Path()), s.db.Info().PageSize
 	r := rand.New(rand.NewPCG(uint64(len(cur)), 7))
@@ -203,15 +200,7 @@ func TestWAL_ReplayAfterAnyCrash(t *testing.T) {
 			} else {
 				path = crashCopy(t, d, base, cur, walSrc, r, pageSize)
 			}
-			f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
-				t.Fatalf("the file after recovery differs from the running Store's (-want +got):\n%s", diff)
-			}
-			f.Close()
+			assertRecovers(t, path, want)
 			got := mustOpenPath(t, path, Options{})
 			if n, err := got.VerifyAll(t.Context()); err != nil || n != len(convKeys(t, want)) {
 				t.Errorf("VerifyAll after recovery = %d, %v; want %d, nil", n, err, len(convKeys(t, want)))
@@ -220,6 +209,20 @@ func TestWAL_ReplayAfterAnyCrash(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// assertRecovers runs the recovery of Open on the ledger file at path and checks that it
+// makes the file whose dump is want.
+func assertRecovers(t *testing.T, path string, want []string) {
+	t.Helper()
+	f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
+		t.Fatalf("the file after recovery differs from the running Store's (-want +got):\n%s", diff)
 	}
 }
 
@@ -249,10 +252,7 @@ func TestWAL_TornLastRecord(t *testing.T) {
 	mustAppend(t, s, "o", "torn", userMsg("kept"))
 	want := dumpDB(t, s.db)
 	mustAppend(t, s, "o", "torn", userMsg("cut short"))
-	cur, err := os.ReadFile(s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cur := readAll(t, s.Path())
 	lastLen, off := s.wal.lastLen, s.wal.off
 	d := t.TempDir()
 	path := crashCopy(t, d, base, cur, walPath(s.Path()), rand.New(rand.NewPCG(1, 2)), s.db.Info().PageSize)
@@ -262,14 +262,7 @@ func TestWAL_TornLastRecord(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
-		t.Fatalf("after recovery (-want +got):\n%s", diff)
-	}
+	assertRecovers(t, path, want)
 }
 
 // TestWAL_ForeignFile: a log whose records belong to another ledger file (the file was
@@ -319,14 +312,7 @@ func TestWAL_Checkpoints(t *testing.T) {
 	d := t.TempDir()
 	cur := readAll(t, s.Path())
 	path := crashCopy(t, d, cur, cur, walPath(s.Path()), rand.New(rand.NewPCG(3, 4)), s.db.Info().PageSize)
-	f, err := recoverWAL(path, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if diff := cmp.Diff(want, dumpFile(t, path)); diff != "" {
-		t.Fatalf("after recovery (-want +got):\n%s", diff)
-	}
+	assertRecovers(t, path, want)
 	live := s.Path()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,13 +117,18 @@ func (c *conn) call(ctx context.Context, r *http.Request, req *a2a.Request, dl a
 	// Exits when the Handler returns; it runs under the connection's context, canceled
 	// when the connection closes.
 	c.wg.Go(func() {
-		defer func() {
+		done := sync.OnceFunc(func() {
 			c.mu.Lock()
 			c.inFlight--
 			c.mu.Unlock()
-		}()
+		})
+		defer done()
 		defer c.recoverCall(ctx, req, dl)
-		c.reply(c.h.d.Call(ctx, r, req))
+		frame := c.h.d.Call(ctx, r, req)
+		// The call is over before its answer goes out: a client that has the answer may
+		// send the next call at once without meeting the limit.
+		done()
+		c.reply(frame)
 	})
 }
 
