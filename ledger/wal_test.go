@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -486,18 +485,5 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	es, err := r.Range(ctx, "o", "c", 0, 0)
 	if err != nil || len(es) < 1 || texts(es)[0] != "durable" {
 		t.Fatalf("after reopening: %v, %v; want the acknowledged entry first", texts(es), err)
-	}
-}
-
-// waitUntil polls cond (yielding between polls) until it holds, failing the test after
-// a generous bound.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		runtime.Gosched()
 	}
 }
