@@ -67,6 +67,10 @@ type Options struct {
 	// It runs on the writing goroutine and must not call the Store. Zero value: no fault;
 	// production code never sets it.
 	WriteFault func(op string) error
+
+	// walMapBytes: the address space bbolt maps for a file with a write-ahead log
+	// (wal.go); 0: walMapBytes. Tests lower it to make the file outgrow it.
+	walMapBytes int64
 	// SalvageDamaged lets Open salvage a file with damaged pages (see [Open]) instead of
 	// opening it read-only. The server sets it; offline tools leave the file as it is.
 	SalvageDamaged bool
@@ -207,7 +211,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return nil, errors.Join(err, db.Close())
 	}
 	if s.useWAL() {
-		if s.wal, err = startWAL(db, path, walf, s.logger, opts.WriteFault); err != nil {
+		if s.wal, err = startWAL(db, path, walf, s.logger, opts.WriteFault, opts.walMapBytes); err != nil {
 			return nil, errors.Join(err, db.Close())
 		}
 	}
@@ -236,6 +240,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Format == 0 {
 		o.Format = defaultFormat
+	}
+	if o.walMapBytes <= 0 {
+		o.walMapBytes = walMapBytes
 	}
 	return o
 }
@@ -271,7 +278,7 @@ func openWritable(path string, opts Options, syncFreelist bool) (*bolt.DB, int, 
 		PageSize: pageSize,
 		// With the write-ahead log (format 2 with fsync, wal.go) a read transaction stays
 		// open between checkpoints, and bbolt cannot remap while one is: map ahead.
-		InitialMmapSize: walMap(syncFreelist && !opts.NoSync),
+		InitialMmapSize: walMap(syncFreelist && !opts.NoSync, opts),
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, 0, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)

@@ -62,16 +62,17 @@ const (
 // walMapBytes is the address space bbolt maps for a file with a log
 // (Options.InitialMmapSize): bbolt remaps a growing file only while no read transaction
 // is open, and the Store holds one between checkpoints. A file that grows past half of it
-// turns the log off. (An int64 so that 32-bit builds, which have no log, compile.)
-const walMapBytes int64 = 64 << 30
+// turns the log off. (A variable, so that 32-bit builds, which have no log, compile; tests
+// use Options.walMapBytes.)
+var walMapBytes int64 = 64 << 30
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// walMap is the address space bbolt maps at Open: walMapBytes for a file with a log
+// walMap is the address space bbolt maps at Open: opts' map size for a file with a log
 // (when this system supports one), else bbolt's default.
-func walMap(withLog bool) int {
+func walMap(withLog bool, opts Options) int {
 	if withLog && walSupported {
-		return int(walMapBytes)
+		return int(opts.walMapBytes)
 	}
 	return 0
 }
@@ -95,7 +96,8 @@ type wal struct {
 	base       uint64                // the transaction of the last checkpoint
 	fault      func(op string) error // Options.WriteFault (nil: none)
 	written    atomic.Uint64         // the last transaction whose record is written (not yet fdatasync'd, maybe)
-	off2       bool                  // turned off (the file outgrew walMapBytes/2): commits fsync bbolt
+	mapBytes   int64                 // the address space bbolt maps (Options.walMapBytes)
+	off2       bool                  // turned off (the file outgrew mapBytes/2): commits fsync bbolt
 	rec        redo                  // the current transaction's writes
 	buf        []byte                // the current record
 	prevCRC    uint32                // the chain before the last record
@@ -381,15 +383,16 @@ func discardRecords(f *os.File, h *walHeader) error {
 
 // startWAL starts the write-ahead log of db, the ledger file at path (f: its log as
 // recoverWAL returned it, or nil to create it): a first checkpoint, then commits stop
-// fsyncing bbolt (db.NoSync). fault is Options.WriteFault (nil: none).
-func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault func(op string) error) (*wal, error) {
+// fsyncing bbolt (db.NoSync). fault is Options.WriteFault (nil: none); mapBytes the
+// address space db maps (Options.walMapBytes).
+func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault func(op string) error, mapBytes int64) (*wal, error) {
 	var err error
 	if f == nil {
 		if f, err = lockWAL(path, true); err != nil {
 			return nil, err
 		}
 	}
-	w := &wal{f: f, pageSize: db.Info().PageSize, logger: logger, fault: fault,
+	w := &wal{f: f, pageSize: db.Info().PageSize, logger: logger, fault: fault, mapBytes: mapBytes,
 		maxBytes: walCheckpointBytes, maxPending: walCheckpointPages}
 	if w.dbf, err = os.Open(path); err != nil {
 		f.Close()
@@ -464,9 +467,9 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 	if err := w.write(txid, w.rec.ops); err != nil {
 		return 0, err
 	}
-	outgrown := tx.Size() > walMapBytes/2
+	outgrown := tx.Size() > w.mapBytes/2
 	if outgrown {
-		w.release() // bbolt may remap for this commit; the checkpoint below makes a new base
+		w.letRemap()
 	}
 	committed = true
 	if err := tx.Commit(); err != nil {
@@ -487,17 +490,10 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 	return txid, nil
 }
 
-// updateSynced is update once the log is off: bbolt's own commit, fsync'd.
+// updateSynced is update once the log is off: bbolt's own commit, fsync'd. (No
+// snapshot: reads go to bbolt, which may have to remap the growing file.)
 func (w *wal) updateSynced(db *bolt.DB, fn func(*bolt.Tx) error) error {
-	var txid uint64
-	err := db.Update(func(tx *bolt.Tx) error {
-		txid = uint64(tx.ID())
-		return fn(tx)
-	})
-	if err == nil {
-		err = w.snapNow(db, txid)
-	}
-	return err
+	return db.Update(fn)
 }
 
 // snapNow makes the state db has committed (transaction txid, durable) the one reads see.
@@ -616,6 +612,17 @@ func (w *wal) release() {
 	}
 }
 
+// letRemap ends every read transaction the log holds before a commit for which bbolt may
+// remap the file (it waits for open readers to end): the commits before it are made
+// durable and shown first, then the base and the snapshots end, and reads go to bbolt.
+func (w *wal) letRemap() {
+	if upto := w.written.Load(); upto > 0 {
+		_ = w.waitSynced(upto) // a failure is the log's, reported to every commit
+	}
+	w.release()
+	w.endSnaps()
+}
+
 // turnOff ends the log for the rest of the Store's life after a commit that let bbolt
 // remap a file grown past walMapBytes/2: a last checkpoint, then bbolt fsyncs its commits
 // again (the next Open maps more and starts a log again).
@@ -624,9 +631,10 @@ func (w *wal) turnOff(db *bolt.DB) {
 		w.logger.Error("ledger: write-ahead log: last checkpoint failed", "err", err)
 	}
 	w.release()
+	w.endSnaps() // reads go to bbolt: every commit is on disk when it returns
 	w.off2, db.NoSync = true, false
 	w.logger.Warn("ledger: the file outgrew the address space mapped for the write-ahead log; commits fsync the file until the next start",
-		"mapped_bytes", walMapBytes)
+		"mapped_bytes", w.mapBytes)
 }
 
 // close checkpoints (the next Open has nothing to replay), lets go of the base and

@@ -487,3 +487,70 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 		t.Fatalf("after reopening: %v, %v; want the acknowledged entry first", texts(es), err)
 	}
 }
+
+// TestWAL_OutgrowsItsMap: a file that grows past half the address space mapped for it
+// turns the log off (bbolt must remap, which waits for every read transaction, so the log
+// ends its own first) while reads go on; later commits fsync bbolt, and the file reopens
+// with every entry.
+func TestWAL_OutgrowsItsMap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := mustOpenPath(t, path, Options{Format: Format2, walMapBytes: 4 << 20})
+	if s.wal == nil {
+		t.Fatal("a format-2 file with fsync has no write-ahead log")
+	}
+	ctx := t.Context()
+	text := strings.Repeat("grow ", 4<<10) // 20 KiB an entry: the file passes 2 MiB in ~100
+	const n = 300
+	stop := make(chan struct{})
+	readers := make(chan error, 1)
+	go func() { // reads all along, through the snapshots and then bbolt
+		for {
+			select {
+			case <-stop:
+				readers <- nil
+				return
+			default:
+			}
+			if _, err := s.Last(ctx, "o", "c", 5, nil); err != nil && !errors.Is(err, ErrNotFound) {
+				readers <- err
+				return
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if _, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: "c", Entries: []Entry{userMsg(text)}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute): // a bound: a remap waiting on the log's own readers never ends
+		t.Fatal("appends past the mapped size did not finish")
+	}
+	close(stop)
+	if err := <-readers; err != nil {
+		t.Fatal(err)
+	}
+	if !s.wal.off2 {
+		t.Fatalf("%d entries of 20 KiB, past half of the %d bytes mapped, and the log is still on", n, 4<<20)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpenPath(t, path, Options{Format: Format2})
+	es, err := r.Range(ctx, "o", "c", 0, 0)
+	if err != nil || len(es) != n {
+		t.Fatalf("after reopening: %d entries, %v; want %d", len(es), err, n)
+	}
+	if r.wal == nil || r.wal.off2 {
+		t.Error("the log is not on again after reopening with room")
+	}
+}
