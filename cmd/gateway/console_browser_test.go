@@ -164,12 +164,13 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-// browserTab opens a new tab of the browser for t, bounded to a few seconds; on failure it saves
-// a screenshot and names the file.
+// browserTab opens a new tab of the browser for t, bounded (generously: a subtest of many
+// steps took 18 s of a former 20 s bound under make test-load); on failure it saves a
+// screenshot and names the file.
 func browserTab(t *testing.T, browser context.Context) context.Context {
 	t.Helper()
 	tabCtx, cancelTab := chromedp.NewContext(browser)
-	ctx, cancel := context.WithTimeout(tabCtx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(tabCtx, 90*time.Second)
 	t.Cleanup(func() {
 		defer cancelTab()
 		defer cancel()
