@@ -177,16 +177,26 @@ type walRecord struct {
 	ops  []byte
 }
 
+// readLog returns the log f's current header and the whole records of its generation
+// that follow it, in order (ok false: no header, so no record either).
+func readLog(f *os.File) (h walHeader, recs []walRecord, ok bool, err error) {
+	if h, ok, err = readHeader(f); err != nil || !ok {
+		return h, nil, ok, err
+	}
+	recs, err = readRecords(f, &h)
+	return h, recs, ok, err
+}
+
 // readRecords returns the whole records of generation h.gen that follow the header, in
-// order, and where the next one would go.
-func readRecords(f *os.File, h *walHeader) ([]walRecord, int64, error) {
+// order.
+func readRecords(f *os.File, h *walHeader) ([]walRecord, error) {
 	info, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	data := make([]byte, max(info.Size()-walFirstRecord, 0))
 	if _, err := f.ReadAt(data, walFirstRecord); err != nil && !errors.Is(err, io.EOF) {
-		return nil, 0, err
+		return nil, err
 	}
 	var recs []walRecord
 	crc, off := h.chainSeed(), 0
@@ -203,7 +213,7 @@ func readRecords(f *os.File, h *walHeader) ([]walRecord, int64, error) {
 		recs = append(recs, walRecord{txid: binary.BigEndian.Uint64(body[8:]), ops: body[16:]})
 		crc, off = want, off+8+n
 	}
-	return recs, walFirstRecord + int64(off), nil
+	return recs, nil
 }
 
 // metaTxid returns the transaction id of a bbolt meta page's first bytes, false if the
@@ -289,11 +299,7 @@ func recoverWAL(path string, logger *slog.Logger) (*os.File, error) {
 
 // replayWAL is recoverWAL's work on the locked log f.
 func replayWAL(path string, f *os.File, logger *slog.Logger) error {
-	h, ok, err := readHeader(f)
-	if err != nil || !ok {
-		return err // no header: no record can have been written
-	}
-	recs, _, err := readRecords(f, &h)
+	h, recs, _, err := readLog(f)
 	if err != nil || len(recs) == 0 {
 		return err
 	}
@@ -362,11 +368,7 @@ func unreplayed(path string) int {
 		return 0
 	}
 	defer f.Close()
-	h, ok, err := readHeader(f)
-	if err != nil || !ok {
-		return 0
-	}
-	recs, _, _ := readRecords(f, &h)
+	_, recs, _, _ := readLog(f)
 	return len(recs)
 }
 

@@ -355,13 +355,9 @@ func walState(t *testing.T, path string) (walHeader, []walRecord) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h, ok, err := readHeader(f)
+	h, recs, ok, err := readLog(f)
 	if err != nil || !ok {
 		t.Fatalf("header: %v, %v", ok, err)
-	}
-	recs, _, err := readRecords(f, &h)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return h, recs
 }
