@@ -12,7 +12,9 @@
 //     one response frame, a result or an error. Calls on one connection run concurrently
 //     (SendMessage blocks until its turn ends without holding up the others), at most
 //     Config.MaxInFlight calls and streams at once; beyond that the request gets a -32000
-//     RATE_LIMITED error frame.
+//     RATE_LIMITED error frame. A call's slot is free before its answer is sent, a
+//     streaming method's (and its request id) when its final event is queued, so a
+//     client that has either may send its next request at once.
 //   - A streaming A2A method (SendStreamingMessage, SubscribeToTask, message/stream,
 //     tasks/resubscribe) gets one result frame per event, whose result is the event object
 //     (as the SSE transport sends it) plus "seq". When the stream ends nothing more is sent

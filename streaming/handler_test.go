@@ -180,6 +180,51 @@ func TestConcurrentCallsAndInFlightLimit(t *testing.T) {
 	waitIdle(t, h)
 }
 
+// TestStreamSlotFreedWithFinalEvent: a task stream's in-flight slot and request id are
+// free once its final event is on its way, not only when the pump has seen the stream
+// end: with MaxInFlight 1, a client that has a stream's final event opens the next one
+// (with the same id) at once while the first pump is still waiting in Next.
+func TestStreamSlotFreedWithFinalEvent(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{}) // the streams' Next after their final event waits for it
+	fh := worldHandler()
+	fh.stream = func(_ context.Context, p *a2a.SendParams) (a2a.Stream, error) {
+		final := a2a.Event{Seq: 1, Status: &a2a.StatusUpdate{TaskID: "t-" + p.Message.MessageID, ContextID: "ctx-1",
+			Status: a2a.TaskStatus{State: a2a.StateCompleted}, Final: true}}
+		return &heldEndStream{sliceStream: sliceStream{events: []a2a.Event{final}}, hold: hold}, nil
+	}
+	h, url := newServer(t, fh, nil, Config{MaxInFlight: 1})
+	ws := dial(t, url)
+	for i := range 3 {
+		sendText(t, ws, fmt.Sprintf(`{"jsonrpc":"2.0","id":"s","method":"SendStreamingMessage","params":{"message":{"messageId":"m%d","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`, i))
+		f := readFrame(t, ws)
+		if string(f.ID) != `"s"` || f.Error != nil {
+			t.Fatalf("stream %d: id %s error %+v, want its final event", i, f.ID, f.Error)
+		}
+	}
+	close(hold)
+	ws.Close()
+	waitIdle(t, h)
+}
+
+// heldEndStream is a sliceStream whose Next, once its events are out, waits for hold
+// (or ctx) before io.EOF.
+type heldEndStream struct {
+	sliceStream
+	hold <-chan struct{}
+}
+
+func (s *heldEndStream) Next(ctx context.Context) (a2a.Event, error) {
+	if len(s.events) == 0 {
+		select {
+		case <-s.hold:
+		case <-ctx.Done():
+			return a2a.Event{}, ctx.Err()
+		}
+	}
+	return s.sliceStream.Next(ctx)
+}
+
 // streamEvents is a task stream of a long multi-byte reply in chunks.
 func streamEvents(contextID, taskID string, chunks []string) []a2a.Event {
 	evs := []a2a.Event{{Task: testTask(taskID, contextID, a2a.StateSubmitted)}}

@@ -41,6 +41,9 @@ type stream struct {
 	// to resume with); it starts at the afterSeq the stream was opened with.
 	written atomic.Uint64
 	unsubs  []pendingUnsub // unsubscribe requests answered when the pump ends; guarded by conn.mu
+	// taskStream: an A2A streaming method, which ends after its task's final status.
+	taskStream bool
+	released   bool // its in-flight slot and request id are free again; guarded by conn.mu
 }
 
 type pendingUnsub struct {
@@ -150,7 +153,7 @@ func (c *conn) openA2A(ctx context.Context, req *a2a.Request, dl a2a.Dialect, st
 		return
 	}
 	d := c.h.d
-	c.startStream(ctx, req, dl, afterSeq, label, start, func(ctx context.Context) (a2a.Stream, error) {
+	c.startStream(ctx, req, dl, afterSeq, label, true, start, func(ctx context.Context) (a2a.Stream, error) {
 		st, _, err := d.Open(ctx, req, afterSeq)
 		return st, err
 	})
@@ -178,14 +181,15 @@ func (c *conn) subscribe(ctx context.Context, req *a2a.Request, start time.Time)
 		}
 	}
 	src := c.h.src
-	c.startStream(ctx, req, p.dialect, p.afterSeq, p.contextID, start, func(ctx context.Context) (a2a.Stream, error) {
+	c.startStream(ctx, req, p.dialect, p.afterSeq, p.contextID, false, start, func(ctx context.Context) (a2a.Stream, error) {
 		return src.SubscribeContext(ctx, p.contextID, p.afterSeq)
 	})
 }
 
 // startStream registers a stream under its request id and starts its pump, bounded by
-// MaxInFlight. A request id already used by a running stream is refused.
-func (c *conn) startStream(ctx context.Context, req *a2a.Request, dl a2a.Dialect, afterSeq uint64, label string, start time.Time, open func(context.Context) (a2a.Stream, error)) {
+// MaxInFlight. A request id already used by a running stream is refused. taskStream: an
+// A2A streaming method (it ends after its task's final status).
+func (c *conn) startStream(ctx context.Context, req *a2a.Request, dl a2a.Dialect, afterSeq uint64, label string, taskStream bool, start time.Time, open func(context.Context) (a2a.Stream, error)) {
 	key := idKey(req.ID)
 	c.mu.Lock()
 	if c.inFlight >= c.h.cfg.MaxInFlight {
@@ -199,7 +203,7 @@ func (c *conn) startStream(ctx context.Context, req *a2a.Request, dl a2a.Dialect
 		return
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	st := &stream{key: key, id: req.ID, method: req.Method, dialect: dl, cancel: cancel}
+	st := &stream{key: key, id: req.ID, method: req.Method, dialect: dl, cancel: cancel, taskStream: taskStream}
 	st.written.Store(afterSeq)
 	if label != "" {
 		st.label.Store(&label)
@@ -271,10 +275,8 @@ func (c *conn) pump(ctx context.Context, st *stream, open func(context.Context) 
 			}
 		}
 		f := &frame{b: b, st: st, seq: ev.Seq}
-		select {
-		case q <- f:
+		if c.offer(q, f, st.taskStream && ev.Status != nil && ev.Status.Final) {
 			continue
-		default:
 		}
 		// Full: give the consumer SlowAfter to make room before it counts as slow.
 		t := time.NewTimer(c.h.cfg.SlowAfter)
@@ -291,14 +293,43 @@ func (c *conn) pump(ctx context.Context, st *stream, open func(context.Context) 
 	}
 }
 
-// endStream removes st from the connection and answers the unsubscribes waiting for it,
-// after its last event frame.
-func (c *conn) endStream(st *stream) {
-	c.mu.Lock()
+// offer queues f without waiting (false: the queue is full). A task stream's final
+// frame (last) frees the stream's in-flight slot and request id in the same step, under
+// c.mu: a client that has the frame and opens its next stream at once, even with the
+// same id, finds both free although the pump has not seen the stream's end yet.
+func (c *conn) offer(q chan<- *frame, f *frame, last bool) bool {
+	if last {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	select {
+	case q <- f:
+	default:
+		return false
+	}
+	if last {
+		c.release(f.st)
+	}
+	return true
+}
+
+// release frees st's in-flight slot and request id, once. c.mu must be held.
+func (c *conn) release(st *stream) {
+	if st.released {
+		return
+	}
+	st.released = true
 	if c.streams[st.key] == st {
 		delete(c.streams, st.key)
 	}
 	c.inFlight--
+}
+
+// endStream removes st from the connection and answers the unsubscribes waiting for it,
+// after its last event frame.
+func (c *conn) endStream(st *stream) {
+	c.mu.Lock()
+	c.release(st)
 	unsubs := st.unsubs
 	st.unsubs = nil
 	c.mu.Unlock()
