@@ -60,11 +60,15 @@ func TestRecoverSharedStoreLeavesHeldLease(t *testing.T) {
 			t.Parallel()
 			locks := locking.NewLocal()
 			r, st := newRunnerWith(t, Config{SharedStore: tt.shared, LeaseTTL: 20 * time.Millisecond}, locks, agent.Echo{})
-			appendRunning(t, st, "elsewhere", "t-elsewhere")
+			// The lease first, as the instance running the turn holds it before its task
+			// is stored: the other way round, the Runner's sweep (every LeaseTTL) could
+			// find the task running with its lease free and take the lease to recover it
+			// before this test took it (it did, once, under make test-load).
 			lease, err := locks.Acquire(t.Context(), contextid.Key("local", "elsewhere"), "t-elsewhere")
 			if err != nil {
 				t.Fatal(err)
 			}
+			appendRunning(t, st, "elsewhere", "t-elsewhere")
 			n, err := r.Recover(t.Context())
 			if err != nil || n != tt.wantAtOnce || failedCount(t, st, "t-elsewhere") != tt.wantAtOnce {
 				t.Fatalf("Recover() = %d, %v; %d failed statuses; want %d", n, err, failedCount(t, st, "t-elsewhere"), tt.wantAtOnce)
