@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,6 +136,72 @@ func TestNextTurnAfterPolledEndIsNotBusy(t *testing.T) {
 	if busy != 0 {
 		t.Fatalf("%d of %d rounds refused with CONTEXT_BUSY, want 0", busy, rounds)
 	}
+}
+
+// TestSendAfterHolderLeftIsNotBusy: a send whose Acquire met the lease of a turn that
+// then ended, handed the lease over and left before the send looked for that handover
+// (a sender preempted between the two, as under make test-load) tries the lease again
+// and is admitted instead of refused with CONTEXT_BUSY. staleHeldLocker makes the
+// preemption happen every time.
+func TestSendAfterHolderLeftIsNotBusy(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	ag := funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
+		if tu.Text == "first" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return agent.Result{}, ctx.Err()
+			}
+		}
+		return agent.Result{}, emit("reply to " + tu.Text)
+	})
+	locks := &staleHeldLocker{Local: locking.NewLocal(), heldSeen: make(chan struct{}, 1)}
+	r, _ := newRunnerWith(t, Config{}, locks, ag)
+	locks.r = r
+	locks.armed.Store(true)
+	ctx := t.Context()
+	first, err := r.SendMessage(ctx, &a2a.SendParams{
+		Message: a2a.Message{MessageID: "m-first", ContextID: "left", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("first")}},
+		Config:  a2a.SendConfig{ReturnImmediately: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the first turn ends once the second send has met its lease
+		<-locks.heldSeen
+		close(release)
+	}()
+	res, err := send(ctx, r, "left", "", "second")
+	if err != nil {
+		t.Fatalf("send after %s ended: %v, want it admitted", first.Task.ID, err)
+	}
+	if res.Task.Status.State != a2a.StateCompleted {
+		t.Fatalf("second turn ended %q", res.Task.Status.State)
+	}
+}
+
+// staleHeldLocker is a Locker whose first Acquire that meets a held key (once armed)
+// reports it held only after the holder has given the key up and its turn has left r.
+type staleHeldLocker struct {
+	*locking.Local
+	r        *Runner
+	armed    atomic.Bool
+	heldSeen chan struct{}
+}
+
+func (l *staleHeldLocker) Acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
+	lease, err := l.Local.Acquire(ctx, key, holder)
+	if errors.Is(err, locking.ErrHeld) && l.armed.CompareAndSwap(true, false) {
+		l.heldSeen <- struct{}{}
+		if werr := l.Local.Wait(ctx, key); werr != nil {
+			return nil, werr
+		}
+		for l.r.Running() != 0 && ctx.Err() == nil {
+			runtime.Gosched()
+		}
+	}
+	return lease, err
 }
 
 // waitIdle polls until r runs no turn.

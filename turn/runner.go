@@ -711,16 +711,21 @@ func (r *Runner) awaitHandover(ctx context.Context, key string) error {
 	}
 }
 
-// awaitEnding waits, when the turn holding the context key is storing its end and giving
-// the lease up (beginHandover), until it has (bounded by FinalizeTimeout and ctx),
-// and reports whether it did. The ledger shows a turn's end from its commit on, so a
-// client that read it there (GetTask) and sends at once is admitted, not refused.
+// awaitEnding is called after an Acquire of the context key met a held lease. When the
+// holder is a turn of this Runner storing its end and giving the lease up
+// (beginHandover), it waits until the turn has (bounded by FinalizeTimeout and ctx). It
+// reports whether the caller should try the lease again: after that handover, and also
+// when no turn of the key is ending here, because the holder may have ended, handed over
+// and left between the caller's Acquire and this look (a sender preempted between the
+// two was refused with CONTEXT_BUSY for a turn its client had seen end). The ledger shows
+// a turn's end from its commit on, so a client that read it there (GetTask) and sends at
+// once is admitted, not refused.
 func (r *Runner) awaitEnding(ctx context.Context, key string) bool {
 	r.mu.Lock()
 	done := r.handovers[key]
 	r.mu.Unlock()
 	if done == nil {
-		return false
+		return true // one more Acquire: it fails again while the holder still runs
 	}
 	t := time.NewTimer(r.cfg.FinalizeTimeout)
 	defer t.Stop()
