@@ -89,6 +89,9 @@ type BurstConfig struct {
 	// beforeWave, when set (by tests), is called before each wave of the target
 	// with the wave's number (from 0).
 	beforeWave func(wave int)
+	// probeWait, when set (by tests), replaces probeWait: on a loaded machine the kernel
+	// can deliver a close the server has made after a probe of 2 ms gave up.
+	probeWait time.Duration
 }
 
 // Validate reports every problem with c, each wrapping [ErrInvalidConfig],
@@ -541,10 +544,14 @@ func (s *burstSide) prepare(ctx context.Context, wave int) error {
 // since the last wave (or that hold unexpected bytes). The connections are
 // probed in parallel, so this takes about probeWait.
 func (s *burstSide) dropClosed() {
+	wait := probeWait
+	if s.cfg.probeWait > 0 {
+		wait = s.cfg.probeWait
+	}
 	var probes sync.WaitGroup
 	for _, bc := range s.conns {
 		if bc.c != nil && !bc.broken {
-			probes.Go(func() { bc.broken = !bc.alive() }) // exits after one read of at most probeWait
+			probes.Go(func() { bc.broken = !bc.alive(wait) }) // exits after one read of at most wait
 		}
 	}
 	probes.Wait()
@@ -555,13 +562,13 @@ func (s *burstSide) dropClosed() {
 	}
 }
 
-// alive reports whether a kept-alive connection is still open: a short
-// read finds neither data nor the end of the stream.
-func (bc *burstConn) alive() bool {
+// alive reports whether a kept-alive connection is still open: a read of at
+// most wait finds neither data nor the end of the stream.
+func (bc *burstConn) alive(wait time.Duration) bool {
 	if bc.br.Buffered() > 0 {
 		return false
 	}
-	if bc.c.SetReadDeadline(time.Now().Add(probeWait)) != nil {
+	if bc.c.SetReadDeadline(time.Now().Add(wait)) != nil {
 		return false
 	}
 	var b [1]byte

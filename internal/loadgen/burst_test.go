@@ -530,8 +530,10 @@ func TestBurst_RedialsClosedIdle(t *testing.T) {
 	t.Parallel()
 	// A server that answers like a keep-alive one (Content-Length, no "Connection: close")
 	// and then closes the connection: the next wave must notice and dial anew. Each wave
-	// starts once the server has closed every connection of the previous one (a busy
-	// machine can hold a close back past the probe's 2 ms; the race is the server's).
+	// starts once the server has closed every connection of the previous one, and the
+	// probe waits up to 5 s for each close to arrive (a loaded machine delivered one
+	// after the probe's 2 ms, in .ci/run, and that request met the closed connection).
+	// Every connection here is closed, so the probes end as soon as the closes arrive.
 	var closed atomic.Int64
 	url, conns := serveCounting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -548,7 +550,7 @@ func TestBurst_RedialsClosedIdle(t *testing.T) {
 	before := func(wave int) {
 		testutil.WaitFor(t, "the server to close the previous wave's connections", func() bool { return closed.Load() == int64(50*wave) })
 	}
-	r, err := Burst(t.Context(), BurstConfig{URL: url, Senders: 50, Waves: 3, beforeWave: before})
+	r, err := Burst(t.Context(), BurstConfig{URL: url, Senders: 50, Waves: 3, beforeWave: before, probeWait: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("Burst() error = %v, want nil", err)
 	}
