@@ -59,6 +59,7 @@ go build -o "$A2AGO" ./internal/loadgen/a2agoecho
 go build -o "$tmp/fsyncprobe" ./internal/loadgen/fsyncprobe
 fsync_line=$("$tmp/fsyncprobe" "$tmp")
 fsync_p50=$(echo "$fsync_line" | awk '{ print $3 }')
+fsync_idle_p50=$(echo "$fsync_line" | awk '{ print $15 }')
 echo "=== fdatasync on the data dirs' file system: $fsync_line"
 echo
 pin_server=() pin_client=() one_core="GOMAXPROCS=1, not pinned (no taskset or one CPU)"
@@ -104,10 +105,11 @@ echo "=== gateway / a2a-go v0.3.3 in-memory echo: medians of $ROUNDS alternating
 echo "    serves more; p50 x and p99 x above 1: the gateway is slower). Targets (issue #16): req/s x >= 0.5 on one core, >= 1.0 on two, c=64"
 cat "$peer_summary"
 echo
-echo "=== c=1 p50 against issue #16's target, 2 fsyncs + 0.3 ms (fdatasync p50 $fsync_p50 ms here)"
-awk -F'\t' -v f="$fsync_p50" '{
+echo "=== c=1 p50 against issue #16's target, 2 fsyncs + 0.3 ms (fdatasync p50 here: $fsync_p50 ms back to back, the"
+echo "    target's; $fsync_idle_p50 ms after 1 ms idle, as a gateway at c=1 meets them, for comparison)"
+awk -F'\t' -v f="$fsync_p50" -v fi="$fsync_idle_p50" '{
   limit = 2 * f + 0.3
-  printf "target c=1 p50, %s core(s), %-22s %7.3f ms (<= %.3f) %s\n", $1, $2, $3, limit, ($3 <= limit ? "reached" : "MISSED")
+  printf "target c=1 p50, %s core(s), %-22s %7.3f ms (<= %.3f; %.3f with idle fsyncs) %s\n", $1, $2, $3, limit, 2 * fi + 0.3, ($3 <= limit ? "reached" : "MISSED")
 }' "$c1_p50"
 echo
 
