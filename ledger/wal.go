@@ -62,9 +62,9 @@ const (
 // walMapBytes is the address space bbolt maps for a file with a log
 // (Options.InitialMmapSize): bbolt remaps a growing file only while no read transaction
 // is open, and the Store holds one between checkpoints. A file that grows past half of it
-// turns the log off. (A variable, so that 32-bit builds, which have no log, compile; tests
-// use Options.walMapBytes.)
-var walMapBytes int64 = 64 << 30
+// turns the log off. (An int64, converted to int only at run time, so that 32-bit builds,
+// which have no log, compile; tests lower Options.walMapBytes.)
+const walMapBytes int64 = 64 << 30
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
 
@@ -446,7 +446,9 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 		return 0, err
 	}
 	if w.off2 {
-		return 0, w.updateSynced(db, fn)
+		// Off: bbolt's own commit, fsync'd. (No snapshot: reads go to bbolt, which may
+		// have to remap the growing file.)
+		return 0, db.Update(fn)
 	}
 	tx, err := db.Begin(true)
 	if err != nil {
@@ -490,12 +492,6 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 		}
 	}
 	return txid, nil
-}
-
-// updateSynced is update once the log is off: bbolt's own commit, fsync'd. (No
-// snapshot: reads go to bbolt, which may have to remap the growing file.)
-func (w *wal) updateSynced(db *bolt.DB, fn func(*bolt.Tx) error) error {
-	return db.Update(fn)
 }
 
 // snapNow makes the state db has committed (transaction txid, durable) the one reads see.
@@ -626,7 +622,7 @@ func (w *wal) letRemap() {
 }
 
 // turnOff ends the log for the rest of the Store's life after a commit that let bbolt
-// remap a file grown past walMapBytes/2: a last checkpoint, then bbolt fsyncs its commits
+// remap a file grown past mapBytes/2: a last checkpoint, then bbolt fsyncs its commits
 // again (the next Open maps more and starts a log again).
 func (w *wal) turnOff(db *bolt.DB) {
 	if err := w.checkpoint(db); err != nil {
