@@ -45,6 +45,8 @@
 // pages, and a read transaction held on the base keeps bbolt from reusing its pages. Open
 // replays the records after the base (having written its meta pages back, so that a
 // commit whose pages did not all reach the disk is not read) before bbolt reads the file.
+// bbolt maps 64 GiB of address space ahead for the log's file; under an address-space
+// limit (ulimit -v) less (openMapped), and below 1 GiB the Store runs without a log.
 // A format-1 file, or Options.NoSync, commits as bbolt does (two fsyncs, or none).
 //
 // # Imports

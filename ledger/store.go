@@ -71,6 +71,10 @@ type Options struct {
 	// walMapBytes: the address space bbolt maps for a file with a write-ahead log
 	// (wal.go); 0: walMapBytes. Tests lower it to make the file outgrow it.
 	walMapBytes int64
+	// mapLimit (tests only): a bbolt open that would map more address space fails with
+	// ENOMEM, as under an address-space limit (openMapped); -1: every open fails so; 0: no
+	// limit of its own.
+	mapLimit int64
 	// SalvageDamaged lets Open salvage a file with damaged pages (see [Open]) instead of
 	// opening it read-only. The server sets it; offline tools leave the file as it is.
 	SalvageDamaged bool
@@ -127,8 +131,9 @@ type Store struct {
 	pageFaults map[string][]string // what the page check found at Open when readOnly
 	checked    sync.Map            // conversation keys checkOnce passed (check.go)
 
-	format  int          // the file's format: Format1 or Format2 (log2.go)
-	recentN atomic.Int64 // format 2: heads in "v1.heads.recent" (log2.go)
+	format    int          // the file's format: Format1 or Format2 (log2.go)
+	walMapped int64        // the address space bbolt mapped for the write-ahead log; 0: none (openMapped)
+	recentN   atomic.Int64 // format 2: heads in "v1.heads.recent" (log2.go)
 
 	heads heads // conversation heads as committed, for encoding ahead (heads.go)
 	// wal: the write-ahead log (format 2 with fsync, wal.go), nil: bbolt fsyncs each
@@ -197,11 +202,11 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if fileFormat == 0 {
 		fileFormat = opts.Format // a new file
 	}
-	db, upgraded, format, err := openWritable(path, opts, fileFormat == Format2)
+	db, upgraded, format, mapped, err := openWritable(path, opts, fileFormat == Format2, s.logger)
 	if err != nil {
 		return nil, err
 	}
-	s.db, s.format = db, format
+	s.db, s.format, s.walMapped = db, format, mapped
 	if format == Format2 {
 		_ = db.View(func(tx *bolt.Tx) error { s.recentN.Store(countRecent(tx)); return nil })
 		s.checkpointNow("open") // heads a crash left in "v1.heads.recent" get their activity keys
@@ -211,7 +216,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return nil, errors.Join(err, db.Close())
 	}
 	if s.useWAL() {
-		if s.wal, err = startWAL(db, path, walf, s.logger, opts.WriteFault, opts.walMapBytes); err != nil {
+		if s.wal, err = startWAL(db, path, walf, s.logger, opts.WriteFault, mapped); err != nil {
 			return nil, errors.Join(err, db.Close())
 		}
 	}
@@ -249,10 +254,40 @@ func (o Options) withDefaults() Options {
 
 // openWritable opens the bbolt file at path for writing and brings it to the current
 // layout of its format; it returns how many conversations the upgrade of a layout-1 file
-// moved, and the file's format. syncFreelist: bbolt writes its freelist at every commit
-// (a format-2 file) rather than rebuilding it at Open.
-func openWritable(path string, opts Options, syncFreelist bool) (*bolt.DB, int, int, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+// moved, the file's format, and the address space mapped for a write-ahead log (0: the
+// Store runs without one; see openMapped). syncFreelist: bbolt writes its freelist at
+// every commit (a format-2 file) rather than rebuilding it at Open.
+func openWritable(path string, opts Options, syncFreelist bool, logger *slog.Logger) (_ *bolt.DB, upgraded, format int, mapped int64, _ error) {
+	db, mapped, err := openMapped(path, opts, syncFreelist, walMap(syncFreelist && !opts.NoSync, opts), logger)
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
+	}
+	if err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) (err error) {
+		if upgraded, format, err = setUp(tx, opts.Format); err != nil {
+			return err
+		}
+		if err := setUpPush(tx); err != nil { // outbox.go
+			return err
+		}
+		if err := setUpRunning(tx); err != nil { // running.go
+			return err
+		}
+		return setUpByID(tx)
+	})
+	if err != nil {
+		return nil, 0, 0, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
+	}
+	return db, upgraded, format, mapped, nil
+}
+
+// boltOptions are the bbolt options of a writable open that maps mapBytes of address
+// space at once (0: as much as the file needs, bbolt's default). syncFreelist: see
+// openWritable.
+func boltOptions(opts Options, syncFreelist bool, mapBytes int64) *bolt.Options {
+	return &bolt.Options{
 		Timeout: openTimeout,
 		NoSync:  opts.NoSync,
 		// The array freelist (bbolt's default) hands out the lowest free pages first, so a
@@ -278,31 +313,8 @@ func openWritable(path string, opts Options, syncFreelist bool) (*bolt.DB, int, 
 		PageSize: pageSize,
 		// With the write-ahead log (format 2 with fsync, wal.go) a read transaction stays
 		// open between checkpoints, and bbolt cannot remap while one is: map ahead.
-		InitialMmapSize: walMap(syncFreelist && !opts.NoSync, opts),
-	})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, 0, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
+		InitialMmapSize: int(mapBytes),
 	}
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("ledger: open %s: %w", path, err)
-	}
-	var upgraded, format int
-	err = db.Update(func(tx *bolt.Tx) (err error) {
-		if upgraded, format, err = setUp(tx, opts.Format); err != nil {
-			return err
-		}
-		if err := setUpPush(tx); err != nil { // outbox.go
-			return err
-		}
-		if err := setUpRunning(tx); err != nil { // running.go
-			return err
-		}
-		return setUpByID(tx)
-	})
-	if err != nil {
-		return nil, 0, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
-	}
-	return db, upgraded, format, nil
 }
 
 // Close stops accepting appends, waits for the ones already accepted to be committed and
@@ -562,7 +574,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) (txid uint64, err error) {
 // useWAL reports whether the Store commits through a write-ahead log (wal.go): a
 // writable format-2 file with fsync on a system that supports it.
 func (s *Store) useWAL() bool {
-	return walSupported && s.format == Format2 && !s.opts.NoSync && !s.readOnly
+	return walSupported && s.format == Format2 && !s.opts.NoSync && !s.readOnly && s.walMapped > 0
 }
 
 // keepWAL ends Open's hold on the log walf (nil: none) unless the Store took it: it is

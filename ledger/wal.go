@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,12 +70,75 @@ const walMapBytes int64 = 64 << 30
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // walMap is the address space bbolt maps at Open: opts' map size for a file with a log
-// (when this system supports one), else bbolt's default.
-func walMap(withLog bool, opts Options) int {
+// (when this system supports one), else 0 (bbolt's default).
+func walMap(withLog bool, opts Options) int64 {
 	if withLog && walSupported {
-		return int(opts.walMapBytes)
+		return opts.walMapBytes
 	}
 	return 0
+}
+
+// minWALMap is the least address space the log runs with: below it, openMapped opens
+// the file without one.
+const minWALMap int64 = 1 << 30
+
+// openMapped opens the bbolt file at path writable (boltOptions), mapping want bytes of
+// address space at once for a write-ahead log (0: no log; bbolt maps what the file
+// needs). Under an address-space limit (ulimit -v) the process may not map that much: it
+// maps the largest halving of want within addressBudget, and when mmap still fails with
+// ENOMEM it halves again, down to minWALMap, and then opens without a log. It returns
+// what it mapped (0: the Store runs without its log; every commit fsyncs the file) and
+// logs a warning when that is less than want.
+func openMapped(path string, opts Options, syncFreelist bool, want int64, logger *slog.Logger) (*bolt.DB, int64, error) {
+	size := want
+	for budget := addressBudget(); size > budget; {
+		size = halveMap(size)
+	}
+	for {
+		db, err := openBolt(path, opts, syncFreelist, size)
+		if err == nil || !errors.Is(err, syscall.ENOMEM) {
+			if err == nil && size < want {
+				warnMapped(logger, path, want, size)
+			}
+			return db, size, err
+		}
+		if size == 0 {
+			return nil, 0, fmt.Errorf("%w (the process's address-space limit, ulimit -v, leaves too little to map the ledger file)", err)
+		}
+		size = halveMap(size)
+	}
+}
+
+// halveMap is the next smaller mapping openMapped tries: half of size, or 0 (none) below
+// minWALMap.
+func halveMap(size int64) int64 {
+	if size /= 2; size < minWALMap {
+		return 0
+	}
+	return size
+}
+
+// openBolt is one bbolt.Open of openMapped. The test-only Options.mapLimit refuses a
+// larger reservation as mmap does under an address-space limit (-1: every one).
+func openBolt(path string, opts Options, syncFreelist bool, mapBytes int64) (*bolt.DB, error) {
+	if opts.mapLimit != 0 && mapBytes > opts.mapLimit {
+		return nil, syscall.ENOMEM
+	}
+	return bolt.Open(path, 0o600, boltOptions(opts, syncFreelist, mapBytes))
+}
+
+// warnMapped tells the operator that the log got less address space than it wants, and
+// what that costs.
+func warnMapped(logger *slog.Logger, path string, want, got int64) {
+	if got == 0 {
+		logger.Warn("ledger: the process may not map enough address space for the write-ahead log (ulimit -v?); "+
+			"running without it: every commit fsyncs the ledger file, which is slower. Raise the limit to at least "+
+			"the file's size plus 1 GiB to get it back", "path", path, "wanted_bytes", want)
+		return
+	}
+	logger.Warn("ledger: the process may not map the address space the write-ahead log wants (ulimit -v?); "+
+		"it turns off, and every commit fsyncs the ledger file (slower), once the file passes half of what was mapped",
+		"path", path, "wanted_bytes", want, "mapped_bytes", got)
 }
 
 // wal is the open write-ahead log of a Store.

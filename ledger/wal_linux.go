@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"math"
 	"os"
 	"strconv"
 	"syscall"
@@ -9,6 +10,17 @@ import (
 // walSupported: the write-ahead log needs fdatasync, flock and a 64-bit address space
 // (its file is mapped with room to grow, see walMapBytes).
 const walSupported = strconv.IntSize == 64
+
+// addressBudget is the most address space the log's mapping may take: half of the
+// process's address-space limit (RLIMIT_AS, ulimit -v), so that the rest of the process,
+// the Go heap growing in it, keeps the other half; math.MaxInt64 without a limit.
+func addressBudget() int64 {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &r); err != nil || r.Cur >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(r.Cur / 2)
+}
 
 // fdatasync flushes f's data (and the metadata needed to read it back) to the disk.
 func fdatasync(f *os.File) error {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,12 +45,25 @@ type gatewayProc struct {
 	cmd  *exec.Cmd
 	addr string
 	done chan struct{}
+
+	mu       sync.Mutex
+	warnings []string // the messages of its WARN and ERROR log lines so far
 }
 
 // startProc starts `gateway serve` on a free port and waits until it listens.
 func startProc(t *testing.T, bin string, args ...string) *gatewayProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--rate-limit", "0"}, args...)...)
+	return startCmd(t, exec.Command(bin, serveArgs(args...)...))
+}
+
+// serveArgs are the arguments of startProc's `gateway serve`, args last.
+func serveArgs(args ...string) []string {
+	return append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--rate-limit", "0"}, args...)
+}
+
+// startCmd starts cmd, a `gateway serve` with serveArgs, and waits until it listens.
+func startCmd(t *testing.T, cmd *exec.Cmd) *gatewayProc {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -64,10 +78,19 @@ func startProc(t *testing.T, bin string, args ...string) *gatewayProc {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var line struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
+				Level string `json:"level"`
+				Msg   string `json:"msg"`
+				Addr  string `json:"addr"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "gateway listening" {
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if line.Level == "WARN" || line.Level == "ERROR" {
+				p.mu.Lock()
+				p.warnings = append(p.warnings, sc.Text())
+				p.mu.Unlock()
+			}
+			if line.Msg == "gateway listening" {
 				addrCh <- line.Addr
 			}
 		}
@@ -83,6 +106,13 @@ func startProc(t *testing.T, bin string, args ...string) *gatewayProc {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
 	return p
+}
+
+// logged returns the WARN and ERROR lines the gateway logged so far (as JSON).
+func (p *gatewayProc) logged() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.warnings)
 }
 
 func (p *gatewayProc) stop(t *testing.T, sig syscall.Signal) {
