@@ -319,8 +319,8 @@ func TestOpen_InUse(t *testing.T) {
 		s2.Close()
 		t.Fatal("second Open() error = nil, want in use")
 	}
-	if !strings.Contains(err.Error(), "data dir is in use by another process") {
-		t.Errorf("second Open() error = %q, want it to say the data dir is in use", err)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "data dir is in use by another process") {
+		t.Errorf("second Open() error = %q, want ErrInUse saying the data dir is in use", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("second Open() took %v, want about 1s", d)

@@ -22,6 +22,10 @@ var (
 	ErrClosed = errors.New("ledger: closed")
 	// ErrChainBroken: stored data fails the integrity checks (see [ChainError]).
 	ErrChainBroken = errors.New("ledger: hash chain broken")
+	// ErrInUse: another process (a running gateway, most often) holds the data file or
+	// its write-ahead log; Open gave up after one second. (No "ledger:" prefix: it follows
+	// "ledger: open FILE: ".)
+	ErrInUse = errors.New("data dir is in use by another process")
 )
 
 // ChainError reports where a conversation's stored data fails verification: a hash that

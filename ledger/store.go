@@ -150,7 +150,7 @@ type Store struct {
 
 // Open opens (creating if needed, with its directory) the ledger file at path and starts the
 // group committer. Only one process may open a data file: if another holds it, Open fails
-// after one second with an error saying the data dir is in use by another process. The
+// after one second with [ErrInUse] ("data dir is in use by another process"). The
 // logger may be nil (logs are discarded).
 //
 // Before bbolt opens the file writable, Open checks its pages (check.go): each damaged
@@ -260,7 +260,7 @@ func (o Options) withDefaults() Options {
 func openWritable(path string, opts Options, syncFreelist bool, logger *slog.Logger) (_ *bolt.DB, upgraded, format int, mapped int64, _ error) {
 	db, mapped, err := openMapped(path, opts, syncFreelist, walMap(syncFreelist && !opts.NoSync, opts), logger)
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: data dir is in use by another process: %w", path, err)
+		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: %w: %w", path, ErrInUse, err)
 	}
 	if err != nil {
 		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: %w", path, err)

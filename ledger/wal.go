@@ -339,7 +339,7 @@ func lockWAL(path string, create bool) (*os.File, error) {
 			if err == nil {
 				err = bolterrors.ErrTimeout // as bbolt's own lock says it
 			}
-			return nil, fmt.Errorf("ledger: open %s: data dir is in use by another process: write-ahead log: %w", path, err)
+			return nil, fmt.Errorf("ledger: open %s: %w: write-ahead log: %w", path, ErrInUse, err)
 		}
 		time.Sleep(50 * time.Millisecond) // another process's Open or Close is under way
 	}

@@ -73,6 +73,9 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 		fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
 	}
 	led, err := ledger.Open(path, ledger.Options{}, slog.New(slog.DiscardHandler))
+	if errors.Is(err, ledger.ErrInUse) {
+		return nil, nil, fmt.Errorf("open %s: %w (a gateway that serves this data dir does not answer at --server %s: point --server, and --admin-token if needed, at it)", path, err, o.server)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -310,3 +310,29 @@ func TestOpsNamesMissingAndAmbiguousContexts(t *testing.T) {
 	stopServer(t, s)
 	check("offline", "--server", "http://127.0.0.1:1", "--data-dir", cfg.DataDir)
 }
+
+// TestOpsDataDirInUse: an operator command that finds no gateway at --server and the
+// data dir held by another process says so and names --server, for each command that
+// reads the ledger.
+func TestOpsDataDirInUse(t *testing.T) {
+	dataDir := t.TempDir()
+	led, err := ledger.Open(filepath.Join(dataDir, "ledger.db"), ledger.Options{}, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	server := noGatewayURL(t)
+	for _, args := range [][]string{
+		{"conversations", "list"},
+		{"conversations", "show", "c"},
+		{"ledger", "verify"},
+	} {
+		_, stderr, err := runCLI(t, append(args, "--data-dir", dataDir, "--server", server)...)
+		if !errors.Is(err, ledger.ErrInUse) || !strings.Contains(err.Error(), "--server "+server) {
+			t.Errorf("%v with the data dir held = %v; want ledger.ErrInUse naming --server %s", args, err, server)
+		}
+		if !strings.Contains(stderr, "no gateway answers at "+server) {
+			t.Errorf("%v: stderr %q does not say which gateway it asked", args, stderr)
+		}
+	}
+}
