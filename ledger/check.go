@@ -396,15 +396,17 @@ func quickCheck(tx *bolt.Tx, key string) error {
 
 // checkOnce runs quickCheck on conversation key in tx the first time the Store uses the
 // conversation (a read or an append), so that no damaged entry is served or appended to
-// even when no read has met it, without a check of every conversation at Open.
+// even when no read has met it, without a check of every conversation at Open. (The
+// Store's memory of what passed is bounded, checkedSet: a conversation unused for long
+// is checked again.)
 func (s *Store) checkOnce(tx *bolt.Tx, key string) error {
-	if _, done := s.checked.Load(key); done {
+	if s.checked.has(key) {
 		return nil
 	}
 	if err := quickCheck(tx, key); err != nil {
 		return err
 	}
-	s.checked.Store(key, struct{}{})
+	s.checked.add(key)
 	return nil
 }
 

@@ -129,7 +129,7 @@ type Store struct {
 	quarantine quarantineSet       // conversations refused for damage (quarantine.go)
 	readOnly   bool                // opened read-only: the file has damaged pages (see Open)
 	pageFaults map[string][]string // what the page check found at Open when readOnly
-	checked    sync.Map            // conversation keys checkOnce passed (check.go)
+	checked    checkedSet          // conversation keys checkOnce passed (check.go, checked.go)
 
 	format    int          // the file's format: Format1 or Format2 (log2.go)
 	walMapped int64        // the address space bbolt mapped for the write-ahead log; 0: none (openMapped)
