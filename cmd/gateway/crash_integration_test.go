@@ -47,7 +47,7 @@ type gatewayProc struct {
 	done chan struct{}
 
 	mu       sync.Mutex
-	warnings []string // the messages of its WARN and ERROR log lines so far
+	warnings []string // its WARN and ERROR log lines so far, and lines that are not JSON
 }
 
 // startProc starts `gateway serve` on a free port and waits until it listens.
@@ -82,10 +82,8 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *gatewayProc {
 				Msg   string `json:"msg"`
 				Addr  string `json:"addr"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) != nil {
-				continue
-			}
-			if line.Level == "WARN" || line.Level == "ERROR" {
+			err := json.Unmarshal(sc.Bytes(), &line)
+			if err != nil || line.Level == "WARN" || line.Level == "ERROR" { // a fatal error is plain text
 				p.mu.Lock()
 				p.warnings = append(p.warnings, sc.Text())
 				p.mu.Unlock()
@@ -99,7 +97,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *gatewayProc {
 	select {
 	case p.addr = <-addrCh:
 	case <-p.done:
-		t.Fatal("gateway exited before listening")
+		t.Fatalf("gateway exited before listening; it said:\n%s", strings.Join(p.logged(), "\n"))
 	case <-time.After(time.Until(testutil.Deadline(t))):
 		_ = cmd.Process.Kill()
 		t.Fatal("gateway did not start listening")
@@ -108,7 +106,8 @@ func startCmd(t *testing.T, cmd *exec.Cmd) *gatewayProc {
 	return p
 }
 
-// logged returns the WARN and ERROR lines the gateway logged so far (as JSON).
+// logged returns the WARN and ERROR lines the gateway logged so far (as JSON), and the
+// lines it wrote that are not JSON (a fatal error).
 func (p *gatewayProc) logged() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
