@@ -572,7 +572,8 @@ func (s *Store) update(fn func(*bolt.Tx) error) (txid uint64, err error) {
 }
 
 // useWAL reports whether the Store commits through a write-ahead log (wal.go): a
-// writable format-2 file with fsync on a system that supports it.
+// writable format-2 file with fsync on a system that supports it, mapped with room for
+// the log (openMapped).
 func (s *Store) useWAL() bool {
 	return walSupported && s.format == Format2 && !s.opts.NoSync && !s.readOnly && s.walMapped > 0
 }

@@ -132,8 +132,8 @@ func openBolt(path string, opts Options, syncFreelist bool, mapBytes int64) (*bo
 func warnMapped(logger *slog.Logger, path string, want, got int64) {
 	if got == 0 {
 		logger.Warn("ledger: the process may not map enough address space for the write-ahead log (ulimit -v?); "+
-			"running without it: every commit fsyncs the ledger file, which is slower. Raise the limit to at least "+
-			"the file's size plus 1 GiB to get it back", "path", path, "wanted_bytes", want)
+			"running without it: every commit fsyncs the ledger file, which is slower. The log maps at most half "+
+			"of the limit and needs 1 GiB: raise the limit to get it back", "path", path, "wanted_bytes", want)
 		return
 	}
 	logger.Warn("ledger: the process may not map the address space the write-ahead log wants (ulimit -v?); "+
@@ -334,12 +334,14 @@ func lockWAL(path string, create bool) (*os.File, error) {
 		if ok {
 			return f, nil
 		}
-		if err != nil || time.Now().After(deadline) {
+		if err != nil { // the file system cannot lock it, which is not "in use"
 			f.Close()
-			if err == nil {
-				err = bolterrors.ErrTimeout // as bbolt's own lock says it
-			}
-			return nil, fmt.Errorf("ledger: open %s: %w: write-ahead log: %w", path, ErrInUse, err)
+			return nil, fmt.Errorf("ledger: open %s: write-ahead log: lock: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			// bbolt's own lock says it with ErrTimeout
+			return nil, fmt.Errorf("ledger: open %s: %w: write-ahead log: %w", path, ErrInUse, bolterrors.ErrTimeout)
 		}
 		time.Sleep(50 * time.Millisecond) // another process's Open or Close is under way
 	}
