@@ -19,9 +19,10 @@ import (
 // statement) and the COMMIT. After a failed statement the server skips the rest of the
 // pipeline, COMMIT included, so a failure commits nothing. The checks (fencing epoch against the locked head, task ids against the index) run in Go
 // between the two batches, so a refused request writes nothing and needs no savepoint.
-// Anything the plan cannot foresee (another instance creating the same conversation or
-// task at the same time) fails the transaction and the batch falls back to
-// commitAlone, request by request, as before.
+// Anything the plan cannot foresee (the other committer or another instance creating the
+// same conversation or task at the same time) fails the transaction; the batch is then
+// planned again from the heads as they are (commitBatch), and only when it keeps failing
+// falls back to commitAlone, request by request.
 
 // plan is a batch's writes, worked out from the locked heads.
 type plan struct {

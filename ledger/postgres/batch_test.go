@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/internal/pgtest"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/ledger/postgres"
 )
 
 // TestBatchRefusalsLeaveNoTrace: refused requests (fenced, or naming another
@@ -73,5 +77,66 @@ func TestBatchRefusalsLeaveNoTrace(t *testing.T) {
 	}
 	if st := s.Stats(); st.Commits >= n {
 		t.Logf("no batch carried two appends (%+v): the refusals were not mixed into shared commits", st)
+	}
+}
+
+// TestBatchReplansAfterConflict: a batch whose new conversation another transaction
+// creates first (the other committer, or another instance) conflicts on the head row's
+// key, commits nothing, and is planned again from the heads as they are then: its eight
+// appends land in one more transaction, after the other's head, instead of falling back
+// to one transaction each.
+func TestBatchReplansAfterConflict(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	s := openURL(t, url)
+	ctx := context.Background()
+	key := contextid.Key("o", "c")
+	other := connect(t, url)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixNano()
+	if _, err := tx.Exec(ctx, `INSERT INTO conversations (key, context_id, owner, created_at, last_activity, last_seq, last_hash, epoch, entries, turns, tasks, last_task_id)
+		VALUES ($1, 'c', 'o', $2, $2, 0, '', 0, 0, 0, 0, '')`, key, now); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []ledger.AppendRequest
+	for i := range 8 {
+		reqs = append(reqs, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{text(fmt.Sprint("m", i))}})
+	}
+	type result struct {
+		errs []error
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() { errs, err := postgres.CommitBatch(s, reqs); done <- result{errs, err} }()
+	watch := connect(t, url)
+	testutil.WaitFor(t, "the batch waiting on the other transaction's new head", func() bool {
+		var n int
+		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for i, err := range r.errs {
+		if err != nil {
+			t.Errorf("append %d: %v", i, err)
+		}
+	}
+	if st := s.Stats(); st.Commits != 1 || st.Appends != 8 {
+		t.Errorf("Stats() = %+v; want the 8 appends in 1 commit (planned again), not one commit each", st)
+	}
+	es, err := s.Range(ctx, "o", "c", 0, 0)
+	if err != nil || len(es) != 8 || es[0].Seq != 1 || es[7].Seq != 8 {
+		t.Fatalf("Range = %d entries, %v; want seqs 1..8", len(es), err)
+	}
+	if err := s.Verify(ctx, "o", "c"); err != nil {
+		t.Errorf("Verify() = %v", err)
 	}
 }

@@ -77,15 +77,32 @@ func (s *Store) drain(batch []*pending) []*pending {
 	return batch
 }
 
+// batchConflictRetries is how many times commitBatch plans and sends a batch again after
+// it conflicted with another transaction, before it commits its requests one by one.
+const batchConflictRetries = 2
+
 // commitBatch commits batch in one pipelined transaction (commitPipelined): a refused
 // request (fenced, invalid task) is refused before any write, so it leaves no trace and
-// the others go on. If the transaction fails (a conflict with another instance, say),
-// each request is retried in a transaction of its own.
+// the others go on. A batch that conflicted with another transaction (the other
+// committer, or another instance, created one of its conversations or tasks first; a
+// serialization failure or deadlock) committed nothing, and is planned again from the
+// heads as they are now, up to batchConflictRetries times: falling back to one
+// transaction per request at once made a batch of 62 appends cost 62 commits because
+// one of its 8 new conversations had been created by the other committer. If the
+// transaction fails otherwise, or keeps conflicting, each request is retried in a
+// transaction of its own.
 func (s *Store) commitBatch(batch []*pending) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	start := time.Now()
 	outs, err := s.commitPipelined(ctx, batch)
+	for range batchConflictRetries {
+		if err == nil || !retryable(err) {
+			break
+		}
+		s.logger.Debug("postgres store: batch conflicted; planning it again", "appends", len(batch), "err", err)
+		outs, err = s.commitPipelined(ctx, batch)
+	}
 	var pe *pgconn.PgError
 	if err != nil && !errors.As(err, &pe) {
 		// Not the server's refusal: the commit may or may not have happened (a lost

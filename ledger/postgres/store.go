@@ -103,8 +103,8 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 // the appends queued meanwhile and sends them. Batches that share a conversation
 // serialize on its head row (each locks its heads in key order, so that they never
 // deadlock; the later one reads the head as the earlier one left it); two that create
-// the same conversation or task conflict, and the later one falls back to
-// commitAlone, as with another instance.
+// the same conversation or task conflict, and the later one is planned again from the
+// heads as the earlier one left them (commitBatch), as with another instance.
 const committers = 2
 
 // defaultMaxConns is the pool size when neither Options.MaxConns nor the URL sets one:
