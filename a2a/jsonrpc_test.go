@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 const (
@@ -434,22 +435,7 @@ func TestJSONRPCStreamBadParams(t *testing.T) {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testutil.LogBuffer
 
 // TestJSONRPCInternalErrorNotLeaked: an error that is not a protocol error is answered as
 // -32603 "internal error", its text never reaches the wire, and it is logged once.

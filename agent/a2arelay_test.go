@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -149,27 +148,9 @@ func upChunk(artifactID, text string, appended bool) a2a.Event {
 		Artifact: a2a.Artifact{ArtifactID: artifactID, Parts: []a2a.Part{a2a.TextPart(text)}}}}
 }
 
-// relayLogs collects a logger's output.
-type relayLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *relayLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *relayLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func newTestRelay(t *testing.T, cfg A2ARelayConfig) (*A2ARelay, *relayLogs) {
+func newTestRelay(t *testing.T, cfg A2ARelayConfig) (*A2ARelay, *logBuffer) {
 	t.Helper()
-	logs := &relayLogs{}
+	logs := &logBuffer{}
 	r, err := NewA2ARelay(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatalf("NewA2ARelay() error = %v, want nil", err)
@@ -606,7 +587,7 @@ func TestNewA2ARelay(t *testing.T) {
 
 func TestA2ARelayConfigLogValue(t *testing.T) {
 	t.Parallel()
-	logs := &relayLogs{}
+	logs := &logBuffer{}
 	slog.New(slog.NewTextHandler(logs, nil)).Info("config", "a2a", A2ARelayConfig{URL: "https://u:pw@agent.example/?k=" + relayToken, Token: relayToken})
 	if out := logs.String(); strings.Contains(out, relayToken) || strings.Contains(out, "pw@") || !strings.Contains(out, "a2a.token_set=true") {
 		t.Errorf("log %q: want the config without the token or password", out)

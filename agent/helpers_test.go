@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,25 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // logBuffer collects a logger's output; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = testutil.LogBuffer
 
 func testLogger() (*slog.Logger, *logBuffer) {
 	lb := &logBuffer{}

@@ -3,7 +3,6 @@
 package ledger
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,34 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
-
-// lockedBuffer is a bytes.Buffer a logger and a test may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // openLimited opens the ledger file at path (format 2, fsync) as under an address-space
 // limit of limit bytes (Options.mapLimit) and returns it with what it logged.
-func openLimited(t *testing.T, path string, limit int64) (*Store, *lockedBuffer) {
+func openLimited(t *testing.T, path string, limit int64) (*Store, *testutil.LogBuffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testutil.LogBuffer{}
 	s, err := Open(path, Options{Format: Format2, mapLimit: limit}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatalf("Open under a %d-byte address-space limit: %v", limit, err)

@@ -3,15 +3,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-
-	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // TestServeUnderAddressSpaceLimit: under `ulimit -v` 6 GiB (the ledger's log wants 64 GiB
@@ -38,22 +33,9 @@ func TestServeUnderAddressSpaceLimit(t *testing.T) {
 
 	c := newHTTPClient(t)
 	url := "http://" + p.addr + "/"
-	var mu sync.Mutex
-	var got []acked
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(t.Context())
-	for g := range 4 {
-		wg.Go(func() { sendLoop(ctx, c, url, fmt.Sprintf("aslimit-%d", g), g%2 == 0, &mu, &got) })
-	}
-	testutil.WaitFor(t, "20 acknowledged sends", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) >= 20
+	got := sendUntilKill(t, c, p, 4, 20, func(g int) (string, string, bool) {
+		return url, fmt.Sprintf("aslimit-%d", g), g%2 == 0
 	})
-	p.stop(t, syscall.SIGKILL)
-	cancel()
-	wg.Wait()
-	c.CloseIdleConnections()
 
 	p2 := limited()
 	url2 := "http://" + p2.addr + "/"

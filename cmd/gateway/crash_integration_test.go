@@ -226,6 +226,31 @@ func readAck(resp *http.Response, stream bool) (acked, bool) {
 	return a, false
 }
 
+// sendUntilKill runs senders sendLoops at once (sender(g): the URL, contextId and
+// whether to stream of sender g) until n sends are acknowledged, then kills p with
+// SIGKILL, stops the senders and returns what was acknowledged.
+func sendUntilKill(t *testing.T, c *http.Client, p *gatewayProc, senders, n int, sender func(g int) (url, contextID string, stream bool)) []acked {
+	t.Helper()
+	var mu sync.Mutex
+	var got []acked
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(t.Context())
+	for g := range senders {
+		url, contextID, stream := sender(g)
+		wg.Go(func() { sendLoop(ctx, c, url, contextID, stream, &mu, &got) })
+	}
+	testutil.WaitFor(t, fmt.Sprintf("%d acknowledged sends", n), func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= n
+	})
+	p.stop(t, syscall.SIGKILL)
+	cancel()
+	wg.Wait() // no sender appends to got any more
+	c.CloseIdleConnections()
+	return got
+}
+
 // TestCrashKeepsAcknowledged: SIGKILL the real binary under concurrent load at a random
 // moment; after a restart every acknowledged message and every returned reply is in the
 // ledger, and `gateway ledger verify` passes.
@@ -240,25 +265,11 @@ func TestCrashKeepsAcknowledged(t *testing.T) {
 	for iter := range 4 {
 		p := startProc(t, bin, "--data-dir", dataDir)
 		url := "http://" + p.addr + "/"
-		var mu sync.Mutex
-		var got []acked
-		var wg sync.WaitGroup
-		ctx, cancel := context.WithCancel(t.Context())
-		for g := range 12 {
-			wg.Go(func() { sendLoop(ctx, c, url, fmt.Sprintf("crash-%d-%d", iter, g), g%3 == 0, &mu, &got) })
-		}
 		// A random moment: after a random number (1..40) of acknowledged sends, so that
 		// something was acknowledged however slow the machine, with more in flight.
-		killAt := 1 + rand.IntN(40)
-		testutil.WaitFor(t, fmt.Sprintf("%d acknowledged sends", killAt), func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got) >= killAt
+		got := sendUntilKill(t, c, p, 12, 1+rand.IntN(40), func(g int) (string, string, bool) {
+			return url, fmt.Sprintf("crash-%d-%d", iter, g), g%3 == 0
 		})
-		p.stop(t, syscall.SIGKILL)
-		cancel()
-		wg.Wait()
-		c.CloseIdleConnections()
 		if len(got) == 0 {
 			t.Fatalf("iteration %d: nothing was acknowledged before the kill", iter)
 		}

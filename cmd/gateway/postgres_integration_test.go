@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/internal/pgtest"
 	"github.com/a2a-gateway/gateway/internal/redistest"
-	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -201,26 +199,13 @@ func TestPostgresKillOneInstance(t *testing.T) {
 	}
 	a, b := startProc(t, bin, args()...), startProc(t, bin, args()...)
 	c := newHTTPClient(t)
-	var mu sync.Mutex
-	var got []acked
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(t.Context())
-	for g := range 8 {
+	got := sendUntilKill(t, c, a, 8, 20, func(g int) (string, string, bool) {
 		u := "http://" + a.addr + "/"
 		if g%4 == 3 {
 			u = "http://" + b.addr + "/"
 		}
-		wg.Go(func() { sendLoop(ctx, c, u, fmt.Sprintf("pg-kill-%d", g), g%2 == 0, &mu, &got) })
-	}
-	testutil.WaitFor(t, "20 acknowledged sends", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) >= 20
+		return u, fmt.Sprintf("pg-kill-%d", g), g%2 == 0
 	})
-	a.stop(t, syscall.SIGKILL)
-	cancel()
-	wg.Wait()
-	c.CloseIdleConnections()
 	urlB := "http://" + b.addr + "/"
 	if r := sendOnce(t, c, urlB, "after-the-kill", "still-serving"); r.code != 0 {
 		t.Fatalf("B after A's kill: %+v", r)
