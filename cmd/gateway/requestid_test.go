@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,29 +22,14 @@ import (
 )
 
 // logSink collects a server's JSON log lines (the handler writes from many goroutines).
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logSink struct{ testutil.LogBuffer }
 
 // mark returns the position of the next line; lines(mark) returns the lines from there.
-func (l *logSink) mark() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Len()
-}
+func (l *logSink) mark() int { return len(l.String()) }
 
 func (l *logSink) lines(t *testing.T, from int) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	b := bytes.Clone(l.buf.Bytes()[from:])
-	l.mu.Unlock()
+	b := []byte(l.String()[from:])
 	var out []map[string]any
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		if len(line) == 0 {
