@@ -57,8 +57,10 @@ func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
 // fails is quarantined. Errors: the [errors.Join] of a [*ChainError] per damaged
 // conversation (its damaged pages, or its first broken seq) and per fault of the file
 // that no conversation can be charged with (Key names the tree: "" for the file's own
-// tree of names, "v1.tasks" for the task index ...); ctx.Err() if ctx is done between
-// conversations (with the ChainErrors found so far); [ErrClosed] after Close.
+// tree of names, "v1.tasks" for the task index ...), and in format 2 per index key
+// missing for an intact conversation (not quarantined, see checkIndexes2); ctx.Err() if
+// ctx is done between conversations (with the ChainErrors found so far); [ErrClosed]
+// after Close.
 func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 	faults, names, err := s.checkPages(ctx)
 	if err != nil {
@@ -78,10 +80,15 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		if len(faults[key]) > 0 {
 			continue
 		}
+		var unlisted []error
 		err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 			defer recoverDamage(&err, key)
 			if isFormat2(tx) {
-				return walkConv2(ctx, tx, key, false, nil)
+				if err := walkConv2(ctx, tx, key, false, nil); err != nil {
+					return err
+				}
+				unlisted = checkIndexes2(tx, key)
+				return nil
 			}
 			conv := tx.Bucket([]byte(key))
 			if conv == nil {
@@ -97,8 +104,41 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		case err != nil:
 			return checked, errors.Join(append(broken, err)...)
 		}
+		broken = append(broken, unlisted...)
 	}
 	return checked, errors.Join(broken...)
+}
+
+// checkIndexes2 checks that the indexes of a format-2 file find conversation key, whose
+// chain walkConv2 has verified: the by-contextId index always (the commit that creates a
+// conversation writes its key), the activity index once its head is in "v1.heads" (the
+// index is lazy: a head of "v1.heads.recent" gets its key at the next checkpoint, and a
+// stale key is skipped by List). A key missing is a fault of that index, not of the
+// conversation: the conversation is intact and served, so it is not quarantined, but
+// ConversationsByID or the listing by last activity (the operator's list and console) do
+// not show it. Each error is a [*ChainError] naming the conversation and, in its Reason,
+// the index; a salvage (gateway ledger salvage) writes both indexes anew.
+func checkIndexes2(tx *bolt.Tx, key string) []error {
+	m, _, err := readHead2(tx, key)
+	if err != nil {
+		return nil // walkConv2 read it
+	}
+	missing := func(index []byte, what string) error {
+		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: fmt.Sprintf(
+			"the %s index does not list it, so %s does not find it (the conversation is intact and served; gateway ledger salvage rebuilds the index)",
+			index, what)}
+	}
+	var out []error
+	if idx := tx.Bucket(bucketByID); idx == nil || !hasKey(idx, byIDKey(m.ContextID, key)) {
+		out = append(out, missing(bucketByID, "a lookup by contextId"))
+	}
+	if recent := tx.Bucket(bucketRecent); recent != nil && recent.Get([]byte(key)) != nil {
+		return out
+	}
+	if idx := tx.Bucket(bucketActivity); idx == nil || !hasKey(idx, activityKey(m.LastActivity, key)) {
+		out = append(out, missing(bucketActivity, "the listing by last activity"))
+	}
+	return out
 }
 
 // chainBroken quarantines the conversation of err when err is a [*ChainError].

@@ -1,0 +1,106 @@
+package ledger
+
+import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/conversations/contextid"
+)
+
+// TestVerifyAll_FindsUnindexedConversation: a format-2 conversation whose by-contextId
+// index key, or whose activity index key, is missing is intact but hidden from
+// ConversationsByID or from the listing by last activity. VerifyAll names the
+// conversation and the index, does not quarantine it (it is still served), and passes once the
+// index is whole; heads still in "v1.heads.recent" need no activity key yet.
+func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := mustOpenPath(t, path, Options{Format: Format2})
+	for _, id := range []string{"a", "b", "c"} {
+		mustAppend(t, s, "o", id, userMsg("hello "+id))
+	}
+	// Heads in v1.heads.recent, with no activity key yet: not a fault.
+	if n, err := s.VerifyAll(t.Context()); err != nil || n != 3 {
+		t.Fatalf("VerifyAll before the checkpoint = %d, %v; want 3, nil", n, err)
+	}
+	if err := s.Close(); err != nil { // the checkpoint moves the heads and writes their keys
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, path, Options{Format: Format2})
+	if n, err := s.VerifyAll(t.Context()); err != nil || n != 3 {
+		t.Fatalf("VerifyAll of the whole file = %d, %v; want 3, nil", n, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	keyA, keyB := contextid.Key("o", "a"), contextid.Key("o", "b")
+	editFile(t, path, func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketByID).Delete(byIDKey("a", keyA)); err != nil {
+			return err
+		}
+		m, _, err := readHead2(tx, keyB)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketActivity).Delete(activityKey(m.LastActivity, keyB))
+	})
+
+	s = mustOpenPath(t, path, Options{Format: Format2})
+	n, err := s.VerifyAll(t.Context())
+	if n != 3 || !errors.Is(err, ErrChainBroken) {
+		t.Fatalf("VerifyAll = %d, %v; want 3 and a ChainError per missing index key", n, err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`conversation "a" (owner "o", key ` + keyA + `): the v1.byid index does not list it`,
+		`conversation "b" (owner "o", key ` + keyB + `): the v1.activity index does not list it`,
+		"gateway ledger salvage rebuilds the index",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("VerifyAll's error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, `contextId "c"`) {
+		t.Errorf("VerifyAll names conversation c, whose index keys are whole:\n%s", msg)
+	}
+	if q := s.Quarantined(); len(q) != 0 {
+		t.Errorf("Quarantined = %v; want none: the conversations are intact", q)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := s.Append(t.Context(), AppendRequest{Owner: "o", ContextID: id, Entries: []Entry{userMsg("again")}}); err != nil {
+			t.Errorf("Append to %s after VerifyAll: %v; want it served", id, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the error tells the operator to do: a salvage writes both indexes anew.
+	dst := filepath.Join(t.TempDir(), "salvaged.db")
+	if _, err := Salvage(t.Context(), path, dst, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpenPath(t, dst, Options{Format: Format2})
+	defer s.Close()
+	if n, err := s.VerifyAll(t.Context()); err != nil || n != 3 {
+		t.Errorf("VerifyAll of the salvaged file = %d, %v; want 3, nil", n, err)
+	}
+}
+
+// editFile runs fn in a write transaction of the closed ledger file at path, through bbolt
+// alone (no Store, no write-ahead log), as damage or an older build would leave it.
+func editFile(t *testing.T, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{FreelistType: bolt.FreelistArrayType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(db.Update(fn), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
