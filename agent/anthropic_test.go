@@ -48,6 +48,7 @@ func newTestAnthropic(t *testing.T, u *upstream, cfg AnthropicConfig) (*Anthropi
 	if err != nil {
 		t.Fatalf("NewAnthropic() error = %v", err)
 	}
+	a.h.retryBase = time.Millisecond // retries of refusals that name no wait (retry_test.go)
 	t.Cleanup(func() { a.Close() })
 	return a, logs
 }

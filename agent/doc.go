@@ -22,7 +22,10 @@
 // short and safe to show a peer (the backend, the HTTP status or exit status, the failure
 // class); the detail (upstream status and body excerpt, stderr) is logged at Warn by the
 // backend, never returned. API keys are never logged. The caller's cancellation returns
-// ctx's error, and an error from the caller's [Emit] is returned as it is.
+// ctx's error, and an error from the caller's [Emit] is returned as it is. OpenAI and
+// Anthropic first send a request the upstream refused for a passing reason (429, 5xx,
+// ...) or that could not be sent again, at most twice, after the wait the answer names
+// or a short backoff (http.go, "Retries"); nothing of the reply is read before that.
 //
 // # Imports
 //

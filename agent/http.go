@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,12 +66,15 @@ type httpBackend struct {
 	client  *http.Client
 	owned   bool // the client is ours: Close releases its idle connections
 	timeout time.Duration
-	secret  string // the API key, redacted from anything logged
-	log     *slog.Logger
+	// retryBase is the first backoff of a retry the upstream named no wait for
+	// (defaultRetryBase; tests shorten it).
+	retryBase time.Duration
+	secret    string // the API key, redacted from anything logged
+	log       *slog.Logger
 }
 
 func newHTTPBackend(name, endpoint string, client *http.Client, timeout time.Duration, secret string, logger *slog.Logger) httpBackend {
-	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret}
+	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret, retryBase: defaultRetryBase}
 	if b.client == nil {
 		b.client, b.owned = newHTTPClient(), true
 	}
@@ -88,14 +94,55 @@ func (b *httpBackend) close() {
 	}
 }
 
-// post sends body and returns the response if it is a 200; the caller closes its body.
-// Any other outcome is returned as the error the turn ends with (parent is the turn's own
-// context, ctx the one bounded by the timeout).
+// Retries. A request the upstream refused for a passing reason (HTTP 408, 409, 429 or
+// any 5xx, Anthropic's 529 "overloaded" among them, unless the answer says
+// "x-should-retry: false"; any status that says "true") or that could not be sent (the
+// connection failed before an answer) is sent again, at most maxRetries times, as the
+// providers' own SDKs do: after the wait the answer asks for (retry-after-ms, then
+// Retry-After in seconds or as an HTTP date), else after a backoff of about retryBase,
+// then twice that. A wait over maxRetryWait, or one that would pass the round's deadline,
+// is not waited: the refusal is the turn's error at once. Nothing of the reply has been
+// read before a retry, so nothing is emitted twice.
+const (
+	maxRetries       = 2
+	maxRetryWait     = 30 * time.Second
+	defaultRetryBase = 500 * time.Millisecond
+)
+
+// post sends body and returns the response if it is a 200 (retrying as above); the
+// caller closes its body. Any other outcome is returned as the error the turn ends with
+// (parent is the turn's own context, ctx the one bounded by the timeout).
 func (b *httpBackend) post(parent, ctx context.Context, t Turn, body []byte, header http.Header) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, wait, err := b.send(parent, ctx, t, body, header, attempt)
+		if err == nil {
+			return resp, nil
+		}
+		if attempt > maxRetries || wait < 0 || wait > maxRetryWait {
+			return nil, err
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+			return nil, err
+		}
+		b.log.InfoContext(parent, "retrying the upstream request", "context_id", t.ContextID, "task_id", t.TaskID,
+			"attempt", attempt+1, "wait", wait)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, b.broken(parent, ctx, t, "waiting to retry the upstream request", ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// send is one attempt of post: the 200 response, or the turn's error and how long to wait
+// before the next attempt (-1: the failure is not worth another).
+func (b *httpBackend) send(parent, ctx context.Context, t Turn, body []byte, header http.Header, attempt int) (*http.Response, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
 	if err != nil {
 		b.log.WarnContext(parent, "building the upstream request failed", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
-		return nil, backendError(b.name, "the request could not be built")
+		return nil, -1, backendError(b.name, "the request could not be built")
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -104,16 +151,73 @@ func (b *httpBackend) post(parent, ctx context.Context, t Turn, body []byte, hea
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return nil, b.broken(parent, ctx, t, "sending the upstream request failed", err)
+		wait := b.backoff(attempt)
+		if parent.Err() != nil || ctx.Err() != nil {
+			wait = -1
+		}
+		return nil, wait, b.broken(parent, ctx, t, "sending the upstream request failed", err)
 	}
 	if resp.StatusCode == http.StatusOK {
-		return resp, nil
+		return resp, 0, nil
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	b.log.WarnContext(parent, "upstream refused the request", "context_id", t.ContextID, "task_id", t.TaskID,
-		"status", resp.StatusCode, "body", b.excerpt(excerpt))
-	return nil, backendError(b.name, "upstream answered HTTP %d%s", resp.StatusCode, statusHint(resp.StatusCode))
+		"status", resp.StatusCode, "attempt", attempt, "body", b.excerpt(excerpt))
+	err = backendError(b.name, "upstream answered HTTP %d%s", resp.StatusCode, statusHint(resp.StatusCode))
+	if !transientStatus(resp.StatusCode, resp.Header.Get("X-Should-Retry")) {
+		return nil, -1, err
+	}
+	if wait, ok := retryAfter(resp.Header, time.Now()); ok {
+		return nil, wait, err
+	}
+	return nil, b.backoff(attempt), err
+}
+
+// transientStatus reports whether an upstream refusal may pass, as the providers' SDKs
+// decide it: the answer's x-should-retry header ("true" or "false") when it has one, else
+// the status (408, 409, 429, 5xx).
+func transientStatus(code int, shouldRetry string) bool {
+	switch shouldRetry {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
+		code == http.StatusTooManyRequests || code >= 500
+}
+
+// retryAfter returns the wait an upstream answer asks for: retry-after-ms (OpenAI), else
+// Retry-After in seconds or as an HTTP date; false when it names none.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < float64(math.MaxInt64/int64(time.Millisecond)) {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		if s > maxRetryWait.Seconds() {
+			return maxRetryWait + time.Second, true // too long to wait: post gives up
+		}
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// backoff is the wait before attempt+1 when the upstream named none: about retryBase
+// doubled per attempt, with ±25% jitter so that turns refused together do not return
+// together.
+func (b *httpBackend) backoff(attempt int) time.Duration {
+	d := b.retryBase << (attempt - 1)
+	return d*3/4 + rand.N(d/2+1)
 }
 
 // broken turns a transport or read failure into the turn's error: the caller's own

@@ -39,6 +39,7 @@ func newTestOpenAI(t *testing.T, u *upstream, cfg OpenAIConfig) (*OpenAI, *logBu
 	if err != nil {
 		t.Fatalf("NewOpenAI() error = %v", err)
 	}
+	o.h.retryBase = time.Millisecond // retries of refusals that name no wait (retry_test.go)
 	t.Cleanup(func() { o.Close() })
 	return o, logs
 }
