@@ -290,6 +290,21 @@ func isJSON(resp *http.Response) bool {
 	return strings.HasPrefix(ct, "application/json")
 }
 
+// isHTML reports whether a 200 answer is a web page: never a chat reply, but what a wrong
+// base URL (a site, a console) or a proxy's login page answers.
+func isHTML(resp *http.Response) bool {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	return strings.HasPrefix(ct, "text/html")
+}
+
+// webPage logs a 200 answer that is a web page and returns the turn's error.
+func (h *httpBackend) webPage(parent context.Context, t Turn, resp *http.Response) error {
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	h.log.WarnContext(parent, "upstream answered a web page, not a chat reply (is the configured URL the API's base URL?)", "context_id", t.ContextID,
+		"task_id", t.TaskID, "url", h.url, "content_type", resp.Header.Get("Content-Type"), "body", h.excerpt(excerpt))
+	return backendError(h.name, "upstream answered a web page (Content-Type text/html), not a reply")
+}
+
 // newSSEReader reads an upstream event stream (internal/sse, the gateway's one SSE
 // reader) with events of at most maxSSEEvent bytes; an event over it is an error wrapping
 // errSSETooLong.
@@ -367,6 +382,9 @@ func (h *httpBackend) round(ctx context.Context, t Turn, body []byte, header htt
 	collect := func(chunk string) error {
 		r.text.WriteString(chunk)
 		return emit(chunk)
+	}
+	if isHTML(resp) {
+		return nil, h.webPage(ctx, t, resp)
 	}
 	read := stream
 	if isJSON(resp) {

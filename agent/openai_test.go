@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -266,6 +267,14 @@ func TestOpenAIFailures(t *testing.T) {
 				w.WriteHeader(http.StatusTemporaryRedirect)
 			},
 			wantMsg: "HTTP 307 (redirect not followed)", wantLog: "status=307",
+		},
+		{
+			name: "200 web page",
+			reply: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				io.WriteString(w, "<html><body>Sign in to the proxy</body></html>")
+			},
+			wantMsg: "web page (Content-Type text/html)", wantLog: "Sign in to the proxy",
 		},
 		{
 			name:    "200 JSON error object",
