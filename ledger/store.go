@@ -57,6 +57,12 @@ type Options struct {
 	// transaction that failed or in which every request was refused. Zero value: nothing
 	// is called.
 	OnCommit func(d time.Duration, appends int)
+	// OnVerify, when set, is told how far [Store.VerifyAll] has got: done of total
+	// conversations, at most once a second while it runs (the first after a second) and
+	// once when it has verified them all (done == total). It runs on the
+	// verifying goroutine and must not call the Store: a progress line or a log record.
+	// Zero value: nothing is called.
+	OnVerify func(done, total int)
 	// WriteFault is a test-only knob that injects a storage failure where the ledger
 	// writes (see storage.go): when set, every write transaction that would commit
 	// appends calls it with op "commit" just before committing, and the storage probe

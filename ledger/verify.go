@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -72,7 +73,9 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 			return 0, err
 		}
 	}
-	for _, key := range names {
+	progress := NewVerifyProgress(s.opts.OnVerify, len(names), s.now)
+	for i, key := range names {
+		progress.At(i)
 		if !contextid.IsCurrentKey(key) {
 			continue
 		}
@@ -106,7 +109,46 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		}
 		broken = append(broken, unlisted...)
 	}
+	progress.End()
 	return checked, errors.Join(broken...)
+}
+
+// VerifyProgress reports a long verification's progress to an OnVerify hook (the
+// ledger's Options, or the PostgreSQL store's): done of total, at most once a second
+// while it runs (the first a second after it began) and once when all are done.
+type VerifyProgress struct {
+	fn    func(done, total int)
+	now   func() time.Time
+	total int
+	next  time.Time
+}
+
+// NewVerifyProgress returns the progress of a verification of total conversations told to
+// fn (nil: none), timed by now (the store's clock).
+func NewVerifyProgress(fn func(done, total int), total int, now func() time.Time) *VerifyProgress {
+	p := &VerifyProgress{fn: fn, now: now, total: total}
+	if fn != nil {
+		p.next = now().Add(time.Second)
+	}
+	return p
+}
+
+// At notes that done conversations are verified, and tells fn if a second has passed.
+func (p *VerifyProgress) At(done int) {
+	if p.fn == nil {
+		return
+	}
+	if now := p.now(); now.After(p.next) {
+		p.fn(done, p.total)
+		p.next = now.Add(time.Second)
+	}
+}
+
+// End tells fn that every conversation is verified (done == total).
+func (p *VerifyProgress) End() {
+	if p.fn != nil {
+		p.fn(p.total, p.total)
+	}
 }
 
 // checkIndexes2 checks that the indexes of a format-2 file find conversation key, whose

@@ -2,10 +2,15 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -102,5 +107,46 @@ func editFile(t *testing.T, path string, fn func(*bolt.Tx) error) {
 	}
 	if err := errors.Join(db.Update(fn), db.Close()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stepClock is a clock that moves step forward at each reading.
+type stepClock struct {
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
+}
+
+func (c *stepClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(c.step)
+	return c.t
+}
+
+// TestVerifyAllProgress: Options.OnVerify hears how far VerifyAll has got, at most once a
+// second of the store's clock (here 400 ms pass per reading: every third conversation),
+// and once when every conversation is verified.
+func TestVerifyAllProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := mustOpenPath(t, path, Options{Format: Format2})
+	for i := range 10 {
+		mustAppend(t, s, "o", fmt.Sprintf("c%d", i), userMsg("hello"))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock := &stepClock{t: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC), step: 400 * time.Millisecond}
+	var got [][2]int
+	s = mustOpenPath(t, path, Options{Format: Format2, Now: clock.now, OnVerify: func(done, total int) {
+		got = append(got, [2]int{done, total})
+	}})
+	defer s.Close()
+	if n, err := s.VerifyAll(t.Context()); err != nil || n != 10 {
+		t.Fatalf("VerifyAll = %d, %v; want 10, nil", n, err)
+	}
+	want := [][2]int{{2, 10}, {5, 10}, {8, 10}, {10, 10}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("OnVerify calls (-want +got):\n%s", diff)
 	}
 }

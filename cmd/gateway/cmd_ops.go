@@ -30,6 +30,9 @@ type opsFlags struct {
 	store                  string            // a postgres:// store to read directly
 	quiet                  bool              // no "reading …" line on stderr
 	policy                 projection.Policy // replay with no gateway running
+	// onVerify is told the progress of `ledger verify` on a ledger this process opened
+	// (ledger.Options.OnVerify); nil: not told.
+	onVerify func(done, total int)
 }
 
 func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) *envFlags {
@@ -72,7 +75,7 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 	if !o.quiet {
 		fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
 	}
-	led, err := ledger.Open(path, ledger.Options{}, slog.New(slog.DiscardHandler))
+	led, err := ledger.Open(path, ledger.Options{OnVerify: o.onVerify}, slog.New(slog.DiscardHandler))
 	if errors.Is(err, ledger.ErrInUse) {
 		return nil, nil, fmt.Errorf("open %s: %w (a gateway that serves this data dir does not answer at --server %s: point --server, and --admin-token if needed, at it)", path, err, o.server)
 	}
@@ -317,8 +320,12 @@ Run 'gateway ledger COMMAND --help' for its flags.
 const ledgerVerifyUsage = `Usage: gateway ledger verify [flags] [CONTEXT_ID]
 
 Walks the hash chains of every conversation (or of one) and checks that each entry's
-hash, its link to the previous entry, and the gap-free sequence all hold. Exits 0 when
-everything verifies, 1 and names each break otherwise.
+hash, its link to the previous entry, and the gap-free sequence all hold, and (a data
+dir's ledger) every page of the file and that its indexes find every conversation. Exits
+0 when everything verifies, 1 and names each break otherwise. Checking every
+conversation of a ledger it opens itself (no gateway at --server), it says on stderr
+about once a second how far it has got (not with --quiet); a running gateway asked
+through its admin API logs that instead.
 
 Flags:
 `
@@ -357,6 +364,9 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 	if err := parseOps(fs, ef, args[1:], -1, "at most one CONTEXT_ID", help); err != nil {
 		return err
 	}
+	if !o.quiet {
+		o.onVerify = verifyProgressPrinter(stderr)
+	}
 	svc, closeSvc, err := openService(ctx, o, stderr)
 	if err != nil {
 		return err
@@ -382,6 +392,16 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 		return fmt.Errorf("ledger verify: %d broken chain(s) in %d conversation(s) checked", len(rep.Problems), rep.Checked)
 	}
 	return nil
+}
+
+// verifyProgressPrinter prints to w how far a verification of every conversation has got,
+// about once a second while it runs (a run under a second prints nothing).
+func verifyProgressPrinter(w io.Writer) func(done, total int) {
+	return func(done, total int) {
+		if done < total {
+			fmt.Fprintf(w, "gateway: verified %d of %d conversations (%d%%)\n", done, total, done*100/total)
+		}
+	}
 }
 
 func fmtTime(t time.Time) string {

@@ -192,7 +192,11 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	lopts := ledger.Options{OnCommit: s.metrics.observeCommit, SalvageDamaged: true}
+	lopts := ledger.Options{OnCommit: s.metrics.observeCommit, SalvageDamaged: true, OnVerify: func(done, total int) {
+		if done < total { // a verification of every conversation (admin API) that takes a while
+			s.log.Info("ledger: verifying every conversation", "done", done, "total", total)
+		}
+	}}
 	if deps.ledger != nil {
 		deps.ledger(&lopts)
 	}

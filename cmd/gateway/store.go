@@ -51,7 +51,7 @@ func openLedger(ctx context.Context, store, dataDir string, lopts ledger.Options
 		}
 		return led, nil
 	case isStoreURL(store):
-		return postgres.Open(ctx, store, postgres.Options{OnCommit: lopts.OnCommit, LargePartBytes: lopts.LargePartBytes, Now: lopts.Now}, log)
+		return postgres.Open(ctx, store, postgres.Options{OnCommit: lopts.OnCommit, OnVerify: lopts.OnVerify, LargePartBytes: lopts.LargePartBytes, Now: lopts.Now}, log)
 	}
 	return nil, fmt.Errorf("--store: want a postgres://… URL (or nothing, for the bbolt ledger in --data-dir)")
 }
@@ -122,7 +122,7 @@ func openStoreService(ctx context.Context, o opsFlags, stderr io.Writer) (opsSer
 	if !isStoreURL(o.store) {
 		return nil, nil, usageError{"--store: want a postgres://… URL"}
 	}
-	led, err := openLedger(ctx, o.store, "", ledger.Options{}, nil)
+	led, err := openLedger(ctx, o.store, "", ledger.Options{OnVerify: o.onVerify}, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -217,5 +218,42 @@ func TestWatchAcrossInstances(t *testing.T) {
 	case x := <-appended:
 		t.Fatalf("a watch signal reached the append callback as %+v", x)
 	default:
+	}
+}
+
+// TestVerifyAllProgress: Options.OnVerify hears how far VerifyAll has got, at most once a
+// second of the store's clock (400 ms pass per reading here), and once at the end, as the
+// bbolt ledger's does.
+func TestVerifyAllProgress(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	s := openURL(t, url)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: fmt.Sprintf("c%d", i), Entries: []ledger.Entry{text("hello")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	at := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		at = at.Add(400 * time.Millisecond)
+		return at
+	}
+	var got [][2]int
+	v, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 4, Now: clock, OnVerify: func(done, total int) {
+		got = append(got, [2]int{done, total})
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if n, err := v.VerifyAll(ctx); err != nil || n != 10 {
+		t.Fatalf("VerifyAll() = %d, %v; want 10, nil", n, err)
+	}
+	if want := [][2]int{{2, 10}, {5, 10}, {8, 10}, {10, 10}}; !slices.Equal(want, got) {
+		t.Errorf("OnVerify calls = %v, want %v", got, want)
 	}
 }

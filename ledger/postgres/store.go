@@ -39,6 +39,8 @@ type Options struct {
 	// OnCommit, when set, is called after each committed transaction that carried
 	// appends, as ledger.Options.OnCommit is. It must be cheap and must not block.
 	OnCommit func(d time.Duration, appends int)
+	// OnVerify, when set, is told how far VerifyAll has got, as ledger.Options.OnVerify is.
+	OnVerify func(done, total int)
 }
 
 // Store is the PostgreSQL ledger. It is safe for concurrent use, and several processes

@@ -38,7 +38,9 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		return 0, err
 	}
 	var broken []error
-	for _, key := range keys {
+	progress := ledger.NewVerifyProgress(s.opts.OnVerify, len(keys), s.opts.Now)
+	for i, key := range keys {
+		progress.At(i)
 		if err := ctx.Err(); err != nil {
 			return checked, errors.Join(append(broken, err)...)
 		}
@@ -52,6 +54,7 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		}
 		checked++
 	}
+	progress.End()
 	return checked, errors.Join(broken...)
 }
 
