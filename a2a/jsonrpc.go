@@ -244,7 +244,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.ContentLength > t.d.cfg.MaxBodyBytes {
-		t.tooLarge(w, hd)
+		t.tooLarge(w, r, hd, 0)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, t.d.cfg.MaxBodyBytes+1))
@@ -256,7 +256,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the client went away mid-body; nobody to answer
 	}
 	if int64(len(body)) > t.d.cfg.MaxBodyBytes {
-		t.tooLarge(w, hd)
+		t.tooLarge(w, r, hd, int64(len(body)))
 		return
 	}
 	req, err := DecodeRequest(body)
@@ -427,7 +427,20 @@ func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (t *transport) tooLarge(w http.ResponseWriter, d Dialect) {
+// maxDrainBytes bounds how much of a body over the limit tooLarge reads (and drops)
+// before it answers: most clients send the whole body before they read an answer (no
+// "Expect: 100-continue"), and a server that answers and closes while they still send
+// resets the connection, so that they never see the 413 (nginx's lingering close does
+// the same). A body declared larger is refused at once, the connection closed.
+const maxDrainBytes = 32 << 20
+
+// tooLarge answers a body over the limit (read bytes of it read so far) with 413, once
+// the rest of it, if it is at most maxDrainBytes in all, has been read and dropped
+// (under the server's body bounds: a client that stalls is answered when they cut it).
+func (t *transport) tooLarge(w http.ResponseWriter, r *http.Request, d Dialect, read int64) {
+	if r.ContentLength <= maxDrainBytes { // -1: not declared
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxDrainBytes-read))
+	}
 	t.refuseBody(w, d, http.StatusRequestEntityTooLarge, Errorf(ErrInvalidRequest, "request body exceeds %d bytes", t.d.cfg.MaxBodyBytes))
 }
 

@@ -1,12 +1,14 @@
 package a2a
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -334,34 +336,53 @@ func TestJSONRPCBodyLimit(t *testing.T) {
 	}
 }
 
-// TestJSONRPCContentLengthOverLimitNotRead: a declared Content-Length over the limit is
-// refused before a single byte of the body is read.
+// TestJSONRPCContentLengthOverLimitNotRead: a declared Content-Length over maxDrainBytes
+// is refused before a single byte of the body is read; one over the limit but within
+// maxDrainBytes is read to its end first (see TestJSONRPCOversizeBodyAnsweredOverTCP).
 func TestJSONRPCContentLengthOverLimitNotRead(t *testing.T) {
 	t.Parallel()
-	fake := newWorldFake()
-	body := &countingReader{r: strings.NewReader(validSendBody(t, 1<<20+1))}
-	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", body)
-	r.Header.Set("Content-Type", "application/json")
-	r.ContentLength = 1<<20 + 1
-	w := httptest.NewRecorder()
-	NewJSONRPCHandler(fake, TransportConfig{Logger: discardLogger()}).ServeHTTP(w, r)
-	if w.Code != http.StatusRequestEntityTooLarge {
-		t.Fatalf("HTTP status = %d, want 413", w.Code)
-	}
-	if n := body.n.Load(); n != 0 {
-		t.Errorf("handler read %d body bytes, want 0", n)
-	}
-	if n := fake.calls.Load(); n != 0 {
-		t.Errorf("Handler called %d times, want 0", n)
+	for _, tc := range []struct {
+		declared int64
+		wantRead int64
+	}{
+		{declared: maxDrainBytes + 1, wantRead: 0},
+		{declared: 1<<20 + 1, wantRead: 1<<20 + 1},
+	} {
+		fake := newWorldFake()
+		body := &countingReader{r: strings.NewReader(validSendBody(t, int(tc.declared)))}
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", body)
+		r.Header.Set("Content-Type", "application/json")
+		r.ContentLength = tc.declared
+		w := httptest.NewRecorder()
+		NewJSONRPCHandler(fake, TransportConfig{Logger: discardLogger()}).ServeHTTP(w, r)
+		if w.Code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("Content-Length %d: HTTP status = %d, want 413", tc.declared, w.Code)
+		}
+		if n := body.n.Load(); n != tc.wantRead {
+			t.Errorf("Content-Length %d: handler read %d body bytes, want %d", tc.declared, n, tc.wantRead)
+		}
+		if n := fake.calls.Load(); n != 0 {
+			t.Errorf("Handler called %d times, want 0", n)
+		}
 	}
 }
 
+// endless is a body that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
 // TestJSONRPCChunkedOverLimitStopsReading: without a Content-Length the handler reads at
-// most limit+1 bytes, not the whole body.
+// most maxDrainBytes of a body over the limit, however long it goes on.
 func TestJSONRPCChunkedOverLimitStopsReading(t *testing.T) {
 	t.Parallel()
 	const limit = 1024
-	body := &countingReader{r: strings.NewReader(strings.Repeat(" ", 64<<10))}
+	body := &countingReader{r: endless{}}
 	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", body)
 	r.Header.Set("Content-Type", "application/json")
 	r.ContentLength = -1
@@ -370,8 +391,37 @@ func TestJSONRPCChunkedOverLimitStopsReading(t *testing.T) {
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("HTTP status = %d, want 413", w.Code)
 	}
-	if n := body.n.Load(); n > 2*limit {
-		t.Errorf("handler read %d body bytes, want about %d", n, limit+1)
+	if n := body.n.Load(); n < maxDrainBytes || n > maxDrainBytes+64<<10 {
+		t.Errorf("handler read %d body bytes, want about %d (maxDrainBytes)", n, maxDrainBytes)
+	}
+}
+
+// TestJSONRPCOversizeBodyAnsweredOverTCP: a client that writes its whole body (24 MiB,
+// more than the sockets buffer) before it reads, as most do without "Expect:
+// 100-continue", gets the 413 and its JSON-RPC error, not a reset connection.
+func TestJSONRPCOversizeBodyAnsweredOverTCP(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(NewJSONRPCHandler(newWorldFake(), TransportConfig{Logger: discardLogger()}))
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	body := validSendBody(t, 24<<20)
+	head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", srv.Listener.Addr(), len(body))
+	if _, err := io.WriteString(conn, head+body); err != nil {
+		t.Fatalf("writing the request: %v (the server closed before reading it)", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(got), "request body exceeds 1048576 bytes") {
+		t.Errorf("answer %d %s; want 413 naming the limit", resp.StatusCode, got)
 	}
 }
 
