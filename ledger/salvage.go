@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -38,8 +39,15 @@ type SalvageReport struct {
 // Salvage returns. Errors: dst exists; src cannot be opened at all (in use by another
 // process, both meta pages damaged); a write of dst fails (dst is then incomplete).
 // Records of src's write-ahead log that a crash left unreplayed are not in src and not
-// salvaged (Open replays them; a warning names how many when Open could not).
+// salvaged (Open replays them; a warning names how many when Open could not). It logs
+// to logger (nil: nowhere) that warning and, at Info about once a second, how far the
+// copy has got.
 func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (SalvageReport, error) {
+	return salvage(ctx, src, dst, logger, time.Now)
+}
+
+// salvage is Salvage, its progress timed by now.
+func salvage(ctx context.Context, src, dst string, logger *slog.Logger, now func() time.Time) (SalvageReport, error) {
 	var rep SalvageReport
 	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("ledger: salvage to %s: the file exists (or cannot be checked: %v)", dst, err)
@@ -63,7 +71,11 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 	if err != nil {
 		return rep, fmt.Errorf("ledger: salvage to %s: %w", dst, err)
 	}
-	copyErr := salvageConvs(ctx, sdb, out, fc, &rep)
+	var onCopy func(done, total int)
+	if logger != nil {
+		onCopy = logProgress(logger, "salvage: copying")
+	}
+	copyErr := salvageConvs(ctx, sdb, out, fc, &rep, onCopy, now)
 	if copyErr == nil {
 		copyErr = carryQuarantine(sdb, out)
 	}
@@ -81,14 +93,16 @@ func Salvage(ctx context.Context, src, dst string, logger *slog.Logger) (Salvage
 
 // salvageConvs copies the conversations fc found in sdb to out, one transaction each,
 // and records the ones it leaves out.
-func salvageConvs(ctx context.Context, sdb *bolt.DB, out *Store, fc *fileCheck, rep *SalvageReport) error {
+func salvageConvs(ctx context.Context, sdb *bolt.DB, out *Store, fc *fileCheck, rep *SalvageReport, onCopy func(done, total int), now func() time.Time) error {
 	_, tasksDamaged := fc.faults[string(bucketTasks)]
 	names := slices.Clone(fc.names)
 	if fc.format == Format2 {
 		names = salvageNames2(sdb, rep)
 	}
 	slices.Sort(names)
-	for _, key := range names {
+	progress := NewVerifyProgress(onCopy, len(names), now)
+	for i, key := range names {
+		progress.At(i)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

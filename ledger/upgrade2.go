@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -42,8 +43,15 @@ type UpgradeReport struct {
 // above; the file must not be open. A file already in format 2 is left as it is
 // (AlreadyDone). Errors: the file cannot be opened (in use by another process, damaged
 // pages: salvage it first), the old file fails verification (nothing changes), a copy
-// or verification failure (the copy is removed, the old file stays in place).
+// or verification failure (the copy is removed, the old file stays in place). It logs
+// to logger (nil: nowhere) at Info how far each of its three passes (verify, copy,
+// verify the copy) has got, about once a second.
 func Upgrade(ctx context.Context, path string, logger *slog.Logger) (UpgradeReport, error) {
+	return upgrade(ctx, path, logger, time.Now)
+}
+
+// upgrade is Upgrade, its progress timed by now.
+func upgrade(ctx context.Context, path string, logger *slog.Logger, now func() time.Time) (UpgradeReport, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -62,13 +70,14 @@ func Upgrade(ctx context.Context, path string, logger *slog.Logger) (UpgradeRepo
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("ledger: upgrade: remove the leftover %s: %w", tmp, err)
 	}
-	src, err := Open(path, Options{Format: Format1, NoGroupCommit: true}, logger)
+	src, err := Open(path, Options{Format: Format1, NoGroupCommit: true, Now: now,
+		OnVerify: logProgress(logger, "upgrade: verifying the format-1 file")}, logger)
 	if err != nil {
 		return rep, err
 	}
-	heads, err := upgradeCopy(ctx, src, tmp, &rep)
+	heads, err := upgradeCopy(ctx, src, tmp, &rep, logger)
 	if err == nil {
-		err = verifyCopy(ctx, tmp, heads)
+		err = verifyCopy(ctx, tmp, heads, logger, now)
 	}
 	err = errors.Join(err, src.Close())
 	if err != nil {
@@ -84,7 +93,7 @@ func Upgrade(ctx context.Context, path string, logger *slog.Logger) (UpgradeRepo
 
 // upgradeCopy verifies src and copies it into a new format-2 file at tmp, fsync'd. It
 // returns the heads of src's conversations by key.
-func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport) (map[string]metaRecord, error) {
+func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport, logger *slog.Logger) (map[string]metaRecord, error) {
 	if _, err := src.VerifyAll(ctx); err != nil {
 		return nil, fmt.Errorf("the format-1 file does not verify, nothing was changed: %w", err)
 	}
@@ -92,7 +101,7 @@ func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport
 	if err != nil {
 		return nil, err
 	}
-	heads, err := copyFormat1(ctx, src.db, dst.db, rep)
+	heads, err := copyFormat1(ctx, src.db, dst.db, rep, logProgress(logger, "upgrade: copying into format 2"), src.now)
 	if err == nil { // the tasks of conversations a salvage lost stay known (as quarantined)
 		var lost []Quarantine
 		_ = src.db.View(func(tx *bolt.Tx) error { lost = readQuarantine(tx); return nil })
@@ -112,7 +121,7 @@ const copyBatch = 4096
 
 // copyFormat1 copies every conversation, the artifacts and the records of lost
 // conversations of the format-1 database src into the empty format-2 database dst.
-func copyFormat1(ctx context.Context, src, dst *bolt.DB, rep *UpgradeReport) (map[string]metaRecord, error) {
+func copyFormat1(ctx context.Context, src, dst *bolt.DB, rep *UpgradeReport, onCopy func(done, total int), now func() time.Time) (map[string]metaRecord, error) {
 	if err := copyBuckets(src, dst, bucketArtifacts, bucketQuarantine); err != nil {
 		return nil, err
 	}
@@ -132,7 +141,9 @@ func copyFormat1(ctx context.Context, src, dst *bolt.DB, rep *UpgradeReport) (ma
 		return nil, err
 	}
 	heads := make(map[string]metaRecord, len(keys))
-	for _, key := range keys {
+	progress := NewVerifyProgress(onCopy, len(keys), now)
+	for i, key := range keys {
+		progress.At(i)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -287,8 +298,9 @@ func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint
 
 // verifyCopy opens the format-2 file at tmp, verifies every conversation and compares
 // each head with the format-1 file's.
-func verifyCopy(ctx context.Context, tmp string, want map[string]metaRecord) error {
-	s, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true, Format: Format2}, nil)
+func verifyCopy(ctx context.Context, tmp string, want map[string]metaRecord, logger *slog.Logger, now func() time.Time) error {
+	s, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: now,
+		OnVerify: logProgress(logger, "upgrade: verifying the copy")}, nil)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,12 +75,10 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 			return 0, err
 		}
 	}
+	names = slices.DeleteFunc(names, func(key string) bool { return !contextid.IsCurrentKey(key) })
 	progress := NewVerifyProgress(s.opts.OnVerify, len(names), s.now)
 	for i, key := range names {
 		progress.At(i)
-		if !contextid.IsCurrentKey(key) {
-			continue
-		}
 		checked++
 		if len(faults[key]) > 0 {
 			continue
@@ -148,6 +148,16 @@ func (p *VerifyProgress) At(done int) {
 func (p *VerifyProgress) End() {
 	if p.fn != nil {
 		p.fn(p.total, p.total)
+	}
+}
+
+// logProgress returns an OnVerify-shaped func that logs at Info, as what, how far a long
+// operation has got (done < total: the final report is the operation's own line).
+func logProgress(logger *slog.Logger, what string) func(done, total int) {
+	return func(done, total int) {
+		if done < total {
+			logger.Info("ledger: "+what, "done", done, "total", total)
+		}
 	}
 }
 

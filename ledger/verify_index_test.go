@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // TestVerifyAll_FindsUnindexedConversation: a format-2 conversation whose by-contextId
@@ -148,5 +150,45 @@ func TestVerifyAllProgress(t *testing.T) {
 	want := [][2]int{{2, 10}, {5, 10}, {8, 10}, {10, 10}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("OnVerify calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpgradeAndSalvageLogProgress: the upgrade logs how far each of its three passes
+// has got, and a salvage how far its copy has got, at Info about once a second (here
+// the clock moves 400 ms per reading); the final count is each operation's own report.
+func TestUpgradeAndSalvageLogProgress(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	s := mustOpenPath(t, path, Options{NoSync: true, Format: Format1})
+	for i := range 10 {
+		mustAppend(t, s, "o", fmt.Sprintf("c%d", i), userMsg("hello"))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
+	var logs testutil.LogBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	clock := &stepClock{t: start, step: 400 * time.Millisecond}
+	if rep, err := upgrade(t.Context(), path, logger, clock.now); err != nil || rep.Conversations != 10 {
+		t.Fatalf("upgrade = %+v, %v; want 10 conversations", rep, err)
+	}
+	clock = &stepClock{t: start, step: 400 * time.Millisecond}
+	if rep, err := salvage(t.Context(), path, filepath.Join(dir, "salvaged.db"), logger, clock.now); err != nil || rep.Copied != 10 {
+		t.Fatalf("salvage = %+v, %v; want 10 copied", rep, err)
+	}
+	for _, what := range []string{"upgrade: verifying the format-1 file", "upgrade: copying into format 2",
+		"upgrade: verifying the copy", "salvage: copying"} {
+		re := regexp.MustCompile(`level=INFO msg="ledger: ` + what + `" done=(\d+) total=10`)
+		m := re.FindAllStringSubmatch(logs.String(), -1)
+		if len(m) < 2 {
+			t.Errorf("%q: %d progress lines, want several:\n%s", what, len(m), logs.String())
+			continue
+		}
+		for i := 1; i < len(m); i++ {
+			if m[i][1] <= m[i-1][1] {
+				t.Errorf("%q: done went %s then %s", what, m[i-1][1], m[i][1])
+			}
+		}
 	}
 }

@@ -19,6 +19,8 @@ and why. A conversation is intact when its pages and its hash chain verify. The 
 is only read. Stop the gateway first: a running gateway holds the file. FILE must not
 exist. To serve the copy, put it in place of DIR/ledger.db (keep the damaged file); the
 conversations left out stay refused (CONVERSATION_DAMAGED) instead of starting anew.
+Its warnings, and about once a second how far the copy has got, go to stderr as log
+lines.
 
 'gateway serve' does this by itself at start when the ledger has damaged pages, and keeps
 the damaged file beside the new one (ledger.db.damaged-<time>).
@@ -28,6 +30,17 @@ Exit status: 0 when the copy was written (whatever it left out); 1 when it could
 
 Flags:
 `
+
+// stderrLogger is the logger of an operator command's long ledger work (upgrade,
+// salvage): its warnings and its progress, about once a second, as text lines on w.
+func stderrLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+}
 
 // runLedgerSalvage is `gateway ledger salvage`.
 func runLedgerSalvage(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
@@ -46,7 +59,7 @@ func runLedgerSalvage(ctx context.Context, args []string, lookup func(string) (s
 		return usageError{"ledger salvage needs --out FILE"}
 	}
 	src := filepath.Join(dataDir, "ledger.db")
-	rep, err := ledger.Salvage(ctx, src, out, slog.New(slog.DiscardHandler))
+	rep, err := ledger.Salvage(ctx, src, out, stderrLogger(stderr))
 	if err != nil {
 		return fmt.Errorf("ledger salvage: %w", err)
 	}

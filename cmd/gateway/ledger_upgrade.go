@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 
 	"github.com/a2a-gateway/gateway/ledger"
@@ -20,7 +19,8 @@ change. A kill at any moment leaves a data dir that starts (the old file or the 
 new one). A file already in format 2 is left alone. Stop the gateway first: a running
 gateway holds the file. 'gateway serve' does this by itself at its first start on a
 format-1 file. Delete the .format1.bak file once satisfied; earlier builds cannot read
-format 2.
+format 2. Its warnings, and about once a second how far each pass (verify, copy, verify
+the copy) has got, go to stderr as log lines.
 
 Exit status: 0 when the file is in format 2; 1 when it could not be upgraded (it stays in
 format 1); 2 for a usage mistake.
@@ -41,7 +41,7 @@ func runLedgerUpgrade(ctx context.Context, args []string, lookup func(string) (s
 		return err
 	}
 	path := filepath.Join(dataDir, "ledger.db")
-	rep, err := ledger.Upgrade(ctx, path, slog.New(slog.DiscardHandler))
+	rep, err := ledger.Upgrade(ctx, path, stderrLogger(stderr))
 	if err != nil {
 		return fmt.Errorf("ledger upgrade: %w", err)
 	}
