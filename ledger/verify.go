@@ -113,9 +113,10 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 	return checked, errors.Join(broken...)
 }
 
-// VerifyProgress reports a long verification's progress to an OnVerify hook (the
-// ledger's Options, or the PostgreSQL store's): done of total, at most once a second
-// while it runs (the first a second after it began) and once when all are done.
+// VerifyProgress reports the progress of a long pass over the conversations (VerifyAll
+// of either store; the upgrade's and a salvage's copy) to a hook such as OnVerify: done
+// of total, at most once a second while it runs (the first a second after it began) and
+// once when all are done.
 type VerifyProgress struct {
 	fn    func(done, total int)
 	now   func() time.Time
