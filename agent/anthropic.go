@@ -42,6 +42,11 @@ type AnthropicConfig struct {
 	// HTTPClient sends the requests. Nil means a client of the backend's own, which
 	// follows no redirects and reaches loopback and private addresses without a proxy.
 	HTTPClient *http.Client
+	// OnRetry, when set, is called before each retry of a request the upstream refused
+	// for a passing reason or that could not be sent (see "Retries" in http.go), with
+	// the reason: the upstream's HTTP status ("429", "503", ...) or "connection". It must
+	// not block: a counter.
+	OnRetry func(reason string)
 }
 
 // LogValue implements slog.LogValuer: the configuration without the API key (only
@@ -90,7 +95,7 @@ func NewAnthropic(cfg AnthropicConfig, logger *slog.Logger) (*Anthropic, error) 
 	if cfg.APIKey != "" {
 		a.header.Set("x-api-key", cfg.APIKey)
 	}
-	a.h = newHTTPBackend("anthropic", base+"/messages", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, logger)
+	a.h = newHTTPBackend("anthropic", base+"/messages", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, cfg.OnRetry, logger)
 	return a, nil
 }
 

@@ -69,12 +69,13 @@ type httpBackend struct {
 	// retryBase is the first backoff of a retry the upstream named no wait for
 	// (defaultRetryBase; tests shorten it).
 	retryBase time.Duration
-	secret    string // the API key, redacted from anything logged
+	onRetry   func(reason string) // the Config's OnRetry (nil: none)
+	secret    string              // the API key, redacted from anything logged
 	log       *slog.Logger
 }
 
-func newHTTPBackend(name, endpoint string, client *http.Client, timeout time.Duration, secret string, logger *slog.Logger) httpBackend {
-	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret, retryBase: defaultRetryBase}
+func newHTTPBackend(name, endpoint string, client *http.Client, timeout time.Duration, secret string, onRetry func(string), logger *slog.Logger) httpBackend {
+	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret, retryBase: defaultRetryBase, onRetry: onRetry}
 	if b.client == nil {
 		b.client, b.owned = newHTTPClient(), true
 	}
@@ -114,7 +115,7 @@ const (
 // (parent is the turn's own context, ctx the one bounded by the timeout).
 func (b *httpBackend) post(parent, ctx context.Context, t Turn, body []byte, header http.Header) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
-		resp, wait, err := b.send(parent, ctx, t, body, header, attempt)
+		resp, wait, reason, err := b.send(parent, ctx, t, body, header, attempt)
 		if err == nil {
 			return resp, nil
 		}
@@ -125,7 +126,10 @@ func (b *httpBackend) post(parent, ctx context.Context, t Turn, body []byte, hea
 			return nil, err
 		}
 		b.log.InfoContext(parent, "retrying the upstream request", "context_id", t.ContextID, "task_id", t.TaskID,
-			"attempt", attempt+1, "wait", wait)
+			"attempt", attempt+1, "wait", wait, "reason", reason)
+		if b.onRetry != nil {
+			b.onRetry(reason)
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -136,13 +140,14 @@ func (b *httpBackend) post(parent, ctx context.Context, t Turn, body []byte, hea
 	}
 }
 
-// send is one attempt of post: the 200 response, or the turn's error and how long to wait
-// before the next attempt (-1: the failure is not worth another).
-func (b *httpBackend) send(parent, ctx context.Context, t Turn, body []byte, header http.Header, attempt int) (*http.Response, time.Duration, error) {
+// send is one attempt of post: the 200 response, or the turn's error, how long to wait
+// before the next attempt (-1: the failure is not worth another) and why (the upstream's
+// status, or "connection").
+func (b *httpBackend) send(parent, ctx context.Context, t Turn, body []byte, header http.Header, attempt int) (*http.Response, time.Duration, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
 	if err != nil {
 		b.log.WarnContext(parent, "building the upstream request failed", "context_id", t.ContextID, "task_id", t.TaskID, "err", err)
-		return nil, -1, backendError(b.name, "the request could not be built")
+		return nil, -1, "", backendError(b.name, "the request could not be built")
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -155,23 +160,24 @@ func (b *httpBackend) send(parent, ctx context.Context, t Turn, body []byte, hea
 		if parent.Err() != nil || ctx.Err() != nil {
 			wait = -1
 		}
-		return nil, wait, b.broken(parent, ctx, t, "sending the upstream request failed", err)
+		return nil, wait, "connection", b.broken(parent, ctx, t, "sending the upstream request failed", err)
 	}
 	if resp.StatusCode == http.StatusOK {
-		return resp, 0, nil
+		return resp, 0, "", nil
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	b.log.WarnContext(parent, "upstream refused the request", "context_id", t.ContextID, "task_id", t.TaskID,
 		"status", resp.StatusCode, "attempt", attempt, "body", b.excerpt(excerpt))
 	err = backendError(b.name, "upstream answered HTTP %d%s", resp.StatusCode, statusHint(resp.StatusCode))
+	reason := strconv.Itoa(resp.StatusCode)
 	if !transientStatus(resp.StatusCode, resp.Header.Get("X-Should-Retry")) {
-		return nil, -1, err
+		return nil, -1, reason, err
 	}
 	if wait, ok := retryAfter(resp.Header, time.Now()); ok {
-		return nil, wait, err
+		return nil, wait, reason, err
 	}
-	return nil, b.backoff(attempt), err
+	return nil, b.backoff(attempt), reason, err
 }
 
 // transientStatus reports whether an upstream refusal may pass, as the providers' SDKs

@@ -36,6 +36,11 @@ type OpenAIConfig struct {
 	// HTTPClient sends the requests. Nil means a client of the backend's own, which
 	// follows no redirects and reaches loopback and private addresses without a proxy.
 	HTTPClient *http.Client
+	// OnRetry, when set, is called before each retry of a request the upstream refused
+	// for a passing reason or that could not be sent (see "Retries" in http.go), with
+	// the reason: the upstream's HTTP status ("429", "503", ...) or "connection". It must
+	// not block: a counter.
+	OnRetry func(reason string)
 }
 
 // LogValue implements slog.LogValuer: the configuration without the API key (only
@@ -77,7 +82,7 @@ func NewOpenAI(cfg OpenAIConfig, logger *slog.Logger) (*OpenAI, error) {
 	if cfg.APIKey != "" {
 		o.header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	o.h = newHTTPBackend("openai", base+"/chat/completions", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, logger)
+	o.h = newHTTPBackend("openai", base+"/chat/completions", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, cfg.OnRetry, logger)
 	return o, nil
 }
 

@@ -466,7 +466,7 @@ func TestOpenAIConcurrentReplies(t *testing.T) {
 
 func TestExcerptRedactsAcrossTheCut(t *testing.T) {
 	t.Parallel()
-	b := newHTTPBackend("openai", "http://127.0.0.1:1", nil, 0, testKey, nil)
+	b := newHTTPBackend("openai", "http://127.0.0.1:1", nil, 0, testKey, nil, nil)
 	defer b.close()
 	for _, pad := range []int{0, maxLogExcerpt - 5, maxLogExcerpt - 1, maxLogExcerpt} {
 		body := strings.Repeat("x", pad) + testKey + " tail"

@@ -45,10 +45,11 @@ func TestOpenAIRetriesTransientRefusals(t *testing.T) {
 		refusals int32                       // how many attempts are refused before a stream
 		hits     int32                       // attempts the upstream sees
 		wantErr  string                      // "" : the reply succeeds
+		reasons  string                      // what OnRetry heard, joined by spaces
 	}{
-		{name: "429 with retry-after-ms, then a reply", refuse: func(w http.ResponseWriter) { oaError(w, 429, "5") }, refusals: 2, hits: 3},
-		{name: "503 naming no wait, then a reply", refuse: func(w http.ResponseWriter) { oaError(w, 503, "") }, refusals: 1, hits: 2},
-		{name: "connection dropped, then a reply", refuse: drop, refusals: 1, hits: 2},
+		{name: "429 with retry-after-ms, then a reply", refuse: func(w http.ResponseWriter) { oaError(w, 429, "5") }, refusals: 2, hits: 3, reasons: "429 429"},
+		{name: "503 naming no wait, then a reply", refuse: func(w http.ResponseWriter) { oaError(w, 503, "") }, refusals: 1, hits: 2, reasons: "503"},
+		{name: "connection dropped, then a reply", refuse: drop, refusals: 1, hits: 2, reasons: "connection"},
 		{name: "500 three times", refuse: func(w http.ResponseWriter) { oaError(w, 500, "") }, refusals: 9, hits: 3, wantErr: "HTTP 500 (upstream error)"},
 		{name: "400 not retried", refuse: func(w http.ResponseWriter) { oaError(w, 400, "") }, refusals: 9, hits: 1, wantErr: "HTTP 400 (request refused)"},
 		{name: "401 not retried", refuse: func(w http.ResponseWriter) { oaError(w, 401, "") }, refusals: 9, hits: 1, wantErr: "HTTP 401 (authentication refused)"},
@@ -71,11 +72,16 @@ func TestOpenAIRetriesTransientRefusals(t *testing.T) {
 				}
 				oaStream(w, "hello after the wait")
 			})
-			o, logs := newTestOpenAI(t, u, OpenAIConfig{APIKey: testKey, Timeout: 30 * time.Second})
+			var reasons []string
+			o, logs := newTestOpenAI(t, u, OpenAIConfig{APIKey: testKey, Timeout: 30 * time.Second,
+				OnRetry: func(reason string) { reasons = append(reasons, reason) }})
 			var got []string
 			_, err := o.Reply(t.Context(), chatTurn, func(c string) error { got = append(got, c); return nil })
 			if n := u.hits.Load(); n != tt.hits {
 				t.Errorf("upstream saw %d attempts, want %d", n, tt.hits)
+			}
+			if tt.reasons != "" && strings.Join(reasons, " ") != tt.reasons {
+				t.Errorf("OnRetry heard %q, want %q", reasons, tt.reasons)
 			}
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), tt.wantErr) {

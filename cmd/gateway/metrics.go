@@ -60,6 +60,7 @@ type metrics struct {
 	appendsPer      prometheus.Histogram
 	agentSeconds    prometheus.Histogram
 	agentErrors     prometheus.Counter
+	agentRetries    *prometheus.CounterVec // reason
 	projBytes       prometheus.Histogram
 	prefixStability prometheus.Histogram
 	authFailures    *prometheus.CounterVec // reason
@@ -75,7 +76,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	m.newBackendMetrics()
 	for _, c := range []prometheus.Collector{
 		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.rateLimited, m.limitRejections,
-		m.leaseSeconds, m.commitSeconds, m.appendsPer, m.agentSeconds, m.agentErrors, m.projBytes,
+		m.leaseSeconds, m.commitSeconds, m.appendsPer, m.agentSeconds, m.agentErrors, m.agentRetries, m.projBytes,
 		m.prefixStability, m.authFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "gateway_active_streams", Help: "Open A2A streams (SSE and WebSocket subscriptions).",
@@ -171,6 +172,9 @@ func (m *metrics) newBackendMetrics() {
 	m.agentErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gateway_agent_errors_total", Help: "Agent replies that ended in an error.",
 	})
+	m.agentRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_agent_retries_total", Help: "Requests the openai or anthropic agent sent again after a passing refusal, by reason: the upstream's HTTP status (429, 503, ...) or connection.",
+	}, []string{"reason"})
 	m.projBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "gateway_projection_bytes", Help: "Size of the request given to the agent, in bytes.", Buckets: bytesBuckets,
 	})
@@ -248,6 +252,9 @@ func (m *metrics) AgentDone(d time.Duration, err error) {
 		m.agentErrors.Inc()
 	}
 }
+
+// AgentRetry counts a request the agent backend sends again (agent.OpenAIConfig.OnRetry).
+func (m *metrics) AgentRetry(reason string) { m.agentRetries.WithLabelValues(reason).Inc() }
 
 // Projection implements turn.Observer. The prefix stability is observed only when there
 // was a previous request in the context.

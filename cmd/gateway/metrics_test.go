@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -403,4 +405,40 @@ func TestMetricsActiveStreams(t *testing.T) {
 	testutil.WaitFor(t, "gateway_active_streams to drop to 0 after the stream ended", func() bool {
 		return value(t, scrape(t, c, s, ""), "gateway_active_streams") == 0
 	})
+}
+
+// TestMetricsAgentRetries: a chat agent's request that the upstream refused with 429 and
+// then answered is counted in gateway_agent_retries_total by that status, and the turn
+// completes.
+func TestMetricsAgentRetries(t *testing.T) {
+	var hits atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hits.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("retry-after-ms", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range openAIEvents("fine now", nil, 1) {
+			io.WriteString(w, e)
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	cfg := testConfig(t)
+	cfg.Agent, cfg.AgentURL, cfg.AgentModel = "openai", upstream.URL+"/v1", "m"
+	s := startServer(t, cfg)
+	c := newHTTPClient(t)
+	before := scrape(t, c, s, "")
+	r := postRPC(t, c, s.URL(), false, sendBody(false, "retry-ctx", "hello", "", ""))
+	if r.Error != nil || !strings.Contains(string(r.Result), "fine now") {
+		t.Fatalf("send = %s, %+v; want the reply after the retry", r.Result, r.Error)
+	}
+	after := scrape(t, c, s, "")
+	if got := value(t, after, "gateway_agent_retries_total", "reason", "429") - value(t, before, "gateway_agent_retries_total", "reason", "429"); got != 1 || hits.Load() != 2 {
+		t.Errorf("gateway_agent_retries_total{reason=429} moved by %v after %d upstream requests; want 1 after 2", got, hits.Load())
+	}
 }

@@ -237,7 +237,7 @@ func (s *Server) openAgent(deps serverDeps) error {
 	ag := deps.agent
 	if ag == nil {
 		var err error
-		if ag, err = newAgent(s.cfg, s.log); err != nil {
+		if ag, err = newAgent(s.cfg, s.log, s.metrics.AgentRetry); err != nil {
 			return err
 		}
 	}
@@ -486,13 +486,14 @@ func (s *Server) closeRunner(ctx context.Context) error {
 	return nil
 }
 
-// newAgent builds the configured agent backend.
-func newAgent(cfg Config, logger *slog.Logger) (agent.Agent, error) {
+// newAgent builds the configured agent backend; onRetry counts the chat backends'
+// retries (nil: not counted).
+func newAgent(cfg Config, logger *slog.Logger, onRetry func(reason string)) (agent.Agent, error) {
 	switch cfg.Agent {
 	case "openai":
-		return agent.NewOpenAI(agent.OpenAIConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+		return agent.NewOpenAI(agent.OpenAIConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout, OnRetry: onRetry}, logger)
 	case "anthropic":
-		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout, OnRetry: onRetry}, logger)
 	case "a2a":
 		return agent.NewA2ARelay(agent.A2ARelayConfig{URL: cfg.AgentURL, Token: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
 	case "tck":

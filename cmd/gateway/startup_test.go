@@ -103,7 +103,7 @@ func TestOpenServerFailureLeavesNothing(t *testing.T) {
 			},
 			wantErr: func(t *testing.T, cfg Config, err error) {
 				t.Helper()
-				_, want := newAgent(cfg, discardLogger())
+				_, want := newAgent(cfg, discardLogger(), nil)
 				if want == nil || err == nil || err.Error() != want.Error() {
 					t.Fatalf("OpenServer() error = %v, want the agent's error %v", err, want)
 				}
