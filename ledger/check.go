@@ -438,7 +438,7 @@ func checkFile(path string) (*fileCheck, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: openTimeout})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("ledger: open %s: %w: %w", path, ErrInUse, err)
+		return nil, inUse(path, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", path, err)

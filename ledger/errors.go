@@ -28,6 +28,12 @@ var (
 	ErrInUse = errors.New("data dir is in use by another process")
 )
 
+// inUse is Open's error when another process holds the file at path (bbolt's lock or
+// the write-ahead log's: err says which), the one place that wraps ErrInUse.
+func inUse(path string, err error) error {
+	return fmt.Errorf("ledger: open %s: %w: %w", path, ErrInUse, err)
+}
+
 // ChainError reports where a conversation's stored data fails verification: a hash that
 // does not match its entry, a PrevHash that does not match the previous entry, a gap in the
 // sequence, an entry of another conversation, or metadata that disagrees with the entries.

@@ -73,7 +73,7 @@ func salvage(ctx context.Context, src, dst string, logger *slog.Logger, now func
 	}
 	var onCopy func(done, total int)
 	if logger != nil {
-		onCopy = logProgress(logger, "salvage: copying")
+		onCopy = LogProgress(logger, "salvage: copying")
 	}
 	copyErr := salvageConvs(ctx, sdb, out, fc, &rep, onCopy, now)
 	if copyErr == nil {

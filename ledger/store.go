@@ -266,7 +266,7 @@ func (o Options) withDefaults() Options {
 func openWritable(path string, opts Options, syncFreelist bool, logger *slog.Logger) (_ *bolt.DB, upgraded, format int, mapped int64, _ error) {
 	db, mapped, err := openMapped(path, opts, syncFreelist, walMap(syncFreelist && !opts.NoSync, opts), logger)
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: %w: %w", path, ErrInUse, err)
+		return nil, 0, 0, 0, inUse(path, err)
 	}
 	if err != nil {
 		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: %w", path, err)

@@ -71,7 +71,7 @@ func upgrade(ctx context.Context, path string, logger *slog.Logger, now func() t
 		return rep, fmt.Errorf("ledger: upgrade: remove the leftover %s: %w", tmp, err)
 	}
 	src, err := Open(path, Options{Format: Format1, NoGroupCommit: true, Now: now,
-		OnVerify: logProgress(logger, "upgrade: verifying the format-1 file")}, logger)
+		OnVerify: LogProgress(logger, "upgrade: verifying the format-1 file")}, logger)
 	if err != nil {
 		return rep, err
 	}
@@ -101,7 +101,7 @@ func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport
 	if err != nil {
 		return nil, err
 	}
-	heads, err := copyFormat1(ctx, src.db, dst.db, rep, logProgress(logger, "upgrade: copying into format 2"), src.now)
+	heads, err := copyFormat1(ctx, src.db, dst.db, rep, LogProgress(logger, "upgrade: copying into format 2"), src.now)
 	if err == nil { // the tasks of conversations a salvage lost stay known (as quarantined)
 		var lost []Quarantine
 		_ = src.db.View(func(tx *bolt.Tx) error { lost = readQuarantine(tx); return nil })
@@ -300,7 +300,7 @@ func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint
 // each head with the format-1 file's.
 func verifyCopy(ctx context.Context, tmp string, want map[string]metaRecord, logger *slog.Logger, now func() time.Time) error {
 	s, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: now,
-		OnVerify: logProgress(logger, "upgrade: verifying the copy")}, nil)
+		OnVerify: LogProgress(logger, "upgrade: verifying the copy")}, nil)
 	if err != nil {
 		return err
 	}

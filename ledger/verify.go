@@ -152,9 +152,10 @@ func (p *VerifyProgress) End() {
 	}
 }
 
-// logProgress returns an OnVerify-shaped func that logs at Info, as what, how far a long
-// operation has got (done < total: the final report is the operation's own line).
-func logProgress(logger *slog.Logger, what string) func(done, total int) {
+// LogProgress returns an OnVerify-shaped func that logs at Info, as "ledger: "+what, how
+// far a long operation has got (done < total: the final report is the operation's own
+// line).
+func LogProgress(logger *slog.Logger, what string) func(done, total int) {
 	return func(done, total int) {
 		if done < total {
 			logger.Info("ledger: "+what, "done", done, "total", total)

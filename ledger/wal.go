@@ -341,7 +341,7 @@ func lockWAL(path string, create bool) (*os.File, error) {
 		if time.Now().After(deadline) {
 			f.Close()
 			// bbolt's own lock says it with ErrTimeout
-			return nil, fmt.Errorf("ledger: open %s: %w: write-ahead log: %w", path, ErrInUse, bolterrors.ErrTimeout)
+			return nil, inUse(path, fmt.Errorf("write-ahead log: %w", bolterrors.ErrTimeout))
 		}
 		time.Sleep(50 * time.Millisecond) // another process's Open or Close is under way
 	}

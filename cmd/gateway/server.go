@@ -192,11 +192,8 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	lopts := ledger.Options{OnCommit: s.metrics.observeCommit, SalvageDamaged: true, OnVerify: func(done, total int) {
-		if done < total { // a verification of every conversation (admin API) that takes a while
-			s.log.Info("ledger: verifying every conversation", "done", done, "total", total)
-		}
-	}}
+	lopts := ledger.Options{OnCommit: s.metrics.observeCommit, SalvageDamaged: true,
+		OnVerify: ledger.LogProgress(s.log, "verifying every conversation")} // an admin-API verification that takes a while
 	if deps.ledger != nil {
 		deps.ledger(&lopts)
 	}
