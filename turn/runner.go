@@ -122,6 +122,7 @@ type Runner struct {
 
 	obs      Observer
 	prefixes prefixTracker
+	seen     latestSeen // the latest messageId stored per conversation (retry.go)
 
 	sweepDone chan struct{} // closed when the recovery sweep has returned; already closed without one
 
@@ -321,6 +322,9 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 	if err != nil {
 		return a2a.SendResult{}, err
 	}
+	if acc.retryTask != "" {
+		return r.retryAnswer(ctx, p, acc.retryTask)
+	}
 	if p.Config.ReturnImmediately {
 		applyHistoryLength(&acc.first, p.Config.HistoryLength)
 		return a2a.SendResult{Task: &acc.first}, nil
@@ -363,19 +367,26 @@ func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_
 		return nil, err
 	}
 	acc, err := r.start(ctx, p, true)
-	if err != nil {
+	if err != nil || acc.retryTask != "" {
 		release()
+	}
+	switch {
+	case err != nil:
 		return nil, err
+	case acc.retryTask != "":
+		return r.retryStream(ctx, p, acc.retryTask)
 	}
 	acc.es.release = release
 	return acc.es, nil
 }
 
-// accepted is a send that start made durable, with its turn running.
+// accepted is a send that start made durable, with its turn running, or a retried send
+// (retry.go): then only retryTask is set.
 type accepted struct {
-	lt    *liveTask
-	first a2a.Task     // the task as it stands once the message is stored
-	es    *eventStream // the task's events, when start was asked to watch
+	lt        *liveTask
+	first     a2a.Task     // the task as it stands once the message is stored
+	es        *eventStream // the task's events, when start was asked to watch
+	retryTask string       // the task of the message this send repeats; nothing was stored
 }
 
 // inbound is a send that passed validation: the message as it is stored (redacted, with
@@ -387,12 +398,14 @@ type inbound struct {
 	key        string
 	continuing bool      // m continues a task parked on input-required
 	started    time.Time // when the send arrived
+	retryTask  string    // m repeats a message of this ended task (retry.go)
 }
 
 // start validates a send, takes the context's lease, persists the inbound message and
 // starts the turn. On return without error the message is durable and the turn owns the
 // lease and the feed hold. With watch it also returns the task's event stream, joined
-// before the first append so it misses nothing.
+// before the first append so it misses nothing. A retried send (retry.go) returns with
+// only acc.retryTask set: nothing stored, no lease held.
 //
 // Every resource start takes is pushed on undo as it is taken; one deferred call releases
 // them in reverse order when start fails, so no failure path can forget one.
@@ -401,8 +414,11 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 		return nil, errShutdown
 	}
 	in, err := r.newInbound(ctx, p.Message)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case in.retryTask != "":
+		return &accepted{retryTask: in.retryTask}, nil
 	}
 	pushEntries, err := r.sendPushConfig(ctx, in, p.Config.Push) // push.go
 	if err != nil {
@@ -416,16 +432,11 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 			}
 		}
 	}()
-	lease, err := r.acquire(ctx, in.key, in.taskID)
-	if err != nil {
-		return nil, r.refuse(ctx, in.peer, in.m.ContextID, err, func(holder string) ledger.Entry {
-			return auditEntry(in.peer, &in.m, "CONTEXT_BUSY", holder)
-		})
+	lease, retry, err := r.takeLease(ctx, in)
+	if err != nil || retry != "" {
+		return &accepted{retryTask: retry}, err
 	}
 	undo = append(undo, func() { r.releaseLease(ctx, lease) })
-	if err := r.awaitHandover(ctx, in.key); err != nil {
-		return nil, err
-	}
 	user := userEntry(in)
 	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), messageID: in.m.MessageID, started: in.started, key: in.key,
 		chunks: chunks{wake: make(chan struct{}, 1)}}
@@ -445,6 +456,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	if err != nil {
 		return nil, fmt.Errorf("append inbound message: %w", err)
 	}
+	r.seen.put(in.key, in.m.MessageID)
 	acc.lt, acc.first = r.launch(ctx, in, tr, res)
 	if acc.es != nil {
 		acc.es.ended = acc.lt.finished
@@ -506,6 +518,10 @@ func (r *Runner) continueTask(ctx context.Context, in *inbound) error {
 		return &paramError{Field: "message.contextId", Reason: fmt.Sprintf("does not match the context of task %s", a2a.EchoQuote(m.TaskID))}
 	}
 	if st := foldTask(conv, m.TaskID, entries).Status.State; st.Terminal() {
+		if taskRetry(m, entries) {
+			in.retryTask = m.TaskID
+			return nil
+		}
 		r.auditRejected(ctx, in.peer, m, "TASK_TERMINAL", m.TaskID)
 		return a2a.Errorf(a2a.ErrUnsupportedOperation,
 			"task %s is %s and accepts no more messages; send without taskId to start a new task in the same context", a2a.EchoQuote(m.TaskID), st)
@@ -617,6 +633,37 @@ func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Leas
 			return lease, err
 		}
 	}
+}
+
+// takeLease takes the context lease of the send in, once the turn ending there has handed
+// it over. A send that repeats the context's latest message (retry.go) takes none: retry
+// names that message's task, whether a turn still runs it (the lease is held) or not.
+// A refusal is refuse's error.
+func (r *Runner) takeLease(ctx context.Context, in *inbound) (_ *locking.Lease, retry string, _ error) {
+	lease, err := r.acquire(ctx, in.key, in.taskID)
+	if err != nil {
+		if errors.Is(err, locking.ErrHeld) && r.mayRepeat(in) {
+			if task, ok, rerr := r.latestRetry(ctx, in); rerr == nil && ok {
+				return nil, task, nil
+			}
+		}
+		return nil, "", r.refuse(ctx, in.peer, in.m.ContextID, err, func(holder string) ledger.Entry {
+			return auditEntry(in.peer, &in.m, "CONTEXT_BUSY", holder)
+		})
+	}
+	if err := r.awaitHandover(ctx, in.key); err != nil {
+		r.releaseLease(ctx, lease)
+		return nil, "", err
+	}
+	if !r.mayRepeat(in) {
+		return lease, "", nil
+	}
+	task, ok, err := r.latestRetry(ctx, in)
+	if err != nil || ok {
+		r.releaseLease(ctx, lease)
+		return nil, task, err
+	}
+	return lease, "", nil
 }
 
 func hasContent(ps []a2a.Part) bool {

@@ -261,6 +261,12 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
+	return r.subscribe(ctx, p, false)
+}
+
+// subscribe is SubscribeToTask once admitted. With whole (a retried send's stream,
+// retry.go) a terminal task is streamed as its snapshot instead of refused.
+func (r *Runner) subscribe(ctx context.Context, p *a2a.SubscribeParams, whole bool) (a2a.Stream, error) {
 	peer := PeerFrom(ctx)
 	conv, entries, err := r.taskEntries(ctx, peer, p.ID)
 	if err != nil {
@@ -279,8 +285,9 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	}
 	running = running && !st.EndsStream() // its end is stored: it is finishing
 	// A task parked on input-required is followed into its next turn: the stream ends
-	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once.
-	parked := !running && st.Interrupted()
+	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once. A
+	// retried send's stream ends there, as the stream it repeats did.
+	parked := !running && st.Interrupted() && !whole
 	if parked {
 		ended = nil
 	}
@@ -288,12 +295,13 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	switch {
 	case p.AfterSeq > 0 && p.AfterSeq < lastSeq || running:
 		// resuming, or a running task: replay and follow below
-	case st.Terminal() && p.AfterSeq == 0:
+	case st.Terminal() && p.AfterSeq == 0 && !whole:
 		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %s is %s; use GetTask to read it", a2a.EchoQuote(p.ID), st)
 	case p.AfterSeq >= lastSeq && (st.Terminal() || !running && !parked):
 		return &sliceStream{}, nil // nothing missed, and nothing more will come here
 	case !running && !parked && p.AfterSeq == 0:
-		// orphaned (working, with no turn running): its snapshot is all there is
+		// orphaned (working, with no turn running), or ended and asked whole: its
+		// snapshot is all there is
 		t, err := r.loadTask(ctx, peer, p.ID, nil)
 		if err != nil {
 			return nil, err

@@ -128,9 +128,12 @@ func TestMetricsScenario(t *testing.T) {
 			t.Fatalf("%s: error %+v, want code %d", name, r.Error, code)
 		}
 	}
+	// Each send a new message (the same one again would be a retry, answered with its task).
+	sent := 0
 	send := func(contextID, extra string) rpcResponse {
 		t.Helper()
-		return postRPC(t, c, url, false, sendBody(false, contextID, "one", extra, ""))
+		sent++
+		return postRPC(t, c, url, false, sendBody(false, contextID, fmt.Sprintf("text %d", sent), extra, ""))
 	}
 	wantCode("send a", send("m-a", ""), 0)
 	wantCode("send b", send("m-b", ""), 0)

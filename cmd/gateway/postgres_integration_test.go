@@ -357,3 +357,44 @@ func TestPostgresSubscribeToTaskOnAnotherInstance(t *testing.T) {
 		t.Errorf("B's stream of A's task = %+v, want the reply and completed", evs)
 	}
 }
+
+// TestPostgresRetryOnAnotherInstance: a client that lost A's answer sends the same message
+// again, through B, while A still runs the turn: B neither refuses it as busy nor runs it
+// again; it answers with A's task once that turn has ended.
+func TestPostgresRetryOnAnotherInstance(t *testing.T) {
+	url, addr := pgtest.Database(t), redistest.Start(t)
+	ag := newCountingAgent(0)
+	ag.release = make(chan struct{})
+	a := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
+	b := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
+	c := newHTTPClient(t)
+	const send = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":%t},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"retried","parts":[{"kind":"text","text":"long turn"}]}}}`
+	var first, again struct {
+		ID     string `json:"id"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+	}
+	if r := postRPC(t, c, a.URL(), false, fmt.Sprintf(send, false)); r.Error != nil || json.Unmarshal(r.Result, &first) != nil || first.ID == "" {
+		t.Fatalf("send through A = %+v %s", r.Error, r.Result)
+	}
+	answered := make(chan rpcResponse, 1)
+	go func() {
+		var r rpcResponse
+		defer func() { answered <- r }() // also when postRPC fails the test
+		r = postRPC(t, c, b.URL(), false, fmt.Sprintf(send, true))
+	}()
+	// B follows A's task (a stream of its own) until the turn ends.
+	waitUntil(t, "B waiting for A's turn", func() bool { return b.runner.Streams() == 1 })
+	close(ag.release)
+	r := <-answered
+	if r.Error != nil || json.Unmarshal(r.Result, &again) != nil {
+		t.Fatalf("retry through B = %+v %s", r.Error, r.Result)
+	}
+	if again.ID != first.ID || again.Status.State != "completed" {
+		t.Fatalf("retry through B answered task %s %s, want %s completed", again.ID, again.Status.State, first.ID)
+	}
+	if n := ag.turns.Load(); n != 1 {
+		t.Fatalf("the agent ran %d turns, want 1", n)
+	}
+}

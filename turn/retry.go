@@ -1,0 +1,206 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/ledger"
+)
+
+// A retried send. A client that lost the answer to a send (a dropped connection, a proxy's
+// timeout during a long turn) sends the same message again, with the same messageId. The
+// spec lets a server deduplicate by messageId (a2a-spec.md, "Idempotency"); the gateway
+// does it for the message a client is most likely to repeat: the latest user message of
+// the conversation, or a message of the task the send names. A send is a retry when its
+// messageId and its parts (after redaction, as stored) equal that message's: it starts no
+// turn and stores nothing, not even an audit record, and is answered with the task the
+// message started or continued (retryAnswer, retryStream). The same messageId with other
+// parts is a new message, as before.
+
+// latestSeenMax is how many conversations one generation of a Runner's latestSeen holds:
+// with two generations, at most 2 × 16,384 (a key and a messageId each, a few MiB).
+const latestSeenMax = 1 << 14
+
+// latestSeen remembers, per conversation key, the messageId of the latest user message
+// the Runner stored there. Without a shared store every user message of a peer's
+// conversation is stored by this Runner (start), so a send whose messageId differs from
+// the remembered one repeats nothing and needs no read; a conversation not remembered (new,
+// or not used since the Runner started or for a whole generation) is read. Bounded like
+// the ledger's checked set: two generations; a key found in the older one moves to the newer.
+type latestSeen struct {
+	mu       sync.Mutex
+	cur, old map[string]string
+}
+
+// get returns the messageId remembered for key.
+func (l *latestSeen) get(key string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if id, ok := l.cur[key]; ok {
+		return id, true
+	}
+	id, ok := l.old[key]
+	if ok {
+		l.putLocked(key, id)
+	}
+	return id, ok
+}
+
+// put remembers messageID as the latest user message of key.
+func (l *latestSeen) put(key, messageID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.putLocked(key, messageID)
+}
+
+func (l *latestSeen) putLocked(key, messageID string) {
+	if len(l.cur) >= latestSeenMax {
+		l.old, l.cur = l.cur, nil
+	}
+	if l.cur == nil {
+		l.cur = make(map[string]string)
+	}
+	l.cur[key] = messageID
+}
+
+// mayRepeat reports whether the send in may repeat its conversation's latest message, so
+// that latestRetry must read it: over a shared store always (other instances store
+// messages too), else unless the Runner remembers another messageId there.
+func (r *Runner) mayRepeat(in *inbound) bool {
+	if r.cfg.SharedStore {
+		return true
+	}
+	id, ok := r.seen.get(in.key)
+	return !ok || id == in.m.MessageID
+}
+
+// retryWindow bounds the entries a send reads back from the end of its conversation to
+// find the latest user message: the entries after it are its turn's status, reply and
+// reply chunks.
+const retryWindow = 64
+
+// latestRetry reports whether in repeats the latest user message of its conversation,
+// among the last retryWindow entries, and returns the task that message started or
+// continued. A conversation that does not exist yet has nothing to repeat.
+func (r *Runner) latestRetry(ctx context.Context, in *inbound) (taskID string, ok bool, err error) {
+	read := 0
+	got, err := r.led.LastBefore(ctx, in.peer, in.m.ContextID, 0, 1, func(e *ledger.Entry) bool {
+		read++
+		return e.Kind == ledger.KindUserMessage || read >= retryWindow
+	})
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("read the latest message: %w", err)
+	case len(got) == 0 || !repeats(&got[0], &in.m):
+		return "", false, nil
+	}
+	return got[0].TaskID, true, nil
+}
+
+// taskRetry reports whether m repeats one of the user messages among entries (a task's);
+// m's parts are compared as they would be stored (redacted).
+func taskRetry(m *a2a.Message, entries []ledger.Entry) bool {
+	redacted := *m
+	redacted.Parts, _ = redactParts(m.Parts)
+	return slices.ContainsFunc(entries, func(e ledger.Entry) bool { return repeats(&e, &redacted) })
+}
+
+// repeats reports whether the stored entry e is the user message m: the same messageId and
+// the same parts. m's parts must be redacted, as stored ones are.
+func repeats(e *ledger.Entry, m *a2a.Message) bool {
+	return e.Kind == ledger.KindUserMessage && e.MessageID == m.MessageID &&
+		slices.EqualFunc(e.Parts, toLedgerParts(m.Parts), samePart)
+}
+
+// samePart reports whether the stored part s holds what the sent part p holds. A stored
+// part whose content moved to the artifact store (D-5) keeps its SHA-256.
+func samePart(s, p ledger.Part) bool {
+	if s.Kind != p.Kind || s.URL != p.URL || s.MediaType != p.MediaType || s.Filename != p.Filename || !sameJSON(s.Data, p.Data) {
+		return false
+	}
+	if s.ArtifactRef != "" {
+		content := []byte(p.Text)
+		if p.Raw != nil {
+			content = p.Raw
+		}
+		sum := sha256.Sum256(content)
+		return s.ArtifactRef == "sha256:"+hex.EncodeToString(sum[:])
+	}
+	return s.Text == p.Text && bytes.Equal(s.Raw, p.Raw)
+}
+
+// sameJSON reports whether a and b are the same JSON value written alike but for
+// insignificant space (both empty counts as the same).
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// retryAnswer answers a retried message/send with the task taskID as it stands once its
+// turn has ended, unless the send asked to return immediately.
+func (r *Runner) retryAnswer(ctx context.Context, p *a2a.SendParams, taskID string) (a2a.SendResult, error) {
+	r.log.InfoContext(ctx, "a retried send answered with its task; no turn started",
+		"message_id", p.Message.MessageID, "task_id", taskID)
+	if !p.Config.ReturnImmediately {
+		if err := r.awaitTurn(ctx, taskID); err != nil {
+			return a2a.SendResult{}, err
+		}
+	}
+	t, err := r.loadTask(ctx, PeerFrom(ctx), taskID, p.Config.HistoryLength)
+	if err != nil {
+		return a2a.SendResult{}, err
+	}
+	return a2a.SendResult{Task: t}, nil
+}
+
+// awaitTurn waits until no turn runs task taskID: one here has finished, or, over a
+// shared store, its stream (as a retried stream follows it) has ended. A stream the peer
+// has no slot for is not waited for: the task is answered as it stands.
+func (r *Runner) awaitTurn(ctx context.Context, taskID string) error {
+	r.mu.Lock()
+	lt, running := r.live[taskID]
+	r.mu.Unlock()
+	switch {
+	case running:
+		select {
+		case <-lt.finished:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case !r.cfg.SharedStore:
+		return nil
+	}
+	s, err := r.subscribe(ctx, &a2a.SubscribeParams{ID: taskID}, true)
+	if err != nil {
+		return nil
+	}
+	defer s.Close()
+	for {
+		if _, err := s.Next(ctx); err != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// retryStream answers a retried message/stream with the task taskID's stream, as
+// SubscribeToTask gives it from the start: its snapshot, then, while it runs, its events
+// to its end. A task that has ended is its snapshot alone.
+func (r *Runner) retryStream(ctx context.Context, p *a2a.SendParams, taskID string) (a2a.Stream, error) {
+	r.log.InfoContext(ctx, "a retried stream answered with its task; no turn started",
+		"message_id", p.Message.MessageID, "task_id", taskID)
+	return r.subscribe(ctx, &a2a.SubscribeParams{ID: taskID}, true)
+}
