@@ -2,6 +2,7 @@ package turn
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
@@ -154,12 +155,20 @@ func foldTask(conv ledger.Conversation, taskID string, entries []ledger.Entry) a
 		case ledger.KindAgentReply:
 			msg := replyMessage(e, conv.ContextID, taskID)
 			t.History = append(t.History, msg)
-			if isMessageReply(e.Metadata) {
-				continue // a direct Message is no artifact
+			id := replyArtifactID(e.Metadata)
+			i := slices.IndexFunc(t.Artifacts, func(a a2a.Artifact) bool { return a.ArtifactID == id })
+			switch {
+			case isMessageReply(e.Metadata): // a direct Message is no artifact
+				if i >= 0 {
+					t.Artifacts = slices.Delete(t.Artifacts, i, i+1) // its text was streamed first
+				}
+			case i >= 0: // the whole reply, in place of its chunks
+				t.Artifacts[i].Parts = msg.Parts
+			default:
+				t.Artifacts = append(t.Artifacts, a2a.Artifact{ArtifactID: id, Name: "reply", Parts: msg.Parts})
 			}
-			t.Artifacts = append(t.Artifacts, a2a.Artifact{
-				ArtifactID: replyArtifactID(e.Metadata), Name: "reply", Parts: msg.Parts,
-			})
+		case ledger.KindReplyChunk:
+			t.Artifacts = addChunk(t.Artifacts, e)
 		case ledger.KindStatus:
 			st, ok := a2a.DecodeState(e.State)
 			if !ok {
@@ -175,6 +184,25 @@ func foldTask(conv ledger.Conversation, taskID string, entries []ledger.Entry) a
 		}
 	}
 	return t
+}
+
+// addChunk adds the text of the REPLY_CHUNK entry e to its reply's artifact in arts (a new
+// one for the first chunk), so that the task of a turn still streaming shows the reply so
+// far: a stream that begins with its snapshot (tasks/resubscribe, a retried send) and
+// goes on with the later chunks (append: true) then carries the whole reply.
+func addChunk(arts []a2a.Artifact, e *ledger.Entry) []a2a.Artifact {
+	id := replyArtifactID(e.Metadata)
+	var text string
+	for _, p := range e.Parts {
+		text += p.Text
+	}
+	i := slices.IndexFunc(arts, func(a a2a.Artifact) bool { return a.ArtifactID == id })
+	if i < 0 {
+		return append(arts, a2a.Artifact{ArtifactID: id, Name: "reply", Parts: []a2a.Part{a2a.TextPart(text)}})
+	}
+	parts := arts[i].Parts
+	parts[len(parts)-1].Text += text
+	return arts
 }
 
 // applyHistoryLength trims t's history as the spec says: nil keeps all, 0 drops the field,

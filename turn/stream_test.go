@@ -496,3 +496,57 @@ func TestStreamEndsWhenTurnCannotRecordItsEnd(t *testing.T) {
 		break
 	}
 }
+
+// TestSubscribeMidTurnCarriesTheWholeReply: a client whose stream broke mid-reply
+// subscribes again (tasks/resubscribe, or a retried send): the stream's snapshot holds the
+// reply as streamed so far, and the chunks after it complete it. Before, the snapshot held
+// no artifact, so the text streamed before the break was never shown again.
+func TestSubscribeMidTurnCarriesTheWholeReply(t *testing.T) {
+	t.Parallel()
+	ag := newBlockingAgent()
+	r, _ := newRunner(t, ag)
+	first, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "mid",
+		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taskID string
+	for { // up to the first chunk: stored, since this stream watches the context
+		ev, err := first.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		taskID = ev.TaskID()
+		if ev.Artifact != nil {
+			break
+		}
+	}
+	first.Close() // the client's connection broke
+	again, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(ag.release)
+	var reply strings.Builder
+	for _, ev := range drain(t, again) {
+		switch {
+		case ev.Task != nil:
+			for _, a := range ev.Task.Artifacts {
+				reply.WriteString(a2a.PartsText(a.Parts))
+			}
+		case ev.Artifact != nil:
+			if !ev.Artifact.Append {
+				reply.Reset()
+			}
+			reply.WriteString(a2a.PartsText(ev.Artifact.Artifact.Parts))
+		}
+	}
+	if reply.String() != "partial done" {
+		t.Fatalf("the resubscribed stream carries %q, want %q", reply.String(), "partial done")
+	}
+	// The task as stored folds the same whole reply once.
+	task, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: taskID})
+	if err != nil || len(task.Artifacts) != 1 || a2a.PartsText(task.Artifacts[0].Parts) != "partial done" {
+		t.Fatalf("GetTask = %+v, %v; want one artifact %q", task, err, "partial done")
+	}
+}
