@@ -82,6 +82,7 @@ type sendOptions struct {
 	config    string
 	contextID string
 	newConv   bool
+	messageID string
 	dialect   string
 	timeout   time.Duration
 	list      bool
@@ -158,6 +159,7 @@ func parseSend(args []string, lookup func(string) (string, bool), stdout io.Writ
 	fs.StringVar(&o.contextID, "context", "", "continue the conversation with this contextId (TARGET is then its peer)")
 	fs.BoolVar(&o.newConv, "new", false, "start a new conversation, even when TARGET is a contextId (then: with its peer)")
 	fs.StringVar(&o.dialect, "dialect", "auto", "A2A dialect: auto (from the peer's agent card), 1.0 or 0.3")
+	fs.StringVar(&o.messageID, "message-id", "", "send the message under this messageId (default: a new UUID); a send that failed after it may have arrived prints the one it used, to send the same MESSAGE again with it and --context: a peer that deduplicates by messageId (this gateway does) answers with the task it ran instead of running a second turn")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "the longest the whole exchange may take, the streamed reply included")
 	fs.BoolVar(&o.list, "list", false, "list the targets: configured peers (and whether their agent card answers) and known conversations")
 	fs.BoolVar(&o.asJSON, "json", false, "with --list: print JSON")
@@ -195,6 +197,10 @@ func (o *sendOptions) check(positional []string) error {
 		return usageError{fmt.Sprintf("send takes TARGET and one MESSAGE, got %d arguments; quote a message of several words", len(positional))}
 	case o.newConv && o.contextID != "":
 		return usageError{"--new and --context exclude each other"}
+	case len(o.messageID) > maxMessageIDBytes:
+		return usageError{fmt.Sprintf("--message-id: at most %d bytes (got %d)", maxMessageIDBytes, len(o.messageID))}
+	case o.list && o.messageID != "":
+		return usageError{"--list takes no --message-id"}
 	}
 	var ce *contextid.Error
 	if err := contextid.Validate(o.contextID); o.contextID != "" && errors.As(err, &ce) {
@@ -202,6 +208,9 @@ func (o *sendOptions) check(positional []string) error {
 	}
 	return nil
 }
+
+// maxMessageIDBytes bounds --message-id as the gateway bounds the ids it stores.
+const maxMessageIDBytes = 256
 
 // target resolves TARGET (and --context, --new) to the peer, the contextId to send in
 // ("" for a new conversation) and the owner the exchange is recorded under.
@@ -234,9 +243,13 @@ func (cmd *sendCommand) send(ctx context.Context, dir *peers.Directory, store se
 	if err != nil {
 		return err
 	}
-	msg := a2a.Message{MessageID: uuid.NewString(), ContextID: contextID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(text)}}
+	msg := a2a.Message{MessageID: cmd.o.messageID, ContextID: contextID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(text)}}
+	if msg.MessageID == "" {
+		msg.MessageID = uuid.NewString()
+	}
 	out, reply, err := cmd.deliver(ctx, tg, msg, stdout, stderr)
 	if err != nil {
+		cmd.retryHint(stderr, tg, msg.MessageID, out.contextID, err)
 		return err
 	}
 	switch {
@@ -295,6 +308,20 @@ func (cmd *sendCommand) deliver(ctx context.Context, tg peers.Target, msg a2a.Me
 		fmt.Fprintf(stderr, "gateway: the peer waits for more input (%s): reply with 'gateway send %s MESSAGE'\n", out.state, shellQuote(out.contextID))
 	}
 	return out, rw.recorded(), nil
+}
+
+// retryHint tells, after a delivery that failed where the peer may have stored the
+// message (no JSON-RPC answer: the connection, the timeout or an interruption), how to
+// send the same message again so that a peer that deduplicates by messageId does not run
+// it twice. Only when the peer named the conversation: a message sent again without its
+// contextId would start another.
+func (cmd *sendCommand) retryHint(stderr io.Writer, tg peers.Target, messageID, contextID string, err error) {
+	var re *a2aclient.RemoteError
+	if contextID == "" || errors.As(err, &re) || errors.Is(err, errTaskEnded) {
+		return
+	}
+	fmt.Fprintf(stderr, "gateway: the message may have reached the peer as messageId %s; to send it again without a second turn (on a peer that deduplicates by messageId, as this gateway does): gateway send %s --context %s --message-id %s MESSAGE\n",
+		messageID, shellQuote(peerArg(tg)), shellQuote(contextID), shellQuote(messageID))
 }
 
 // sendFileDefaults picks, from a config file's values, the defaults of send's flags:

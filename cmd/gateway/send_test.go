@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -99,6 +100,7 @@ func TestSendUsageErrors(t *testing.T) {
 		{name: "new and context", args: []string{"macmini", "--new", "--context", "c", "hi"}, want: []string{"--new and --context"}},
 		{name: "bad dialect", args: []string{"--dialect", "2.0", "macmini", "hi"}, want: []string{"--dialect", "auto, 1.0 or 0.3"}},
 		{name: "list with target", args: []string{"--list", "macmini"}, want: []string{"--list takes no TARGET"}},
+		{name: "message id too long", args: []string{"--message-id", strings.Repeat("m", 257), "macmini", "hi"}, want: []string{"--message-id: at most 256 bytes"}},
 		{name: "json without list", args: []string{"--json", "macmini", "hi"}, want: []string{"--json goes with --list"}},
 		{name: "bad context", args: []string{"--context", "a\nb", "macmini", "hi"}, want: []string{"--context", "control character"}},
 		{name: "empty message", args: []string{"macmini", "   "}, want: []string{"the message is empty"}},
@@ -463,5 +465,42 @@ func TestReplyWriter(t *testing.T) {
 				t.Errorf("replyWriter wrote %q and recorded %q, want %q and %q", out.String(), rw.recorded(), tt.wantOut, tt.wantRecorded)
 			}
 		})
+	}
+}
+
+// TestSendMessageIDSendsAgain: a send cut short by --timeout after the peer named the
+// conversation prints the messageId and the command that sends the same message again;
+// that command, against this gateway, gets the task the first send started (the peer
+// ran one turn) and records the exchange.
+func TestSendMessageIDSendsAgain(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.EchoDelay = 100 * time.Millisecond // "echo: one two three four" takes ~0.4 s
+	a := startServer(t, cfg)
+	b := startServer(t, testConfig(t))
+	conf := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
+	common := []string{"--config", conf, "--server", "http://" + b.Addr(), "--data-dir", b.cfg.DataDir}
+
+	_, stderr, err := runSendCLI(t, "", append(common, "--timeout", "50ms", "a", "one two three four")...)
+	if err == nil || !strings.Contains(err.Error(), "no complete reply within --timeout") {
+		t.Fatalf("send with a short timeout = %v; stderr:\n%s", err, stderr)
+	}
+	ctxID, task1 := sentContext(t, stderr)
+	m := regexp.MustCompile(`--message-id (\S+) MESSAGE`).FindStringSubmatch(stderr)
+	if m == nil || !strings.Contains(stderr, "gateway send a --context "+ctxID) {
+		t.Fatalf("stderr names no command to send the message again:\n%s", stderr)
+	}
+	stdout, stderr, err := runSendCLI(t, "", append(common, "--context", ctxID, "--message-id", m[1], "a", "one two three four")...)
+	if err != nil {
+		t.Fatalf("send again = %v; stderr:\n%s", err, stderr)
+	}
+	if _, task2 := sentContext(t, stderr); task2 != task1 || stdout != "echo: one two three four\n" {
+		t.Fatalf("send again answered task %s with %q, want task %s and the whole reply", task2, stdout, task1)
+	}
+	if conv, err := a.ledger.Conversation(t.Context(), "local", ctxID); err != nil || conv.Turns != 1 {
+		t.Fatalf("the peer's conversation = %+v, %v; want 1 turn", conv, err)
+	}
+	if conv, err := b.ledger.Conversation(t.Context(), "out:a", ctxID); err != nil || conv.Turns != 1 {
+		t.Fatalf("the recorded exchange = %+v, %v; want 1 turn", conv, err)
 	}
 }
