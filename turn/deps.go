@@ -57,6 +57,8 @@ type Observer interface {
 	TurnDone(state string, d time.Duration)
 	// Busy: a request (a send, or a cancel of a parked task) was refused with CONTEXT_BUSY.
 	Busy()
+	// Retried: a send was answered as a retry of a stored message (retry.go); no turn ran.
+	Retried()
 	// RateLimited: a request of peer was refused with RATE_LIMITED.
 	RateLimited(peer string)
 	// LimitExceeded: a request was refused for a size limit; what names it ("parts",

@@ -97,6 +97,7 @@ type noObserver struct{}
 
 func (noObserver) TurnDone(string, time.Duration)    {}
 func (noObserver) Busy()                             {}
+func (noObserver) Retried()                          {}
 func (noObserver) RateLimited(string)                {}
 func (noObserver) LimitExceeded(string)              {}
 func (noObserver) LeaseAcquire(time.Duration, error) {}

@@ -154,6 +154,7 @@ func sameJSON(a, b json.RawMessage) bool {
 func (r *Runner) retryAnswer(ctx context.Context, p *a2a.SendParams, taskID string) (a2a.SendResult, error) {
 	r.log.InfoContext(ctx, "a retried send answered with its task; no turn started",
 		"message_id", p.Message.MessageID, "task_id", taskID)
+	r.obs.Retried()
 	if !p.Config.ReturnImmediately {
 		if err := r.awaitTurn(ctx, taskID); err != nil {
 			return a2a.SendResult{}, err
@@ -202,5 +203,6 @@ func (r *Runner) awaitTurn(ctx context.Context, taskID string) error {
 func (r *Runner) retryStream(ctx context.Context, p *a2a.SendParams, taskID string) (a2a.Stream, error) {
 	r.log.InfoContext(ctx, "a retried stream answered with its task; no turn started",
 		"message_id", p.Message.MessageID, "task_id", taskID)
+	r.obs.Retried()
 	return r.subscribe(ctx, &a2a.SubscribeParams{ID: taskID}, true)
 }

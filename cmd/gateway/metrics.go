@@ -52,6 +52,7 @@ type metrics struct {
 	turns           *prometheus.CounterVec   // state
 	turnSeconds     prometheus.Histogram
 	busy            prometheus.Counter
+	retried         prometheus.Counter
 	busySeconds     prometheus.Histogram
 	rateLimited     *prometheus.CounterVec // peer
 	limitRejections *prometheus.CounterVec // limit
@@ -75,7 +76,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	m.newRequestMetrics()
 	m.newBackendMetrics()
 	for _, c := range []prometheus.Collector{
-		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.rateLimited, m.limitRejections,
+		m.requests, m.requestSeconds, m.turns, m.turnSeconds, m.busy, m.busySeconds, m.retried, m.rateLimited, m.limitRejections,
 		m.leaseSeconds, m.commitSeconds, m.appendsPer, m.agentSeconds, m.agentErrors, m.agentRetries, m.projBytes,
 		m.prefixStability, m.authFailures,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -137,6 +138,9 @@ func (m *metrics) newRequestMetrics() {
 	})
 	m.busy = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gateway_busy_rejections_total", Help: "Requests refused with CONTEXT_BUSY (a task of the context was running): sends, and cancels of a parked task.",
+	})
+	m.retried = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gateway_send_retries_total", Help: "Sends answered as a retry of a stored message (the same messageId and parts as the context's latest one): no turn ran, nothing was stored.",
 	})
 	m.busySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "gateway_busy_reply_seconds",
@@ -224,6 +228,9 @@ func (m *metrics) TurnDone(state string, d time.Duration) {
 
 // Busy implements turn.Observer. The refused request's answer is timed by observeRequest.
 func (m *metrics) Busy() { m.busy.Inc() }
+
+// Retried implements turn.Observer.
+func (m *metrics) Retried() { m.retried.Inc() }
 
 // RateLimited implements turn.Observer. Peers are configured identities (or "local"), so
 // the label is bounded by the config.

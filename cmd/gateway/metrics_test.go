@@ -445,3 +445,23 @@ func TestMetricsAgentRetries(t *testing.T) {
 		t.Errorf("gateway_agent_retries_total{reason=429} moved by %v after %d upstream requests; want 1 after 2", got, hits.Load())
 	}
 }
+
+// TestMetricsRetriedSend: a send repeated with the same messageId and text is answered
+// as a retry: gateway_send_retries_total moves by 1 and no second turn ends.
+func TestMetricsRetriedSend(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := newHTTPClient(t)
+	before := scrape(t, c, s, "")
+	body := sendBody(false, "retried-ctx", "hello", "", "")
+	first, again := postRPC(t, c, s.URL(), false, body), postRPC(t, c, s.URL(), false, body)
+	if first.Error != nil || again.Error != nil || string(first.Result) != string(again.Result) {
+		t.Fatalf("send twice = %s %+v, then %s %+v; want the same task twice", first.Result, first.Error, again.Result, again.Error)
+	}
+	waitIdle(t, s)
+	after := scrape(t, c, s, "")
+	retries := value(t, after, "gateway_send_retries_total") - value(t, before, "gateway_send_retries_total")
+	turns := value(t, after, "gateway_turns_total") - value(t, before, "gateway_turns_total")
+	if retries != 1 || turns != 1 {
+		t.Errorf("gateway_send_retries_total moved by %v and gateway_turns_total by %v; want 1 and 1", retries, turns)
+	}
+}
