@@ -433,8 +433,11 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 		}
 	}()
 	lease, retry, err := r.takeLease(ctx, in)
-	if err != nil || retry != "" {
-		return &accepted{retryTask: retry}, err
+	switch {
+	case err != nil:
+		return nil, err
+	case retry != "":
+		return &accepted{retryTask: retry}, nil
 	}
 	undo = append(undo, func() { r.releaseLease(ctx, lease) })
 	user := userEntry(in)
