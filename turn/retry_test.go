@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
@@ -42,18 +43,21 @@ func lastSeq(t *testing.T, st *ledger.Store, contextID string) uint64 {
 	return c.LastSeq
 }
 
-// drain reads s to its end and returns its events.
+// drain reads s to its end and returns its events; a stream that has not ended within
+// 30 s fails the test (a hang guard, not a timing).
 func drain(t *testing.T, s a2a.Stream) []a2a.Event {
 	t.Helper()
 	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	var evs []a2a.Event
 	for {
-		ev, err := s.Next(t.Context())
+		ev, err := s.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return evs
 		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the stream did not end (%v) after %d events: %+v", err, len(evs), evs)
 		}
 		evs = append(evs, ev)
 	}
@@ -203,6 +207,16 @@ func TestRetryOfAContinuation(t *testing.T) {
 	first, err := sendID(t.Context(), r, "q1", "cont", "", "weather?", false)
 	if err != nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v", first.Task, err)
+	}
+	// Streamed again, the parked task is its snapshot, and the stream ends there, as the
+	// stream it repeats did (not followed into a next turn that may never come).
+	s, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "q1", ContextID: "cont",
+		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("weather?")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := drain(t, s); len(evs) != 1 || evs[0].Task == nil || evs[0].Task.Status.State != a2a.StateInputRequired {
+		t.Fatalf("retried stream of a parked task = %+v, want its input-required snapshot alone", evs)
 	}
 	done, err := sendID(t.Context(), r, "a1", "", first.Task.ID, "Paris", false)
 	if err != nil || done.Task.Status.State != a2a.StateCompleted {
