@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
@@ -33,6 +31,12 @@ func sendID(ctx context.Context, r *Runner, id, contextID, taskID, text string, 
 	})
 }
 
+// streamID streams text as message id in contextID.
+func streamID(ctx context.Context, r *Runner, id, contextID, text string) (a2a.Stream, error) {
+	return r.SendStreamingMessage(ctx, &a2a.SendParams{Message: a2a.Message{MessageID: id, ContextID: contextID,
+		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(text)}}})
+}
+
 // lastSeq is the conversation's last seq.
 func lastSeq(t *testing.T, st *ledger.Store, contextID string) uint64 {
 	t.Helper()
@@ -43,24 +47,11 @@ func lastSeq(t *testing.T, st *ledger.Store, contextID string) uint64 {
 	return c.LastSeq
 }
 
-// drain reads s to its end and returns its events; a stream that has not ended within
-// 30 s fails the test (a hang guard, not a timing).
+// drain reads s to its end (readAll's hang guard) and closes it.
 func drain(t *testing.T, s a2a.Stream) []a2a.Event {
 	t.Helper()
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	var evs []a2a.Event
-	for {
-		ev, err := s.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return evs
-		}
-		if err != nil {
-			t.Fatalf("the stream did not end (%v) after %d events: %+v", err, len(evs), evs)
-		}
-		evs = append(evs, ev)
-	}
+	return readAll(t, s, nil)
 }
 
 func TestRetriedSendAnsweredWithItsTask(t *testing.T) {
@@ -89,8 +80,7 @@ func TestRetriedSendAnsweredWithItsTask(t *testing.T) {
 		t.Fatalf("the retry stored entries: last seq %d, want %d", got, seq)
 	}
 	// The stream of a retry is the task's snapshot, and ends.
-	s, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "r1", ContextID: "retry",
-		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello")}}})
+	s, err := streamID(t.Context(), r, "r1", "retry", "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +139,7 @@ func TestRetryWhileItsTurnRuns(t *testing.T) {
 	if _, err := sendID(t.Context(), r, "r2", "running", "", "other", true); !errors.Is(err, a2a.ErrContextBusy) {
 		t.Fatalf("another message while running = %v, want CONTEXT_BUSY", err)
 	}
-	stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "r1", ContextID: "running",
-		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello")}}})
+	stream, err := streamID(t.Context(), r, "r1", "running", "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,21 +186,14 @@ func TestRetryWhileItsTurnRuns(t *testing.T) {
 func TestRetryOfAContinuation(t *testing.T) {
 	t.Parallel()
 	turns := 0
-	r, _ := newRunner(t, funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
-		turns++
-		if turns == 1 {
-			return agent.Result{InputRequired: true}, emit("which city?")
-		}
-		return agent.Result{}, emit("weather in " + tu.Text)
-	}))
+	r, _ := newRunner(t, weatherAgent(&turns))
 	first, err := sendID(t.Context(), r, "q1", "cont", "", "weather?", false)
 	if err != nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v", first.Task, err)
 	}
 	// Streamed again, the parked task is its snapshot, and the stream ends there, as the
 	// stream it repeats did (not followed into a next turn that may never come).
-	s, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "q1", ContextID: "cont",
-		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("weather?")}}})
+	s, err := streamID(t.Context(), r, "q1", "cont", "weather?")
 	if err != nil {
 		t.Fatal(err)
 	}

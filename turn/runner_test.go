@@ -72,16 +72,22 @@ func send(ctx context.Context, r *Runner, contextID, taskID, text string) (a2a.S
 	}})
 }
 
-func TestInputRequiredContinues(t *testing.T) {
-	t.Parallel()
-	turns := 0
-	r, _ := newRunner(t, funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
-		turns++
-		if turns == 1 {
+// weatherAgent asks "which city?" (input-required) at its first turn and answers
+// "weather in <text>" after; turns counts its turns.
+func weatherAgent(turns *int) agent.Agent {
+	return funcAgent(func(ctx context.Context, tu agent.Turn, emit agent.Emit) (agent.Result, error) {
+		*turns++
+		if *turns == 1 {
 			return agent.Result{InputRequired: true}, emit("which city?")
 		}
 		return agent.Result{}, emit("weather in " + tu.Text)
-	}))
+	})
+}
+
+func TestInputRequiredContinues(t *testing.T) {
+	t.Parallel()
+	turns := 0
+	r, _ := newRunner(t, weatherAgent(&turns))
 	res, err := send(t.Context(), r, "c1", "", "weather?")
 	if err != nil || res.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v; want input-required", res.Task, err)
