@@ -26,7 +26,8 @@ import (
 // parts is a new message, as before.
 
 // latestSeenMax is how many conversations one generation of a Runner's latestSeen holds:
-// with two generations, at most 2 × 16,384 (a key and a messageId each, a few MiB).
+// with two generations, at most 2 × 16,384, a key and a messageId each: 6.5 MiB of heap
+// measured with UUID messageIds, 13 MiB with 256-byte ones.
 const latestSeenMax = 1 << 14
 
 // latestSeen remembers, per conversation key, the messageId of the latest user message
@@ -122,8 +123,9 @@ func repeats(e *ledger.Entry, m *a2a.Message) bool {
 		slices.EqualFunc(e.Parts, toLedgerParts(m.Parts), samePart)
 }
 
-// samePart reports whether the stored part s holds what the sent part p holds. A stored
-// part whose content moved to the artifact store (D-5) keeps its SHA-256.
+// samePart reports whether the stored part s holds what the sent part p holds (its
+// metadata aside). A stored part whose content moved to the artifact store (D-5) keeps
+// its SHA-256.
 func samePart(s, p ledger.Part) bool {
 	if s.Kind != p.Kind || s.URL != p.URL || s.MediaType != p.MediaType || s.Filename != p.Filename || !sameJSON(s.Data, p.Data) {
 		return false
