@@ -356,10 +356,11 @@ func chooseInterface(card *a2a.Card, cardURL, fallback string) (a2a.Dialect, str
 // clientMethods names the methods the Client calls, indexed by kind, then dialect (V03,
 // V1).
 var clientMethods = map[methodKind][2]string{
-	mSend:    {"message/send", "SendMessage"},
-	mStream:  {"message/stream", "SendStreamingMessage"},
-	mGetTask: {"tasks/get", "GetTask"},
-	mCancel:  {"tasks/cancel", "CancelTask"},
+	mSend:      {"message/send", "SendMessage"},
+	mStream:    {"message/stream", "SendStreamingMessage"},
+	mGetTask:   {"tasks/get", "GetTask"},
+	mCancel:    {"tasks/cancel", "CancelTask"},
+	mSubscribe: {"tasks/resubscribe", "SubscribeToTask"},
 }
 
 // methodKind names a call of the Client, whatever its dialect.
@@ -370,6 +371,7 @@ const (
 	mStream
 	mGetTask
 	mCancel
+	mSubscribe
 )
 
 func methodName(d a2a.Dialect, k methodKind) string { return clientMethods[k][d] }
@@ -622,11 +624,41 @@ func (c *Client) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
+	return c.openStream(ctx, d, endpoint, method, params, 0)
+}
+
+// SubscribeToTask follows a task's events (SubscribeToTask / tasks/resubscribe): with
+// p.AfterSeq, the events after that one (the SSE Last-Event-ID, so a server that numbers
+// its events replays what a broken stream missed); without, as the server begins (a
+// gateway: the task's snapshot, then its events). The stream and its errors are
+// SendStreamingMessage's.
+func (c *Client) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a2a.Stream, error) {
+	d, endpoint, err := c.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	method := methodName(d, mSubscribe)
+	params, err := json.Marshal(struct {
+		Tenant string `json:"tenant,omitempty"`
+		ID     string `json:"id"`
+	}{p.Tenant, p.ID})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	return c.openStream(ctx, d, endpoint, method, params, p.AfterSeq)
+}
+
+// openStream posts a streaming method and returns its event stream once the response
+// headers have arrived (see SendStreamingMessage); afterSeq > 0 is sent as Last-Event-ID.
+func (c *Client) openStream(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte, afterSeq uint64) (a2a.Stream, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	req, err := c.newRequest(sctx, d, endpoint, method, params, "text/event-stream")
 	if err != nil {
 		cancel(nil)
 		return nil, err
+	}
+	if afterSeq > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(afterSeq, 10))
 	}
 	timer := time.AfterFunc(c.timeout, func() { cancel(errHeaderTimeout) })
 	resp, err := c.hc.Do(req)

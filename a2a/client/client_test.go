@@ -1077,3 +1077,44 @@ func TestDefaultClientDialsLocalDirect(t *testing.T) {
 		return c.hc.Transport.(*http.Transport).Proxy
 	})
 }
+
+// TestClientSubscribeToTask: SubscribeToTask / tasks/resubscribe in each dialect, with
+// AfterSeq sent as Last-Event-ID (the server decodes it back) and without.
+func TestClientSubscribeToTask(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.String(), func(t *testing.T) {
+			t.Parallel()
+			events := goldenEvents()[2:]
+			fake := &fakeHandler{subscribe: func(context.Context, *a2a.SubscribeParams) (a2a.Stream, error) {
+				return newFakeStream(events...), nil
+			}}
+			srv := startRPC(t, fake, a2a.TransportConfig{})
+			c := newTestClient(t, srv.URL, Options{Dialect: d})
+			for _, p := range []*a2a.SubscribeParams{{ID: "task-r", AfterSeq: 41}, {ID: "task-s"}} {
+				st, err := c.SubscribeToTask(t.Context(), p)
+				if err != nil {
+					t.Fatalf("SubscribeToTask(%+v) error = %v, want nil", p, err)
+				}
+				got, err := drain(t, st)
+				st.Close()
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("Next() after %d events error = %v, want io.EOF", len(got), err)
+				}
+				if diff := cmp.Diff(events, got, fuzzCmpOpts); diff != "" {
+					t.Errorf("events (-want +got):\n%s", diff)
+				}
+			}
+			want := []any{&a2a.SubscribeParams{ID: "task-r", AfterSeq: 41}, &a2a.SubscribeParams{ID: "task-s"}}
+			if diff := cmp.Diff(want, fake.params(), fuzzCmpOpts); diff != "" {
+				t.Errorf("params the server decoded (-sent +decoded):\n%s", diff)
+			}
+			wantMethod := map[a2a.Dialect]string{a2a.V03: "tasks/resubscribe", a2a.V1: "SubscribeToTask"}[d]
+			for _, r := range srv.requests() {
+				if r.Method != wantMethod || r.Accept != "text/event-stream" {
+					t.Errorf("request = %+v, want method %s, Accept text/event-stream", r, wantMethod)
+				}
+			}
+		})
+	}
+}
