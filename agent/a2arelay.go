@@ -161,20 +161,78 @@ func (r *A2ARelay) Reply(ctx context.Context, t Turn, emit Emit) (Result, error)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return run.result(), r.failed(ctx, tctx, t, err)
 	}
-	defer st.Close()
-	for ; !errors.Is(err, io.EOF); ev, err = st.Next(tctx) {
-		if err != nil {
+	if err := r.relay(ctx, tctx, run, st, ev, err); err != nil {
+		return run.result(), err
+	}
+	return r.finish(ctx, run)
+}
+
+// a2aRelayResumes bounds how often one turn follows its upstream task again after its
+// stream broke.
+const a2aRelayResumes = 3
+
+// relay relays the events of st, whose first event (or io.EOF) is ev, err, until the
+// stream ends; it closes st. A stream that breaks, or ends before the task did, is
+// followed again from the last event relayed (resume); a failure, emit's error included,
+// cancels the upstream task and is the turn's error.
+func (r *A2ARelay) relay(ctx, tctx context.Context, run *relayRun, st a2a.Stream, ev a2a.Event, err error) error {
+	defer func() { st.Close() }()
+	for resumes := 0; ; ev, err = st.Next(tctx) {
+		broke := errors.Is(err, io.EOF) && !run.ended() ||
+			errors.Is(err, a2aclient.ErrTransport) && !errors.Is(err, a2a.ErrInvalidAgentResponse)
+		if broke && resumes < a2aRelayResumes {
+			if next := r.resume(ctx, tctx, run, err); next != nil {
+				resumes++
+				st.Close()
+				st = next
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
 			st.Close()
 			r.cancelUpstream(ctx, run)
-			return run.result(), r.failed(ctx, tctx, t, err)
+			return r.failed(ctx, tctx, run.turn, err)
+		case ev.Seq > 0 && ev.Seq <= run.lastSeq:
+			continue // relayed before the stream broke
 		}
+		run.lastSeq = max(run.lastSeq, ev.Seq)
 		if err := run.apply(ev); err != nil { // emit's error: the turn is over
 			st.Close()
 			r.cancelUpstream(ctx, run)
-			return run.result(), err
+			return err
 		}
 	}
-	return r.finish(ctx, run)
+}
+
+// resume follows the upstream task again after its stream broke (err): SubscribeToTask
+// with the seq of the last event relayed (Last-Event-ID), so that the upstream replays
+// what was missed. Only a task whose events are numbered (SSE ids) is followed again: an
+// upstream that does not number them cannot say where to resume, and a gap would go
+// unnoticed. nil: not followed.
+func (r *A2ARelay) resume(ctx, tctx context.Context, run *relayRun, err error) a2a.Stream {
+	if run.taskID == "" || run.lastSeq == 0 || run.message || tctx.Err() != nil {
+		return nil
+	}
+	st, serr := r.client.SubscribeToTask(tctx, &a2a.SubscribeParams{ID: run.taskID, AfterSeq: run.lastSeq})
+	attrs := []any{"context_id", run.turn.ContextID, "task_id", run.turn.TaskID, "upstream", r.url,
+		"upstream_task_id", run.taskID, "after_seq", run.lastSeq, "err", r.redact(errText(err))}
+	if serr != nil {
+		r.log.WarnContext(ctx, "the upstream stream broke and its task could not be followed again", append(attrs, "subscribe_err", r.redact(serr.Error()))...)
+		return nil
+	}
+	r.log.InfoContext(ctx, "the upstream stream broke; following its task again", attrs...)
+	return st
+}
+
+// errText is err's text, "end of stream" for io.EOF.
+func errText(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "end of stream"
+	}
+	return err.Error()
 }
 
 // open sends p as a streaming message and reads the stream's first event, where an
@@ -298,7 +356,12 @@ type relayRun struct {
 	taskID    string            // the upstream task, once known
 	state     a2a.TaskState     // the upstream task's last state
 	message   bool              // the upstream answered with a Message, not a task
+	lastSeq   uint64            // the seq (SSE id) of the last event relayed; 0: none numbered
 }
+
+// ended reports whether the upstream's answer is complete: a Message, or a task in a
+// state that ends its stream.
+func (run *relayRun) ended() bool { return run.message || run.state.EndsStream() }
 
 func (run *relayRun) result() Result {
 	res := Result{UpstreamContextID: run.contextID}

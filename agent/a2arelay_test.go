@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -28,12 +31,17 @@ type relayUpstream struct {
 
 	// cancelErr, if set, is CancelTask's answer.
 	cancelErr error
+	// subscribe, if set, answers SubscribeToTask (else UnsupportedOperation).
+	subscribe func(p *a2a.SubscribeParams) (a2a.Stream, error)
+	// intercept, if set, sees each JSON-RPC request (its body) first; true: it answered.
+	intercept func(w http.ResponseWriter, method string, id json.RawMessage) bool
 
-	mu       sync.Mutex
-	sent     []*a2a.SendParams
-	canceled []string
-	auth     []string
-	versions []string
+	mu         sync.Mutex
+	subscribed []a2a.SubscribeParams
+	sent       []*a2a.SendParams
+	canceled   []string
+	auth       []string
+	versions   []string
 }
 
 func newRelayUpstream(t *testing.T, script func(n int, p *a2a.SendParams) (a2a.Stream, error)) *relayUpstream {
@@ -47,6 +55,13 @@ func newRelayUpstream(t *testing.T, script func(n int, p *a2a.SendParams) (a2a.S
 		u.auth = append(u.auth, r.Header.Get("Authorization"))
 		u.versions = append(u.versions, r.Header.Get("A2A-Version"))
 		u.mu.Unlock()
+		if u.intercept != nil {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if req, err := a2a.DecodeRequest(body); err == nil && u.intercept(w, req.Method, req.ID) {
+				return
+			}
+		}
 		rpc.ServeHTTP(w, r)
 	}))
 	u.Server = httptest.NewServer(mux)
@@ -84,8 +99,14 @@ func (u *relayUpstream) ListTasks(context.Context, *a2a.ListTasksParams) (*a2a.L
 	return nil, a2a.ErrUnsupportedOperation
 }
 
-func (u *relayUpstream) SubscribeToTask(context.Context, *a2a.SubscribeParams) (a2a.Stream, error) {
-	return nil, a2a.ErrUnsupportedOperation
+func (u *relayUpstream) SubscribeToTask(_ context.Context, p *a2a.SubscribeParams) (a2a.Stream, error) {
+	u.mu.Lock()
+	u.subscribed = append(u.subscribed, *p)
+	u.mu.Unlock()
+	if u.subscribe == nil {
+		return nil, a2a.ErrUnsupportedOperation
+	}
+	return u.subscribe(p)
 }
 
 func (u *relayUpstream) sentParams() []*a2a.SendParams {
@@ -591,5 +612,68 @@ func TestA2ARelayConfigLogValue(t *testing.T) {
 	slog.New(slog.NewTextHandler(logs, nil)).Info("config", "a2a", A2ARelayConfig{URL: "https://u:pw@agent.example/?k=" + relayToken, Token: relayToken})
 	if out := logs.String(); strings.Contains(out, relayToken) || strings.Contains(out, "pw@") || !strings.Contains(out, "a2a.token_set=true") {
 		t.Errorf("log %q: want the config without the token or password", out)
+	}
+}
+
+// TestA2ARelayResumesABrokenStream: the upstream's stream breaks mid-reply (the
+// connection is cut after two numbered events); the relay follows the task again with
+// SubscribeToTask after the last event it relayed (Last-Event-ID 2), and the turn gets
+// the whole reply, once, without canceling the upstream task.
+func TestA2ARelayResumesABrokenStream(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{"1.0", "0.3"} {
+		t.Run("dialect "+dialect, func(t *testing.T) {
+			t.Parallel()
+			up := newRelayUpstream(t, nil)
+			up.intercept = func(w http.ResponseWriter, method string, id json.RawMessage) bool {
+				if method != "message/stream" && method != "SendStreamingMessage" {
+					return false
+				}
+				d := a2a.V03
+				if method == "SendStreamingMessage" {
+					d = a2a.V1
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, ev := range []a2a.Event{upTask(a2a.StateWorking), upChunk("r", "hello ", false)} {
+					ev.Seq = map[bool]uint64{true: 1, false: 2}[ev.Task != nil]
+					res, err := a2a.EncodeEvent(&ev, d)
+					if err != nil {
+						t.Error(err)
+						return true
+					}
+					fmt.Fprintf(w, "id: %d\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", ev.Seq, id, res)
+				}
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection breaks
+			}
+			up.subscribe = func(p *a2a.SubscribeParams) (a2a.Stream, error) {
+				rest := []a2a.Event{upChunk("r", "world", true), upStatus(a2a.StateCompleted, "")}
+				rest[0].Seq, rest[1].Seq = 3, 4
+				if p.AfterSeq == 0 { // from the start: the replay a broken stream must not need
+					rest = append([]a2a.Event{upChunk("r", "hello ", false)}, rest...)
+				}
+				return &relayStream{events: rest}, nil
+			}
+			r, logs := newTestRelay(t, A2ARelayConfig{URL: up.URL, Token: relayToken, Dialect: dialect})
+			got, _, err := relayReply(t.Context(), r, Turn{ContextID: "c-local", TaskID: "t-local", Text: "hi"})
+			if err != nil {
+				t.Fatalf("Reply() error = %v, want nil; log:\n%s", err, logs)
+			}
+			if reply := strings.Join(got, ""); reply != "hello world" {
+				t.Fatalf("relayed %q, want %q", reply, "hello world")
+			}
+			up.mu.Lock()
+			subscribed := append([]a2a.SubscribeParams(nil), up.subscribed...)
+			up.mu.Unlock()
+			if len(subscribed) != 1 || subscribed[0].ID != "up-task" || subscribed[0].AfterSeq != 2 {
+				t.Fatalf("SubscribeToTask calls = %+v, want one for up-task after seq 2", subscribed)
+			}
+			if c := up.canceledTasks(); len(c) != 0 {
+				t.Fatalf("canceled upstream tasks %v, want none", c)
+			}
+			if !strings.Contains(logs.String(), "following its task again") {
+				t.Errorf("log does not say the task is followed again:\n%s", logs)
+			}
+		})
 	}
 }
