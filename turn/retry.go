@@ -31,54 +31,72 @@ import (
 const latestSeenMax = 1 << 14
 
 // latestSeen remembers, per conversation key, the messageId of the latest user message
-// the Runner stored there. Without a shared store every user message of a peer's
-// conversation is stored by this Runner (start), so a send whose messageId differs from
-// the remembered one repeats nothing and needs no read; a conversation not remembered (new,
-// or not used since the Runner started or for a whole generation) is read. Bounded like
-// the ledger's checked set: two generations; a key found in the older one moves to the newer.
+// the Runner stored there and the epoch of its turn, so that a send whose messageId
+// differs from the remembered one is known to repeat nothing without a read; a
+// conversation not remembered (new, or not used since the Runner started or for a whole
+// generation) is read. Without a shared store every user message of a peer's
+// conversation is stored by this Runner (start). Over a shared store other instances
+// store some: the store announces every append with its epoch (Announce), and one in a
+// newer epoch (another instance began a turn) forgets the conversation, as does an
+// announcement without an epoch. Bounded like the ledger's checked set: two generations;
+// a key found in the older one moves to the newer.
 type latestSeen struct {
 	mu       sync.Mutex
-	cur, old map[string]string
+	cur, old map[string]seenMessage
+}
+
+// seenMessage is the latest user message the Runner stored in a conversation.
+type seenMessage struct {
+	id    string // its messageId
+	epoch uint64 // the epoch of the turn it began
 }
 
 // get returns the messageId remembered for key.
 func (l *latestSeen) get(key string) (string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if id, ok := l.cur[key]; ok {
-		return id, true
+	if m, ok := l.cur[key]; ok {
+		return m.id, true
 	}
-	id, ok := l.old[key]
+	m, ok := l.old[key]
 	if ok {
-		l.putLocked(key, id)
+		l.putLocked(key, m)
 	}
-	return id, ok
+	return m.id, ok
 }
 
-// put remembers messageID as the latest user message of key.
-func (l *latestSeen) put(key, messageID string) {
+// put remembers messageID, which began a turn in epoch, as the latest user message of key.
+func (l *latestSeen) put(key, messageID string, epoch uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.putLocked(key, messageID)
+	l.putLocked(key, seenMessage{messageID, epoch})
 }
 
-func (l *latestSeen) putLocked(key, messageID string) {
+// announced forgets key when an append announced in epoch (0: unknown) may hold a user
+// message the Runner did not store.
+func (l *latestSeen) announced(key string, epoch uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, gen := range []map[string]seenMessage{l.cur, l.old} {
+		if m, ok := gen[key]; ok && (epoch == 0 || epoch > m.epoch) {
+			delete(gen, key)
+		}
+	}
+}
+
+func (l *latestSeen) putLocked(key string, m seenMessage) {
 	if len(l.cur) >= latestSeenMax {
 		l.old, l.cur = l.cur, nil
 	}
 	if l.cur == nil {
-		l.cur = make(map[string]string)
+		l.cur = make(map[string]seenMessage)
 	}
-	l.cur[key] = messageID
+	l.cur[key] = m
 }
 
 // mayRepeat reports whether the send in may repeat its conversation's latest message, so
-// that latestRetry must read it: over a shared store always (other instances store
-// messages too), else unless the Runner remembers another messageId there.
+// that latestRetry must read it: unless the Runner remembers another messageId there.
 func (r *Runner) mayRepeat(in *inbound) bool {
-	if r.cfg.SharedStore {
-		return true
-	}
 	id, ok := r.seen.get(in.key)
 	return !ok || id == in.m.MessageID
 }

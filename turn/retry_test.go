@@ -311,6 +311,12 @@ func TestRetryOverASharedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The store announces every append to every instance (cmd/gateway's followStore).
+	conv, err := st.Conversation(t.Context(), "local", "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Announce(t.Context(), "local", "shared", conv.LastSeq, conv.LastSeq, conv.Epoch)
 	again, err := sendID(t.Context(), a, "m2", "shared", "", "two", false)
 	if err != nil || again.Task.ID != second.Task.ID {
 		t.Fatalf("retry through the other instance = %+v, %v; want task %s", again.Task, err, second.Task.ID)
@@ -323,17 +329,17 @@ func TestRetryOverASharedStore(t *testing.T) {
 func TestLatestSeenBounded(t *testing.T) {
 	t.Parallel()
 	var l latestSeen
-	l.put("kept", "m-kept")
+	l.put("kept", "m-kept", 1)
 	for i := range latestSeenMax - 1 {
-		l.put(fmt.Sprint("a", i), "m")
+		l.put(fmt.Sprint("a", i), "m", 1)
 	}
 	// A full generation: the next put begins a new one; "kept" is in the older.
-	l.put("b0", "m")
+	l.put("b0", "m", 1)
 	if id, ok := l.get("kept"); !ok || id != "m-kept" { // found, and moved to the newer one
 		t.Fatalf("get(kept) = %q, %v; want m-kept", id, ok)
 	}
 	for i := range latestSeenMax {
-		l.put(fmt.Sprint("c", i), "m")
+		l.put(fmt.Sprint("c", i), "m", 1)
 	}
 	if _, ok := l.get("a0"); ok {
 		t.Fatal("a key unused for two generations is still remembered")
@@ -343,5 +349,26 @@ func TestLatestSeenBounded(t *testing.T) {
 	}
 	if n := len(l.cur) + len(l.old); n > 2*latestSeenMax {
 		t.Fatalf("holds %d keys, want at most %d", n, 2*latestSeenMax)
+	}
+}
+
+// TestLatestSeenAnnounced: an announced append in the remembered turn's epoch keeps the
+// remembered message; one in a newer epoch, or without one, forgets it.
+func TestLatestSeenAnnounced(t *testing.T) {
+	t.Parallel()
+	var l latestSeen
+	l.put("k", "m1", 3)
+	l.announced("k", 3) // this Runner's own turn: its reply, its chunks
+	if id, ok := l.get("k"); !ok || id != "m1" {
+		t.Fatalf("after an append in the same epoch: get = %q, %v; want m1", id, ok)
+	}
+	l.announced("k", 4) // another instance began a turn
+	if _, ok := l.get("k"); ok {
+		t.Fatal("an append in a newer epoch left the message remembered")
+	}
+	l.put("k", "m2", 5)
+	l.announced("k", 0) // an instance of an earlier build names no epoch
+	if _, ok := l.get("k"); ok {
+		t.Fatal("an append without an epoch left the message remembered")
 	}
 }

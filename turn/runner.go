@@ -459,7 +459,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	if err != nil {
 		return nil, fmt.Errorf("append inbound message: %w", err)
 	}
-	r.seen.put(in.key, in.m.MessageID)
+	r.seen.put(in.key, in.m.MessageID, res.Epoch)
 	acc.lt, acc.first = r.launch(ctx, in, tr, res)
 	if acc.es != nil {
 		acc.es.ended = acc.lt.finished

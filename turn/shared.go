@@ -14,10 +14,14 @@ import (
 // Config.SharedStore). When a reader on this instance watches the context, it reads them
 // from the store and publishes them to the context's live feed; readers drop what they
 // have already (by seq) and catch up from the store over any gap, so a late, repeated or
-// lost announcement only delays an event. It must not be called for a store that is not
-// shared. Errors are logged, not returned: the readers catch up at the next one.
-func (r *Runner) Announce(ctx context.Context, owner, contextID string, firstSeq, lastSeq uint64) {
+// lost announcement only delays an event. epoch is the conversation's epoch after the
+// append (0: unknown); a newer one than this Runner stored the conversation's latest
+// message in means another instance has begun a turn there since, so a retried send
+// reads the latest message again (retry.go). It must not be called for a store that is
+// not shared. Errors are logged, not returned: the readers catch up at the next one.
+func (r *Runner) Announce(ctx context.Context, owner, contextID string, firstSeq, lastSeq, epoch uint64) {
 	key := contextid.Key(owner, contextID)
+	r.seen.announced(key, epoch)
 	if firstSeq == 0 || lastSeq < firstSeq || !r.feeds.Watching(key) {
 		return
 	}

@@ -360,29 +360,42 @@ func TestPostgresSubscribeToTaskOnAnotherInstance(t *testing.T) {
 
 // TestPostgresRetryOnAnotherInstance: a client that lost A's answer sends the same message
 // again, through B, while A still runs the turn: B neither refuses it as busy nor runs it
-// again; it answers with A's task once that turn has ended.
+// again; it answers with A's task once that turn has ended. B stored the conversation's
+// previous message itself, so it knows of A's message only from the store's
+// announcement (the epoch of A's turn).
 func TestPostgresRetryOnAnotherInstance(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	ag := newCountingAgent(0)
 	ag.release = make(chan struct{})
 	a := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
-	b := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
+	b := startWSServer(t, storeConfig(t, url, addr), withAgent(newCountingAgent(0)))
 	c := newHTTPClient(t)
-	const send = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":%t},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"retried","parts":[{"kind":"text","text":"long turn"}]}}}`
-	var first, again struct {
+	const send = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":%t},"message":{"kind":"message","role":"user","messageId":%q,"contextId":"retried","parts":[{"kind":"text","text":%q}]}}}`
+	type task struct {
 		ID     string `json:"id"`
 		Status struct {
 			State string `json:"state"`
 		} `json:"status"`
 	}
-	if r := postRPC(t, c, a.URL(), false, fmt.Sprintf(send, false)); r.Error != nil || json.Unmarshal(r.Result, &first) != nil || first.ID == "" {
+	var first, again task
+	if r := postRPC(t, c, b.URL(), false, fmt.Sprintf(send, true, "m0", "first turn")); r.Error != nil {
+		t.Fatalf("send through B = %+v", r.Error)
+	}
+	if r := postRPC(t, c, a.URL(), false, fmt.Sprintf(send, false, "m1", "long turn")); r.Error != nil || json.Unmarshal(r.Result, &first) != nil || first.ID == "" {
 		t.Fatalf("send through A = %+v %s", r.Error, r.Result)
 	}
+	// Once B has had the announcement of A's message, the retry is answered with A's task
+	// (at once: blocking false), not CONTEXT_BUSY.
+	waitUntil(t, "B to answer the retry with A's task", func() bool {
+		r := postRPC(t, c, b.URL(), false, fmt.Sprintf(send, false, "m1", "long turn"))
+		var got task
+		return r.Error == nil && json.Unmarshal(r.Result, &got) == nil && got.ID == first.ID
+	})
 	answered := make(chan rpcResponse, 1)
 	go func() {
 		var r rpcResponse
 		defer func() { answered <- r }() // also when postRPC fails the test
-		r = postRPC(t, c, b.URL(), false, fmt.Sprintf(send, true))
+		r = postRPC(t, c, b.URL(), false, fmt.Sprintf(send, true, "m1", "long turn"))
 	}()
 	// B follows A's task (a stream of its own) until the turn ends.
 	waitUntil(t, "B waiting for A's turn", func() bool { return b.runner.Streams() == 1 })
@@ -395,6 +408,6 @@ func TestPostgresRetryOnAnotherInstance(t *testing.T) {
 		t.Fatalf("retry through B answered task %s %s, want %s completed", again.ID, again.Status.State, first.ID)
 	}
 	if n := ag.turns.Load(); n != 1 {
-		t.Fatalf("the agent ran %d turns, want 1", n)
+		t.Fatalf("A's agent ran %d turns, want 1", n)
 	}
 }

@@ -155,7 +155,7 @@ func (s *Server) followStore() {
 				s.resync(ctx)
 				return
 			}
-			s.runner.Announce(ctx, a.Owner, a.ContextID, a.FirstSeq, a.LastSeq)
+			s.runner.Announce(ctx, a.Owner, a.ContextID, a.FirstSeq, a.LastSeq, a.Epoch)
 		}, func(w postgres.Watched) { s.runner.WatchedElsewhere(w.Owner, w.ContextID) })
 	}()
 	s.closers.add(func(context.Context) error { cancel(); <-done; return nil })
@@ -179,6 +179,6 @@ func (s *Server) resync(ctx context.Context) {
 		return
 	}
 	for _, c := range convs {
-		s.runner.Announce(ctx, c.Owner, c.ContextID, c.LastSeq, c.LastSeq)
+		s.runner.Announce(ctx, c.Owner, c.ContextID, c.LastSeq, c.LastSeq, c.Epoch)
 	}
 }

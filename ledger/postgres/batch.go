@@ -221,7 +221,7 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 	}
 	pl.push = append(pl.push, pushWrite{p.Key(), entries})
 	pl.run.add(p.Key(), entries, fresh)
-	if b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: last.Seq}); err == nil && len(b) < 8000 {
+	if b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: last.Seq, Epoch: last.Epoch}); err == nil && len(b) < 8000 {
 		pl.notes = append(pl.notes, string(b))
 	}
 	return outcome{epoch: epoch, entries: entries}, nil

@@ -21,19 +21,21 @@ const notifyChannel = "gateway_ledger_appends"
 const watchChannel = "gateway_conversation_watch"
 
 // Appended announces entries FirstSeq..LastSeq of a conversation, committed by some
-// instance.
+// instance, in the conversation's epoch Epoch (0 from an instance of an earlier build).
 type Appended struct {
 	Owner     string `json:"o"`
 	ContextID string `json:"c"`
 	FirstSeq  uint64 `json:"f"`
 	LastSeq   uint64 `json:"l"`
+	Epoch     uint64 `json:"e,omitempty"`
 }
 
 // notify queues the append's announcement in tx (sent at its commit). A payload over
 // PostgreSQL's 8000-byte limit (a very long contextId) is not sent: listeners then catch
 // up at the next announcement of the conversation.
 func notify(ctx context.Context, tx pgx.Tx, p *ledger.Prepared, entries []ledger.Entry) error {
-	b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: entries[len(entries)-1].Seq})
+	last := &entries[len(entries)-1]
+	b, err := json.Marshal(Appended{Owner: p.Owner(), ContextID: p.ContextID(), FirstSeq: entries[0].Seq, LastSeq: last.Seq, Epoch: last.Epoch})
 	if err != nil || len(b) >= 8000 {
 		return err
 	}
