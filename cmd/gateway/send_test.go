@@ -475,13 +475,15 @@ func TestReplyWriter(t *testing.T) {
 func TestSendMessageIDSendsAgain(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	cfg.EchoDelay = 100 * time.Millisecond // "echo: one two three four" takes ~0.4 s
+	// "echo: one two three four" takes ~4 s, so a 2 s --timeout cuts it after the peer has
+	// named the conversation (its first event comes at once), even on a busy machine.
+	cfg.EchoDelay = time.Second
 	a := startServer(t, cfg)
 	b := startServer(t, testConfig(t))
 	conf := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
 	common := []string{"--config", conf, "--server", "http://" + b.Addr(), "--data-dir", b.cfg.DataDir}
 
-	_, stderr, err := runSendCLI(t, "", append(common, "--timeout", "50ms", "a", "one two three four")...)
+	_, stderr, err := runSendCLI(t, "", append(common, "--timeout", "2s", "a", "one two three four")...)
 	if err == nil || !strings.Contains(err.Error(), "no complete reply within --timeout") {
 		t.Fatalf("send with a short timeout = %v; stderr:\n%s", err, stderr)
 	}
