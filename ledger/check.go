@@ -400,13 +400,13 @@ func quickCheck(tx *bolt.Tx, key string) error {
 // Store's memory of what passed is bounded, checkedSet: a conversation unused for long
 // is checked again.)
 func (s *Store) checkOnce(tx *bolt.Tx, key string) error {
-	if s.checked.has(key) {
+	if s.checked.Has(key) {
 		return nil
 	}
 	if err := quickCheck(tx, key); err != nil {
 		return err
 	}
-	s.checked.add(key)
+	s.checked.Put(key, struct{}{})
 	return nil
 }
 

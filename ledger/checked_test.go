@@ -15,34 +15,34 @@ import (
 // forgotten.
 func TestCheckedSet(t *testing.T) {
 	t.Parallel()
-	c := checkedSet{max: 4}
-	if c.has("a") {
+	c := checkedSet{Max: 4}
+	if c.Has("a") {
 		t.Fatal("an empty set has a")
 	}
-	c.add("a")
+	c.Put("a", struct{}{})
 	for i := range 100 {
-		c.add(fmt.Sprint("k", i))
-		if !c.has("a") { // in use: moved to the newer generation whenever it was in the older
+		c.Put(fmt.Sprint("k", i), struct{}{})
+		if !c.Has("a") { // in use: moved to the newer generation whenever it was in the older
 			t.Fatalf("after %d other keys the set forgot a, which is used after each", i+1)
 		}
-		if n := c.len(); n > 2*4 {
+		if n := c.Len(); n > 2*4 {
 			t.Fatalf("after %d keys the set holds %d; want at most 8", i+2, n)
 		}
 	}
-	if c.has("k0") {
+	if c.Has("k0") {
 		t.Error("k0, unused through many generations, is still remembered")
 	}
-	if !c.has("k99") {
+	if !c.Has("k99") {
 		t.Error("the last key added is not remembered")
 	}
 	var z checkedSet // the zero value: checkedMax per generation
 	for i := range checkedMax + 10 {
-		z.add(fmt.Sprint(i))
+		z.Put(fmt.Sprint(i), struct{}{})
 	}
-	if n := z.len(); n != checkedMax+10 { // one full generation, then a second
+	if n := z.Len(); n != checkedMax+10 { // one full generation, then a second
 		t.Errorf("the zero value holds %d keys; want %d", n, checkedMax+10)
 	}
-	if !z.has("0") {
+	if !z.Has("0") {
 		t.Error("the zero value forgot its first key within two generations")
 	}
 }
@@ -53,11 +53,11 @@ func TestCheckedSet(t *testing.T) {
 func TestStoreForgetsUnusedChecks(t *testing.T) {
 	t.Parallel()
 	s := mustOpen(t, format2Opts)
-	s.checked = checkedSet{max: 8}
+	s.checked = checkedSet{Max: 8}
 	mustAppend(t, s, "local", "first", userMsg("checked, then forgotten"))
 	for i := range 40 {
 		mustAppend(t, s, "local", fmt.Sprint("conv-", i), userMsg("x"))
-		if n := s.checked.len(); n > 16 {
+		if n := s.checked.Len(); n > 16 {
 			t.Fatalf("after %d conversations the Store remembers %d checks; want at most 16", i+2, n)
 		}
 	}

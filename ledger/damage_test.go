@@ -410,7 +410,7 @@ func TestDamage_BboltPanicIsAnError(t *testing.T) {
 		t.Fatalf("Verify(victim) = %v, want a ChainError with bbolt's assertion", err)
 	}
 	s.quarantine = quarantineSet{}
-	s.checked.add(key(victim)) // past the first-use check, straight to the read
+	s.checked.Put(key(victim), struct{}{}) // past the first-use check, straight to the read
 	if _, err := s.Range(ctx, damageOwner, victim, 0, 0); !errors.Is(err, ErrQuarantined) {
 		t.Fatalf("Range(victim) = %v, want ErrQuarantined", err)
 	}

@@ -27,7 +27,7 @@ func (s *Store) firstUse(ctx context.Context, key, contextID, owner string) erro
 	if err := s.quarantinedAs(key, contextID, owner); err != nil {
 		return err
 	}
-	if s.checked.has(key) {
+	if s.checked.Has(key) {
 		return nil
 	}
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {

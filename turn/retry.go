@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/genmap"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -34,15 +34,13 @@ const latestSeenMax = 1 << 14
 // the Runner stored there and the epoch of its turn, so that a send whose messageId
 // differs from the remembered one is known to repeat nothing without a read; a
 // conversation not remembered (new, or not used since the Runner started or for a whole
-// generation) is read. Without a shared store every user message of a peer's
+// generation of the map) is read. Without a shared store every user message of a peer's
 // conversation is stored by this Runner (start). Over a shared store other instances
 // store some: the store announces every append with its epoch (Announce), and one in a
 // newer epoch (another instance began a turn) forgets the conversation, as does an
-// announcement without an epoch. Bounded like the ledger's checked set: two generations;
-// a key found in the older one moves to the newer.
+// announcement without an epoch. Its generations hold latestSeenMax keys (New sets it).
 type latestSeen struct {
-	mu       sync.Mutex
-	cur, old map[string]seenMessage
+	genmap.Map[seenMessage]
 }
 
 // seenMessage is the latest user message the Runner stored in a conversation.
@@ -51,54 +49,17 @@ type seenMessage struct {
 	epoch uint64 // the epoch of the turn it began
 }
 
-// get returns the messageId remembered for key.
-func (l *latestSeen) get(key string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if m, ok := l.cur[key]; ok {
-		return m.id, true
-	}
-	m, ok := l.old[key]
-	if ok {
-		l.putLocked(key, m)
-	}
-	return m.id, ok
-}
-
-// put remembers messageID, which began a turn in epoch, as the latest user message of key.
-func (l *latestSeen) put(key, messageID string, epoch uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.putLocked(key, seenMessage{messageID, epoch})
-}
-
 // announced forgets key when an append announced in epoch (0: unknown) may hold a user
 // message the Runner did not store.
 func (l *latestSeen) announced(key string, epoch uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, gen := range []map[string]seenMessage{l.cur, l.old} {
-		if m, ok := gen[key]; ok && (epoch == 0 || epoch > m.epoch) {
-			delete(gen, key)
-		}
-	}
-}
-
-func (l *latestSeen) putLocked(key string, m seenMessage) {
-	if len(l.cur) >= latestSeenMax {
-		l.old, l.cur = l.cur, nil
-	}
-	if l.cur == nil {
-		l.cur = make(map[string]seenMessage)
-	}
-	l.cur[key] = m
+	l.DeleteIf(key, func(m seenMessage) bool { return epoch == 0 || epoch > m.epoch })
 }
 
 // mayRepeat reports whether the send in may repeat its conversation's latest message, so
 // that latestRetry must read it: unless the Runner remembers another messageId there.
 func (r *Runner) mayRepeat(in *inbound) bool {
-	id, ok := r.seen.get(in.key)
-	return !ok || id == in.m.MessageID
+	m, ok := r.seen.Get(in.key)
+	return !ok || m.id == in.m.MessageID
 }
 
 // retryWindow bounds the entries a send reads back from the end of its conversation to

@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/internal/genmap"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )
@@ -328,26 +329,26 @@ func TestRetryOverASharedStore(t *testing.T) {
 
 func TestLatestSeenBounded(t *testing.T) {
 	t.Parallel()
-	var l latestSeen
-	l.put("kept", "m-kept", 1)
+	l := latestSeen{genmap.Map[seenMessage]{Max: latestSeenMax}}
+	l.Put("kept", seenMessage{"m-kept", 1})
 	for i := range latestSeenMax - 1 {
-		l.put(fmt.Sprint("a", i), "m", 1)
+		l.Put(fmt.Sprint("a", i), seenMessage{"m", 1})
 	}
 	// A full generation: the next put begins a new one; "kept" is in the older.
-	l.put("b0", "m", 1)
-	if id, ok := l.get("kept"); !ok || id != "m-kept" { // found, and moved to the newer one
-		t.Fatalf("get(kept) = %q, %v; want m-kept", id, ok)
+	l.Put("b0", seenMessage{"m", 1})
+	if m, ok := l.Get("kept"); !ok || m.id != "m-kept" { // found, and moved to the newer one
+		t.Fatalf("get(kept) = %q, %v; want m-kept", m.id, ok)
 	}
 	for i := range latestSeenMax {
-		l.put(fmt.Sprint("c", i), "m", 1)
+		l.Put(fmt.Sprint("c", i), seenMessage{"m", 1})
 	}
-	if _, ok := l.get("a0"); ok {
+	if l.Has("a0") {
 		t.Fatal("a key unused for two generations is still remembered")
 	}
-	if _, ok := l.get("kept"); !ok {
+	if !l.Has("kept") {
 		t.Fatal("a key used in the last generation was forgotten")
 	}
-	if n := len(l.cur) + len(l.old); n > 2*latestSeenMax {
+	if n := l.Len(); n > 2*latestSeenMax {
 		t.Fatalf("holds %d keys, want at most %d", n, 2*latestSeenMax)
 	}
 }
@@ -357,18 +358,18 @@ func TestLatestSeenBounded(t *testing.T) {
 func TestLatestSeenAnnounced(t *testing.T) {
 	t.Parallel()
 	var l latestSeen
-	l.put("k", "m1", 3)
+	l.Put("k", seenMessage{"m1", 3})
 	l.announced("k", 3) // this Runner's own turn: its reply, its chunks
-	if id, ok := l.get("k"); !ok || id != "m1" {
-		t.Fatalf("after an append in the same epoch: get = %q, %v; want m1", id, ok)
+	if m, ok := l.Get("k"); !ok || m.id != "m1" {
+		t.Fatalf("after an append in the same epoch: get = %q, %v; want m1", m.id, ok)
 	}
 	l.announced("k", 4) // another instance began a turn
-	if _, ok := l.get("k"); ok {
+	if l.Has("k") {
 		t.Fatal("an append in a newer epoch left the message remembered")
 	}
-	l.put("k", "m2", 5)
+	l.Put("k", seenMessage{"m2", 5})
 	l.announced("k", 0) // an instance of an earlier build names no epoch
-	if _, ok := l.get("k"); ok {
+	if l.Has("k") {
 		t.Fatal("an append without an epoch left the message remembered")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/internal/genmap"
 	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
@@ -155,6 +156,7 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
 		live:       map[string]*liveTask{},
+		seen:       latestSeen{genmap.Map[seenMessage]{Max: latestSeenMax}},
 		handovers:  map[string]chan struct{}{},
 		audits:     make(chan auditItem, auditQueue),
 		auditsDone: make(chan struct{}),
@@ -459,7 +461,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	if err != nil {
 		return nil, fmt.Errorf("append inbound message: %w", err)
 	}
-	r.seen.put(in.key, in.m.MessageID, res.Epoch)
+	r.seen.Put(in.key, seenMessage{in.m.MessageID, res.Epoch})
 	acc.lt, acc.first = r.launch(ctx, in, tr, res)
 	if acc.es != nil {
 		acc.es.ended = acc.lt.finished

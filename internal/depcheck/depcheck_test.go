@@ -27,6 +27,7 @@ var rules = map[string]rule{
 	"internal/sse":                {nil, nil, "the one SSE reader: standard library only"},
 	"internal/netx":               {nil, nil, "the one direct-dial rule: standard library only"},
 	"internal/jsonenc":            {nil, nil, "JSON byte helpers shared by a2a and ledger: standard library only"},
+	"internal/genmap":             {nil, nil, "the two-generation bounded map shared by ledger and turn: standard library only"},
 	"internal/httpguard":          {nil, nil, "the listener-wide request guards (body bounds, Host allow-list): standard library only"},
 	"conversations/contextid":     {nil, []string{"github.com/google/uuid"}, "pure contextId rules"},
 	"conversations":               {[]string{"a2a", "conversations/contextid", "ledger", "prompt", "projection", "redact", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
@@ -35,7 +36,7 @@ var rules = map[string]rule{
 	"history":                     {[]string{"a2a"}, nil, "pure rendering"},
 	"projection":                  {[]string{"a2a", "history", "redact"}, nil, "pure: ledger + policy → request"},
 	"redact":                      {nil, nil, "pure credential redaction; imports no project package"},
-	"ledger":                      {[]string{"internal/jsonenc", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user"},
+	"ledger":                      {[]string{"internal/jsonenc", "internal/genmap", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user"},
 	"ledger/ledgertest":           {[]string{"ledger"}, []string{"github.com/google/go-cmp"}, "the store contract's conformance suite, run by every backend's tests"},
 	"ledger/postgres":             {[]string{"ledger", "conversations/contextid"}, []string{"github.com/jackc/pgx/v5"}, "the PostgreSQL backend: the ledger's entry model and hashing, stored with pgx"},
 	"internal/pgtest":             {nil, []string{"github.com/jackc/pgx/v5"}, "test helper: a throwaway PostgreSQL cluster or GATEWAY_TEST_POSTGRES_URL"},
@@ -50,7 +51,7 @@ var rules = map[string]rule{
 	"internal/loadgen/a2agoecho":  {nil, []string{"github.com/a2aproject/a2a-go"}, "the a2a-go bench peer (a main package, not shipped): a2a-go's server only"},
 	"internal/loadgen/fsyncprobe": {nil, nil, "the fdatasync probe of make bench (a main package, not shipped): standard library only"},
 	"tools":                       {[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by cmd/gateway"},
-	"turn":                        {[]string{"a2a", "agent", "conversations/contextid", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+	"turn":                        {[]string{"a2a", "agent", "conversations/contextid", "internal/genmap", "ledger", "locking", "streaming", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
 // forbidden are project packages a package may not import even though its rule would
