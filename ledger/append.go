@@ -33,6 +33,11 @@ type AppendRequest struct {
 	// recovering the same task win), or the append fails with ErrFenced and nothing is
 	// appended. Zero: no fencing.
 	Epoch uint64
+	// Dedup: when the request's user message (its first USER_MESSAGE entry) repeats the
+	// conversation's latest user message, among its last DedupWindow entries (the same
+	// messageId and parts, metadata aside: [Repeats]), nothing is appended and Append
+	// fails with a [*RepeatError] naming that message's task (repeat.go).
+	Dedup bool
 	// Entries to append, at least one. The ledger fills ID (a UUID when empty), ContextID,
 	// Owner, Seq, Epoch, CreatedAt (when zero), PrevHash and Hash; a non-empty ContextID or
 	// Owner must match the request.
@@ -158,6 +163,7 @@ type prepared struct {
 	key              string
 	owner, contextID string
 	beginTurn        bool
+	dedup            bool
 	epoch            uint64
 	now              time.Time
 	entries          []Entry    // copies; ID, ContextID, Owner, CreatedAt filled; large parts moved
@@ -190,6 +196,7 @@ func (s *Store) prepare(req *AppendRequest) (*prepared, error) {
 		owner:     req.Owner,
 		contextID: req.ContextID,
 		beginTurn: req.BeginTurn,
+		dedup:     req.Dedup,
 		epoch:     req.Epoch,
 		now:       s.now().Round(0).UTC(),
 		entries:   make([]Entry, len(req.Entries)),
@@ -378,6 +385,11 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 	conv, m, err := loadHead(tx, p)
 	if err != nil {
 		return outcome{}, err, nil
+	}
+	if conv != nil {
+		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) { return lastBefore1(conv, p.key, 0, 1, keep) }); err != nil {
+			return outcome{}, err, nil
+		}
 	}
 	if err := fence(p, &m); err != nil {
 		return outcome{}, err, nil

@@ -42,6 +42,11 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 	if err != nil {
 		return outcome{}, err, nil
 	}
+	if found {
+		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) { return lastBefore2(tx, p.key, 0, 1, keep) }); err != nil {
+			return outcome{}, err, nil
+		}
+	}
 	if err := fence(p, &m); err != nil {
 		return outcome{}, err, nil
 	}

@@ -55,6 +55,10 @@ func (p *Prepared) ContextID() string { return p.p.contextID }
 // BeginTurn reports whether the append bumps the epoch.
 func (p *Prepared) BeginTurn() bool { return p.p.beginTurn }
 
+// Dedup reports whether the append is checked for a repeated user message
+// ([AppendRequest].Dedup, [Prepared.RepeatOf]).
+func (p *Prepared) Dedup() bool { return p.p.dedup }
+
 // Epoch is the fencing epoch the request carries (0: none).
 func (p *Prepared) Epoch() uint64 { return p.p.epoch }
 

@@ -235,30 +235,38 @@ func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeS
 		if err != nil || n == 0 {
 			return err
 		}
-		c := conv.Cursor()
-		k, v := lastEntry(c)
-		if beforeSeq > 0 {
-			if k, _ = c.Seek(entryKey(beforeSeq)); k == nil {
-				k, v = lastEntry(c)
-			} else {
-				k, v = c.Prev()
-			}
-		}
-		for ; isEntryKey(k) && len(out) < n; k, v = c.Prev() {
-			var e Entry
-			if err := decodeEntry(key, k, v, &e); err != nil {
-				return err
-			}
-			if keep == nil || keep(&e) {
-				out = append(out, e)
-			}
-		}
-		return nil
+		out, err = lastBefore1(conv, key, beforeSeq, n, keep)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	slices.Reverse(out)
+	return out, nil
+}
+
+// lastBefore1 is LastBefore in the format-1 bucket conv of conversation key, newest
+// first.
+func lastBefore1(conv *bolt.Bucket, key string, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
+	var out []Entry
+	c := conv.Cursor()
+	k, v := lastEntry(c)
+	if beforeSeq > 0 {
+		if k, _ = c.Seek(entryKey(beforeSeq)); k == nil {
+			k, v = lastEntry(c)
+		} else {
+			k, v = c.Prev()
+		}
+	}
+	for ; isEntryKey(k) && len(out) < n; k, v = c.Prev() {
+		var e Entry
+		if err := decodeEntry(key, k, v, &e); err != nil {
+			return nil, err
+		}
+		if keep == nil || keep(&e) {
+			out = append(out, e)
+		}
+	}
 	return out, nil
 }
 

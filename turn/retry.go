@@ -1,11 +1,7 @@
 package turn
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,6 +20,11 @@ import (
 // turn and stores nothing, not even an audit record, and is answered with the task the
 // message started or continued (retryAnswer, retryStream). The same messageId with other
 // parts is a new message, as before.
+//
+// Where the check runs: once the send holds the context's lease, in the transaction that
+// appends its message (ledger.AppendRequest.Dedup, a *ledger.RepeatError when it
+// repeats), so that a new conversation costs no read at all; while a turn holds the
+// lease, before the send is refused as busy (latestRetry, a read).
 
 // latestSeenMax is how many conversations one generation of a Runner's latestSeen holds:
 // with two generations, at most 2 × 16,384, a key and a messageId each: 6.5 MiB of heap
@@ -32,9 +33,10 @@ const latestSeenMax = 1 << 14
 
 // latestSeen remembers, per conversation key, the messageId of the latest user message
 // the Runner stored there and the epoch of its turn, so that a send whose messageId
-// differs from the remembered one is known to repeat nothing without a read; a
-// conversation not remembered (new, or not used since the Runner started or for a whole
-// generation of the map) is read. Without a shared store every user message of a peer's
+// differs from the remembered one is known to repeat nothing: its append skips the check
+// (which reads the conversation's tail in the committer's transaction) and a busy context
+// is not read. A conversation not remembered (new, or not used since the Runner started
+// or for a whole generation of the map) is checked. Without a shared store every user message of a peer's
 // conversation is stored by this Runner (start). Over a shared store other instances
 // store some: the store announces every append with its epoch (Announce), and one in a
 // newer epoch (another instance began a turn) forgets the conversation, as does an
@@ -56,25 +58,20 @@ func (l *latestSeen) announced(key string, epoch uint64) {
 }
 
 // mayRepeat reports whether the send in may repeat its conversation's latest message, so
-// that latestRetry must read it: unless the Runner remembers another messageId there.
+// that it must be checked: unless the Runner remembers another messageId there.
 func (r *Runner) mayRepeat(in *inbound) bool {
 	m, ok := r.seen.Get(in.key)
 	return !ok || m.id == in.m.MessageID
 }
 
-// retryWindow bounds the entries a send reads back from the end of its conversation to
-// find the latest user message: the entries after it are its turn's status, reply and
-// reply chunks.
-const retryWindow = 64
-
 // latestRetry reports whether in repeats the latest user message of its conversation,
-// among the last retryWindow entries, and returns the task that message started or
-// continued. A conversation that does not exist yet has nothing to repeat.
+// among the last ledger.DedupWindow entries, and returns the task that message started
+// or continued. A conversation that does not exist yet has nothing to repeat.
 func (r *Runner) latestRetry(ctx context.Context, in *inbound) (taskID string, ok bool, err error) {
 	read := 0
 	got, err := r.led.LastBefore(ctx, in.peer, in.m.ContextID, 0, 1, func(e *ledger.Entry) bool {
 		read++
-		return e.Kind == ledger.KindUserMessage || read >= retryWindow
+		return e.Kind == ledger.KindUserMessage || read >= ledger.DedupWindow
 	})
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -95,39 +92,10 @@ func taskRetry(m *a2a.Message, entries []ledger.Entry) bool {
 	return slices.ContainsFunc(entries, func(e ledger.Entry) bool { return repeats(&e, &redacted) })
 }
 
-// repeats reports whether the stored entry e is the user message m: the same messageId and
-// the same parts. m's parts must be redacted, as stored ones are.
+// repeats reports whether the stored entry e is the user message m (ledger.Repeats). m's
+// parts must be redacted, as stored ones are.
 func repeats(e *ledger.Entry, m *a2a.Message) bool {
-	return e.Kind == ledger.KindUserMessage && e.MessageID == m.MessageID &&
-		slices.EqualFunc(e.Parts, toLedgerParts(m.Parts), samePart)
-}
-
-// samePart reports whether the stored part s holds what the sent part p holds (its
-// metadata aside). A stored part whose content moved to the artifact store (D-5) keeps
-// its SHA-256.
-func samePart(s, p ledger.Part) bool {
-	if s.Kind != p.Kind || s.URL != p.URL || s.MediaType != p.MediaType || s.Filename != p.Filename || !sameJSON(s.Data, p.Data) {
-		return false
-	}
-	if s.ArtifactRef != "" {
-		content := []byte(p.Text)
-		if p.Raw != nil {
-			content = p.Raw
-		}
-		sum := sha256.Sum256(content)
-		return s.ArtifactRef == "sha256:"+hex.EncodeToString(sum[:])
-	}
-	return s.Text == p.Text && bytes.Equal(s.Raw, p.Raw)
-}
-
-// sameJSON reports whether a and b are the same JSON value written alike but for
-// insignificant space (both empty counts as the same).
-func sameJSON(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var ca, cb bytes.Buffer
-	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+	return ledger.Repeats(e, &ledger.Entry{Kind: ledger.KindUserMessage, MessageID: m.MessageID, Parts: toLedgerParts(m.Parts)})
 }
 
 // retryAnswer answers a retried message/send with the task taskID as it stands once its

@@ -259,10 +259,11 @@ func artifactText(t *a2a.Task) string {
 	return b.String()
 }
 
-// countingLedger counts the reads a retry check makes.
+// countingLedger counts the reads and the checked appends a retry check makes.
 type countingLedger struct {
 	*ledger.Store
 	lastBefore atomic.Int32
+	dedup      atomic.Int32
 }
 
 func (c *countingLedger) LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*ledger.Entry) bool) ([]ledger.Entry, error) {
@@ -270,30 +271,51 @@ func (c *countingLedger) LastBefore(ctx context.Context, owner, contextID string
 	return c.Store.LastBefore(ctx, owner, contextID, beforeSeq, n, keep)
 }
 
-// TestRetryCheckReadsOnlyWhenItMayRepeat: the echo agent reads no history, so every
-// LastBefore is the retry check's: one for a conversation the Runner has not stored a
-// message in, none for a new messageId after that, one for the same messageId again.
-func TestRetryCheckReadsOnlyWhenItMayRepeat(t *testing.T) {
+func (c *countingLedger) Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error) {
+	if req.Dedup {
+		c.dedup.Add(1)
+	}
+	return c.Store.Append(ctx, req)
+}
+
+// TestRetryCheckOnlyWhenItMayRepeat: the echo agent reads no history, so no send reads
+// the conversation; the append of a message the Runner does not know to be new checks it
+// (Dedup): a conversation it has not stored a message in, and the same messageId again.
+// A repeat answers with the first task and runs no turn.
+func TestRetryCheckOnlyWhenItMayRepeat(t *testing.T) {
 	t.Parallel()
 	_, st := newRunner(t, &countingAgent{})
 	led := &countingLedger{Store: st}
 	r := New(Config{}, led, locking.NewLocal(), agent.Echo{}, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	step := func(id, text string, wantReads int32) {
+	tasks := map[string]string{}
+	step := func(id, text string, wantChecks, wantTurns int32) {
 		t.Helper()
 		led.lastBefore.Store(0)
-		if _, err := sendID(t.Context(), r, id, "reads", "", text, false); err != nil {
+		led.dedup.Store(0)
+		res, err := sendID(t.Context(), r, id, "reads", "", text, false)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n := led.lastBefore.Load(); n != wantReads {
-			t.Fatalf("send %s %q read %d times, want %d", id, text, n, wantReads)
+		if n := led.lastBefore.Load(); n != 0 {
+			t.Fatalf("send %s %q read the conversation %d times, want 0", id, text, n)
 		}
+		if n := led.dedup.Load(); n != wantChecks {
+			t.Fatalf("send %s %q made %d checked appends, want %d", id, text, n, wantChecks)
+		}
+		if conv, err := st.Conversation(t.Context(), "local", "reads"); err != nil || int32(conv.Turns) != wantTurns {
+			t.Fatalf("after send %s %q the conversation holds %d turns (%v), want %d", id, text, conv.Turns, err, wantTurns)
+		}
+		if first, ok := tasks[id+text]; ok && wantChecks == 1 && first != res.Task.ID {
+			t.Fatalf("retry of %s %q answered task %s, want %s", id, text, res.Task.ID, first)
+		}
+		tasks[id+text] = res.Task.ID
 	}
-	step("m1", "one", 1) // not remembered: read (the conversation does not exist yet)
-	step("m2", "two", 0) // another messageId than the latest: no read
-	step("m3", "three", 0)
-	step("m3", "three", 1) // the latest messageId again: read, and a retry
-	step("m3", "other", 1) // the latest messageId, other text: read, and a new message
+	step("m1", "one", 1, 1)   // not remembered: checked in the append (nothing to read: a new conversation)
+	step("m2", "two", 0, 2)   // another messageId than the latest: no check
+	step("m3", "three", 0, 3) //
+	step("m3", "three", 1, 3) // the latest messageId again: checked, a retry, no turn
+	step("m3", "other", 1, 4) // the latest messageId, other text: checked, a new message
 }
 
 // TestRetryOverASharedStore: over a shared store another instance stores messages too, so

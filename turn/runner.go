@@ -406,12 +406,13 @@ type inbound struct {
 // start validates a send, takes the context's lease, persists the inbound message and
 // starts the turn. On return without error the message is durable and the turn owns the
 // lease and the feed hold. With watch it also returns the task's event stream, joined
-// before the first append so it misses nothing. A retried send (retry.go) returns with
-// only acc.retryTask set: nothing stored, no lease held.
+// before the first append so it misses nothing. A retried send (retry.go; found while a
+// turn holds the lease, or by the append's Dedup check) returns with only
+// out.retryTask set: nothing stored, no lease held.
 //
 // Every resource start takes is pushed on undo as it is taken; one deferred call releases
 // them in reverse order when start fails, so no failure path can forget one.
-func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *accepted, err error) {
+func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out *accepted, err error) {
 	if r.closing.Load() {
 		return nil, errShutdown
 	}
@@ -428,7 +429,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	}
 	var undo []func()
 	defer func() {
-		if err != nil {
+		if err != nil || out.retryTask != "" {
 			for _, release := range slices.Backward(undo) {
 				release()
 			}
@@ -457,7 +458,11 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (_ *a
 	tr.feed = r.feeds.Hold(in.key)
 	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
 	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
-		Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)})
+		Dedup: r.mayRepeat(in), Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)})
+	var repeat *ledger.RepeatError
+	if errors.As(err, &repeat) {
+		return &accepted{retryTask: repeat.TaskID}, nil // undone: nothing of the turn began
+	}
 	if err != nil {
 		return nil, fmt.Errorf("append inbound message: %w", err)
 	}
@@ -641,8 +646,9 @@ func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Leas
 }
 
 // takeLease takes the context lease of the send in, once the turn ending there has handed
-// it over. A send that repeats the context's latest message (retry.go) takes none: retry
-// names that message's task, whether a turn still runs it (the lease is held) or not.
+// it over. A send that repeats the context's latest message while a turn holds the lease
+// (retry.go) takes none: retry names that message's task. (With the lease taken, the
+// append of the message checks for a repeat: start.)
 // A refusal is refuse's error.
 func (r *Runner) takeLease(ctx context.Context, in *inbound) (_ *locking.Lease, retry string, _ error) {
 	lease, err := r.acquire(ctx, in.key, in.taskID)
@@ -659,14 +665,6 @@ func (r *Runner) takeLease(ctx context.Context, in *inbound) (_ *locking.Lease, 
 	if err := r.awaitHandover(ctx, in.key); err != nil {
 		r.releaseLease(ctx, lease)
 		return nil, "", err
-	}
-	if !r.mayRepeat(in) {
-		return lease, "", nil
-	}
-	task, ok, err := r.latestRetry(ctx, in)
-	if err != nil || ok {
-		r.releaseLease(ctx, lease)
-		return nil, task, err
 	}
 	return lease, "", nil
 }

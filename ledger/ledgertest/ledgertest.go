@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"AppendSeqAndChain", testAppendSeqAndChain},
 		{"HashFormat", testHashFormat},
 		{"Fencing", testFencing},
+		{"Dedup", testDedup},
 		{"GroupCommitConcurrent", testConcurrent},
 		{"Last", testLast},
 		{"RangeAndExport", testRange},

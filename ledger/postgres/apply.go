@@ -37,6 +37,9 @@ func apply(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (out outcome, req
 	if err != nil {
 		return outcome{}, nil, err
 	}
+	if reqErr, err := repeatOf(ctx, tx, p, &h); reqErr != nil || err != nil {
+		return outcome{}, reqErr, err
+	}
 	epoch, reqErr := p.Fence(h.epoch)
 	if reqErr != nil {
 		return outcome{}, reqErr, nil
@@ -96,6 +99,38 @@ func lockHead(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (head, error) 
 		}
 	}
 	return head{}, fmt.Errorf("conversation %s: head row vanished", p.Key())
+}
+
+// repeatOf checks an append with Dedup against the conversation's latest user message
+// (ledger.Prepared.RepeatOf), read in tx from its last DedupWindow entries; a new
+// conversation (no entry yet) has none. reqErr is a *ledger.RepeatError or an unreadable
+// entry's *ledger.ChainError.
+func repeatOf(ctx context.Context, tx pgx.Tx, p *ledger.Prepared, h *head) (reqErr, err error) {
+	if h.lastSeq == 0 {
+		return nil, nil
+	}
+	var dbErr error
+	reqErr = p.RepeatOf(func(keep func(*ledger.Entry) bool) ([]ledger.Entry, error) {
+		es, err := queryEntries(ctx, tx, p.Key(), `SELECT seq, body FROM entries WHERE conv_key = $1 ORDER BY seq DESC LIMIT $2`,
+			p.Key(), ledger.DedupWindow)
+		if err != nil {
+			var ce *ledger.ChainError
+			if !errors.As(err, &ce) {
+				dbErr = err
+			}
+			return nil, err
+		}
+		for i := range es {
+			if keep(&es[i]) {
+				return es[i : i+1], nil
+			}
+		}
+		return nil, nil
+	})
+	if dbErr != nil {
+		return nil, dbErr
+	}
+	return reqErr, nil
 }
 
 // newTasks returns the request's task ids the index does not hold yet; one that belongs to

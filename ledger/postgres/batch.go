@@ -42,8 +42,11 @@ type plan struct {
 		data    [][]byte
 	}
 	notes []string
-	push  []pushWrite   // push index writes, in order (push.go)
-	run   runningWrites // the running-task index's net change (running.go)
+	// recent holds, for each conversation a request with Dedup appends to, its last
+	// ledger.DedupWindow entries as stored before the batch, newest first.
+	recent map[string][]ledger.Entry
+	push   []pushWrite   // push index writes, in order (push.go)
+	run    runningWrites // the running-task index's net change (running.go)
 }
 
 // pushWrite is the push entries one accepted request stores.
@@ -61,6 +64,24 @@ type planHead struct {
 	addTurns int64
 	addTasks int64
 	addEnts  int64
+	added    []ledger.Entry // the entries the batch appends, in order
+}
+
+// latest is the Dedup check's read of ph's conversation (ledger.Prepared.RepeatOf): its
+// entries newest first, those the batch appended so far before those stored (recent),
+// up to the first keep accepts.
+func (ph *planHead) latest(recent []ledger.Entry, keep func(*ledger.Entry) bool) []ledger.Entry {
+	for i := len(ph.added) - 1; i >= 0; i-- {
+		if keep(&ph.added[i]) {
+			return ph.added[i : i+1]
+		}
+	}
+	for i := range recent {
+		if keep(&recent[i]) {
+			return recent[i : i+1]
+		}
+	}
+	return nil
 }
 
 // commitPipelined commits batch in one transaction and returns each request's outcome
@@ -108,14 +129,17 @@ type batcher interface {
 // readPlan locks the batch's existing head rows and reads the index entries of its task
 // ids, in one round trip.
 func readPlan(ctx context.Context, tx batcher, batch []*pending) (*plan, error) {
-	var keys, ids []string
+	var keys, ids, dedup []string
 	for _, w := range batch {
 		keys = append(keys, w.p.Key())
 		ids = append(ids, w.p.TaskIDs()...)
+		if w.p.Dedup() {
+			dedup = append(dedup, w.p.Key())
+		}
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	pl := &plan{heads: map[string]*planHead{}, known: map[string]string{}, outs: make([]outcome, len(batch))}
+	pl := &plan{heads: map[string]*planHead{}, known: map[string]string{}, outs: make([]outcome, len(batch)), recent: map[string][]ledger.Entry{}}
 	pl.arts.seen = map[string]bool{}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
@@ -141,10 +165,36 @@ func readPlan(ctx context.Context, tx batcher, batch []*pending) (*plan, error) 
 			return err
 		})
 	}
+	if len(dedup) > 0 {
+		queueRecent(b, pl, dedup)
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
 	return pl, nil
+}
+
+// queueRecent queues the read of the last ledger.DedupWindow entries of each conversation
+// in keys (a new one has none) into pl.recent, newest first.
+func queueRecent(b *pgx.Batch, pl *plan, keys []string) {
+	slices.Sort(keys)
+	b.Queue(`SELECT k.key, e.seq, e.body FROM unnest($1::text[]) AS k(key)
+		CROSS JOIN LATERAL (SELECT seq, body FROM entries WHERE conv_key = k.key ORDER BY seq DESC LIMIT $2) AS e
+		ORDER BY k.key, e.seq DESC`, slices.Compact(keys), ledger.DedupWindow).Query(func(rows pgx.Rows) error {
+		var (
+			key  string
+			seq  int64
+			body []byte
+		)
+		_, err := pgx.ForEachRow(rows, []any{&key, &seq, &body}, func() error {
+			e, err := decodeEntry(key, seq, body)
+			if err == nil {
+				pl.recent[key] = append(pl.recent[key], e)
+			}
+			return err
+		})
+		return err
+	})
 }
 
 // add plans request i: it checks it against the head as the batch has moved it so far
@@ -177,6 +227,12 @@ func (pl *plan) head(p *ledger.Prepared) (*planHead, error) {
 
 // accept checks p against ph (fencing epoch, task ids) and, if accepted, queues its rows.
 func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
+	err := p.RepeatOf(func(keep func(*ledger.Entry) bool) ([]ledger.Entry, error) {
+		return ph.latest(pl.recent[p.Key()], keep), nil
+	})
+	if err != nil {
+		return outcome{}, err
+	}
 	epoch, reqErr := p.Fence(ph.h.epoch)
 	if reqErr != nil {
 		return outcome{}, reqErr
@@ -214,6 +270,7 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 	ph.h.lastSeq, ph.h.lastHash, ph.h.epoch = last.Seq, last.Hash, epoch
 	ph.h.lastActivity = max(ph.h.lastActivity, p.Now().UnixNano())
 	ph.addEnts += int64(len(entries))
+	ph.added = append(ph.added, entries...)
 	ph.addTasks += int64(len(fresh))
 	if !ph.dirty {
 		ph.dirty = true

@@ -140,3 +140,50 @@ func TestBatchReplansAfterConflict(t *testing.T) {
 		t.Errorf("Verify() = %v", err)
 	}
 }
+
+// TestBatchDedup: the Dedup check of a batch sees what the batch itself appended before
+// the request (a repeat within the batch is refused) and what was stored before it, and
+// so does a request committed alone.
+func TestBatchDedup(t *testing.T) {
+	t.Parallel()
+	s := openURL(t, pgtest.Database(t))
+	user := func(ctx, task, id, s string) ledger.AppendRequest {
+		e := text(s)
+		e.TaskID, e.MessageID = task, id
+		return ledger.AppendRequest{Owner: "o", ContextID: ctx, BeginTurn: true, Dedup: true, Entries: []ledger.Entry{e}}
+	}
+	if _, err := s.Append(context.Background(), user("stored", "t1", "m1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := postgres.CommitBatch(s, []ledger.AppendRequest{
+		user("stored", "t2", "m1", "hello"), // repeats the stored latest message
+		user("new", "t3", "m3", "hi"),       // a new conversation
+		user("new", "t4", "m3", "hi"),       // repeats the one before it in this batch
+		user("new", "t5", "m5", "hi"),       // another message
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTask := []string{"t1", "", "t3", ""}
+	for i, err := range errs {
+		var repeat *ledger.RepeatError
+		switch {
+		case wantTask[i] == "" && err != nil:
+			t.Errorf("request %d: %v, want it appended", i, err)
+		case wantTask[i] != "" && (!errors.As(err, &repeat) || repeat.TaskID != wantTask[i]):
+			t.Errorf("request %d: %v, want a *ledger.RepeatError naming %s", i, err, wantTask[i])
+		}
+	}
+	var repeat *ledger.RepeatError
+	if err := postgres.CommitAlone(s, user("new", "t6", "m5", "hi")); !errors.As(err, &repeat) || repeat.TaskID != "t5" {
+		t.Errorf("alone, a repeat: %v, want a *ledger.RepeatError naming t5", err)
+	}
+	if err := postgres.CommitAlone(s, user("new", "t7", "m5", "hi!")); err != nil {
+		t.Errorf("alone, another message: %v", err)
+	}
+	for ctx, want := range map[string]uint64{"stored": 1, "new": 3} {
+		if c, err := s.Conversation(context.Background(), "o", ctx); err != nil || c.LastSeq != want {
+			t.Errorf("conversation %s: last seq %d (%v), want %d", ctx, c.LastSeq, err, want)
+		}
+	}
+}

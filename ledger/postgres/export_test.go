@@ -20,3 +20,13 @@ func CommitBatch(s *Store, reqs []ledger.AppendRequest) ([]error, error) {
 	}
 	return errs, nil
 }
+
+// CommitAlone commits req in a transaction of its own, as the group committer does after a
+// batch kept failing, and returns its error. Tests only.
+func CommitAlone(s *Store, req ledger.AppendRequest) error {
+	p, err := ledger.PrepareAppend(req, s.opts.Now(), s.opts.LargePartBytes)
+	if err != nil {
+		return err
+	}
+	return s.commitAlone(p).err
+}

@@ -172,7 +172,12 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 
 // entries runs a query of (seq, body) rows of conversation key and decodes them.
 func (s *Store) entries(ctx context.Context, key, sql string, args ...any) ([]ledger.Entry, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+	return queryEntries(ctx, s.pool, key, sql, args...)
+}
+
+// queryEntries is entries through q (the pool, or an append's transaction).
+func queryEntries(ctx context.Context, q querier, key, sql string, args ...any) ([]ledger.Entry, error) {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,17 +187,26 @@ func (s *Store) entries(ctx context.Context, key, sql string, args ...any) ([]le
 		body []byte
 	)
 	_, err = pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
-		var e ledger.Entry
-		if err := json.Unmarshal(body, &e); err != nil {
-			return &ledger.ChainError{Key: key, Seq: uint64(seq), Reason: fmt.Sprintf("entry unreadable: %v", err)}
+		e, err := decodeEntry(key, seq, body)
+		if err == nil {
+			out = append(out, e)
 		}
-		if e.Seq != uint64(seq) {
-			return &ledger.ChainError{Key: key, Seq: uint64(seq), Reason: fmt.Sprintf("entry says seq %d", e.Seq)}
-		}
-		out = append(out, e)
-		return nil
+		return err
 	})
 	return out, err
+}
+
+// decodeEntry decodes the entry stored at seq of conversation key. Errors: a
+// *ledger.ChainError.
+func decodeEntry(key string, seq int64, body []byte) (ledger.Entry, error) {
+	var e ledger.Entry
+	if err := json.Unmarshal(body, &e); err != nil {
+		return e, &ledger.ChainError{Key: key, Seq: uint64(seq), Reason: fmt.Sprintf("entry unreadable: %v", err)}
+	}
+	if e.Seq != uint64(seq) {
+		return e, &ledger.ChainError{Key: key, Seq: uint64(seq), Reason: fmt.Sprintf("entry says seq %d", e.Seq)}
+	}
+	return e, nil
 }
 
 // TaskEntries returns the task's conversation and its entries in seq order. Errors:
