@@ -21,20 +21,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestConformanceFormat1 runs the suite against a format-1 file (one bucket per
-// conversation), which a Store still writes when Options.Format says so.
-func TestConformanceFormat1(t *testing.T) {
-	ledgertest.Run(t, func(t *testing.T) ledgertest.Store {
-		s, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{NoSync: true, Format: ledger.Format1,
-			LargePartBytes: ledgertest.LargePartBytes}, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
-}
-
 // TestPushConformance runs the push and running-task cases against the bbolt Store,
 // reopening its file.
 func TestPushConformance(t *testing.T) {
