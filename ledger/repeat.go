@@ -29,6 +29,10 @@ type RepeatError struct {
 	ContextID string
 	MessageID string
 	TaskID    string // the task the repeated message started or continued
+	// State is that task's state in its latest STATUS entry after the message ("" if
+	// none was read), so that the caller can tell a lost answer (send the task) from a
+	// message sent again after its task failed (run it again: append without Dedup).
+	State string
 }
 
 // Error implements error.
@@ -99,14 +103,18 @@ func (p *prepared) repeatOf(latest func(keep func(*Entry) bool) ([]Entry, error)
 		return nil
 	}
 	read := 0
+	states := map[string]string{} // each task's newest STATUS state among the entries read
 	got, err := latest(func(e *Entry) bool {
 		read++
+		if _, seen := states[e.TaskID]; e.Kind == KindStatus && !seen {
+			states[e.TaskID] = e.State
+		}
 		return e.Kind == KindUserMessage || read >= DedupWindow
 	})
 	if err != nil || len(got) == 0 || !Repeats(&got[0], m) {
 		return err
 	}
-	return &RepeatError{ContextID: p.contextID, MessageID: m.MessageID, TaskID: got[0].TaskID}
+	return &RepeatError{ContextID: p.contextID, MessageID: m.MessageID, TaskID: got[0].TaskID, State: states[got[0].TaskID]}
 }
 
 // RepeatOf is the check of [AppendRequest].Dedup for another backend, in the append's

@@ -19,7 +19,8 @@ import (
 // messageId and its parts (after redaction, as stored) equal that message's: it starts no
 // turn and stores nothing, not even an audit record, and is answered with the task the
 // message started or continued (retryAnswer, retryStream). The same messageId with other
-// parts is a new message, as before.
+// parts is a new message, as before, and so is the message sent again after its task
+// failed, was canceled or rejected (sentAgain).
 //
 // Where the check runs: once the send holds the context's lease, in the transaction that
 // appends its message (ledger.AppendRequest.Dedup, a *ledger.RepeatError when it
@@ -62,6 +63,18 @@ func (l *latestSeen) announced(key string, epoch uint64) {
 func (r *Runner) mayRepeat(in *inbound) bool {
 	m, ok := r.seen.Get(in.key)
 	return !ok || m.id == in.m.MessageID
+}
+
+// sentAgain reports whether the repeat of a message whose task ended as repeat says is a
+// message sent again to run again, not a retry: its task failed (the gateway's own
+// failures say "send the message again"), was canceled or rejected, so that answering
+// with that task would leave no way to have the message run.
+func sentAgain(repeat *ledger.RepeatError) bool {
+	switch a2a.TaskState(repeat.State) {
+	case a2a.StateFailed, a2a.StateCanceled, a2a.StateRejected:
+		return true
+	}
+	return false
 }
 
 // latestRetry reports whether in repeats the latest user message of its conversation,

@@ -278,6 +278,41 @@ func (c *countingLedger) Append(ctx context.Context, req ledger.AppendRequest) (
 	return c.Store.Append(ctx, req)
 }
 
+// failFirstAgent fails its first turn and echoes after that.
+type failFirstAgent struct{ countingAgent }
+
+func (f *failFirstAgent) Reply(ctx context.Context, t agent.Turn, emit agent.Emit) (agent.Result, error) {
+	if f.turns.Load() == 0 {
+		f.turns.Add(1)
+		return agent.Result{}, errors.New("upstream down")
+	}
+	return f.countingAgent.Reply(ctx, t, emit)
+}
+
+// TestSentAgainAfterAFailure: the same message sent again after its task failed (the
+// status says "send the message again") runs again; sent again after that task
+// completed, it is a retry.
+func TestSentAgainAfterAFailure(t *testing.T) {
+	t.Parallel()
+	ag := &failFirstAgent{}
+	r, _ := newRunner(t, ag)
+	first, err := sendID(t.Context(), r, "m1", "again", "", "hello", false)
+	if err != nil || first.Task.Status.State != a2a.StateFailed {
+		t.Fatalf("first send = %+v, %v; want a failed task", first.Task, err)
+	}
+	second, err := sendID(t.Context(), r, "m1", "again", "", "hello", false)
+	if err != nil || second.Task.ID == first.Task.ID || second.Task.Status.State != a2a.StateCompleted {
+		t.Fatalf("sent again = %+v, %v; want a new task, completed", second.Task, err)
+	}
+	third, err := sendID(t.Context(), r, "m1", "again", "", "hello", false)
+	if err != nil || third.Task.ID != second.Task.ID {
+		t.Fatalf("retry = %+v, %v; want task %s", third.Task, err, second.Task.ID)
+	}
+	if n := ag.turns.Load(); n != 2 {
+		t.Fatalf("the agent ran %d turns, want 2", n)
+	}
+}
+
 // TestRetryCheckOnlyWhenItMayRepeat: the echo agent reads no history, so no send reads
 // the conversation; the append of a message the Runner does not know to be new checks it
 // (Dedup): a conversation it has not stored a message in, and the same messageId again.

@@ -457,11 +457,16 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out 
 	}
 	tr.feed = r.feeds.Hold(in.key)
 	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
-	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
-		Dedup: r.mayRepeat(in), Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)})
+	req := ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
+		Dedup: r.mayRepeat(in), Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)}
+	res, err := r.led.Append(ctx, req)
 	var repeat *ledger.RepeatError
 	if errors.As(err, &repeat) {
-		return &accepted{retryTask: repeat.TaskID}, nil // undone: nothing of the turn began
+		if !sentAgain(repeat) {
+			return &accepted{retryTask: repeat.TaskID}, nil // undone: nothing of the turn began
+		}
+		req.Dedup = false
+		res, err = r.led.Append(ctx, req)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("append inbound message: %w", err)

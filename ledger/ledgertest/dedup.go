@@ -38,7 +38,7 @@ func testDedup(t *testing.T, s Store) {
 		return c.LastSeq
 	}
 	mustAppend(t, s, turn(conv, "t1", "m1", text("hello"), text(big), data)) // a new conversation: nothing to repeat
-	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: conv, Entries: []ledger.Entry{status("t1", "completed")}})
+	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: conv, Entries: []ledger.Entry{status(conv+"t1", "completed")}})
 	before := lastSeq(conv)
 
 	sameData := data
@@ -46,8 +46,8 @@ func testDedup(t *testing.T, s Store) {
 	sameData.Metadata = []byte(`{"note": "metadata is not compared"}`)
 	_, err := s.Append(ctx, turn(conv, "t2", "m1", text("hello"), text(big), sameData))
 	var repeat *ledger.RepeatError
-	if !errors.As(err, &repeat) || repeat.TaskID != conv+"t1" || repeat.MessageID != "m1" || repeat.ContextID != conv {
-		t.Fatalf("repeated message: Append error = %v, want a *RepeatError naming task t1", err)
+	if !errors.As(err, &repeat) || repeat.TaskID != conv+"t1" || repeat.MessageID != "m1" || repeat.ContextID != conv || repeat.State != "completed" {
+		t.Fatalf("repeated message: Append error = %+v, want a *RepeatError naming task t1, completed", err)
 	}
 	if got := lastSeq(conv); got != before {
 		t.Fatalf("a refused repeat moved the conversation from seq %d to %d", before, got)
@@ -89,7 +89,7 @@ func testDedup(t *testing.T, s Store) {
 	if _, err := s.Append(ctx, turn(conv, "t10", "m9", text("far"))); err != nil {
 		t.Fatalf("repeat beyond the window: Append error = %v, want it appended", err)
 	}
-	if _, err := s.Append(ctx, turn(conv, "t11", "m9", text("far"))); !errors.As(err, &repeat) || repeat.TaskID != conv+"t10" {
+	if _, err := s.Append(ctx, turn(conv, "t11", "m9", text("far"))); !errors.As(err, &repeat) || repeat.TaskID != conv+"t10" || repeat.State != "working" {
 		t.Fatalf("repeat of the latest: Append error = %v, want a *RepeatError naming t10", err)
 	}
 	if err := s.Verify(ctx, "o", conv); err != nil {
