@@ -281,7 +281,9 @@ func (r *Runner) AuditsDropped() uint64 { return r.auditsDropped.Load() }
 // Close stops accepting turns, waits for the running ones until ctx is done, then cancels
 // them and waits for them to record their end. It returns ctx.Err() if the deadline hit.
 func (r *Runner) Close(ctx context.Context) error {
-	r.closing.Store(true)
+	r.mu.Lock()
+	r.closing.Store(true) // under mu: every turn enter admitted is in r.wg now
+	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }() // exits when every turn has ended
 	var err error
@@ -459,6 +461,10 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out 
 	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
 	req := ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
 		Dedup: r.mayRepeat(in), Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)}
+	if !r.enter() {
+		return nil, errShutdown
+	}
+	undo = append(undo, r.wg.Done) // launch's goroutine calls it once the turn is on
 	res, err := r.led.Append(ctx, req)
 	var repeat *ledger.RepeatError
 	if errors.As(err, &repeat) {
@@ -612,11 +618,26 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 	r.mu.Unlock()
 	tr.lt, tr.epoch, tr.keepStored, tr.metadata = lt, res.Epoch, !in.continuing, m.Metadata
 	tr.keep(res.Entries)
-	r.wg.Go(func() { // exits when the agent is done and the end is recorded
+	go func() { // exits when the agent is done and the end is recorded
+		defer r.wg.Done() // the turn's place in r.wg, taken by enter
 		defer func() { stopBase(); cancel(nil) }()
 		tr.run(tctx)
-	})
+	}()
 	return lt, first
+}
+
+// enter admits a turn whose message is about to be stored: false once Close has begun.
+// Close waits for every turn admitted (r.wg); so a send that began just before Close
+// either stores nothing or has its turn waited for (and canceled at the deadline), never
+// a turn left running after Close returned.
+func (r *Runner) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing.Load() {
+		return false
+	}
+	r.wg.Add(1)
+	return true
 }
 
 // acquire takes the context's lease; with a BusyWait it waits for a busy context to free

@@ -237,7 +237,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Duration(&cfg.EchoDelay, "echo-delay", 0, "pause between the echo agent's chunks (one chunk per word)")
 	e.Level(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	e.String(&cfg.LogFormat, "log-format", "json", "log format: json or text")
-	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled")
+	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled; its last second (a tenth, when shorter) is kept for answering the requests waiting on them with their failed tasks")
 	e.Bool(&cfg.InsecurePublic, "insecure-public", false, "allow a non-loopback --addr without peer authentication (anyone who can reach it can talk to the agent)")
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached. Its host is served (see --allowed-hosts) and its origin may open GET /ws")
 	e.String(&cfg.AllowedHosts, "allowed-hosts", "", "comma-separated Host names served besides localhost, IP addresses, the --addr host and the --public-url host (name or name:port); any other Host gets 421, which stops DNS rebinding; \"*\" serves any Host")

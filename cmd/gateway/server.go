@@ -450,11 +450,15 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // stopServing stops the HTTP server and the WebSocket connections while the runner
-// closes (running turns go on until ctx is done), and waits for all three.
+// closes (running turns go on until answerGrace before ctx is done, then are canceled,
+// and their requests are answered with their failed tasks in the time left), and waits
+// for all three.
 func (s *Server) stopServing(ctx context.Context) error {
 	var errs []error
+	runnerCtx, cancel := runnerContext(ctx)
+	defer cancel()
 	runnerDone := make(chan error, 1)
-	go func() { runnerDone <- s.closeRunner(ctx) }() // exits when every turn has ended
+	go func() { runnerDone <- s.closeRunner(runnerCtx) }() // exits when every turn has ended
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		_ = s.http.Close()
@@ -469,6 +473,21 @@ func (s *Server) stopServing(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// answerGrace is the most of the shutdown time kept, after the running turns are
+// canceled, for the requests waiting on them to be answered with their failed tasks ("the
+// gateway shut down during this turn; send the message again") rather than cut off.
+const answerGrace = time.Second
+
+// runnerContext is ctx for the runner's close: its deadline, when ctx has one, comes
+// answerGrace (at most a tenth of the time left) earlier.
+func runnerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, dl.Add(-min(answerGrace, time.Until(dl)/10)))
 }
 
 // closeRunner closes the turn runner once (stopServing and the runner's own closer both
