@@ -459,23 +459,16 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out 
 	}
 	tr.feed = r.feeds.Hold(in.key)
 	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
-	req := ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true,
-		Dedup: r.mayRepeat(in), Entries: append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...)}
 	if !r.enter() {
 		return nil, errShutdown
 	}
 	undo = append(undo, r.wg.Done) // launch's goroutine calls it once the turn is on
-	res, err := r.led.Append(ctx, req)
-	var repeat *ledger.RepeatError
-	if errors.As(err, &repeat) {
-		if !sentAgain(repeat) {
-			return &accepted{retryTask: repeat.TaskID}, nil // undone: nothing of the turn began
-		}
-		req.Dedup = false
-		res, err = r.led.Append(ctx, req)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("append inbound message: %w", err)
+	res, retry, err := r.storeInbound(ctx, in, append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...))
+	switch {
+	case err != nil:
+		return nil, err
+	case retry != "":
+		return &accepted{retryTask: retry}, nil // undone: nothing of the turn began
 	}
 	r.seen.Put(in.key, seenMessage{in.m.MessageID, res.Epoch})
 	acc.lt, acc.first = r.launch(ctx, in, tr, res)
@@ -483,6 +476,28 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out 
 		acc.es.ended = acc.lt.finished
 	}
 	return acc, nil
+}
+
+// storeInbound appends the entries that begin the turn of the send in (its message
+// first), checked for a repeat unless the Runner knows the message to be new (Dedup,
+// retry.go): a repeat stores nothing and returns the task it repeats as retry, unless
+// that task failed, was canceled or rejected (sentAgain): then the message is stored
+// again, a new turn.
+func (r *Runner) storeInbound(ctx context.Context, in *inbound, entries []ledger.Entry) (_ ledger.AppendResult, retry string, _ error) {
+	req := ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true, Dedup: r.mayRepeat(in), Entries: entries}
+	res, err := r.led.Append(ctx, req)
+	var repeat *ledger.RepeatError
+	if errors.As(err, &repeat) {
+		if !sentAgain(repeat) {
+			return ledger.AppendResult{}, repeat.TaskID, nil
+		}
+		req.Dedup = false
+		res, err = r.led.Append(ctx, req)
+	}
+	if err != nil {
+		return ledger.AppendResult{}, "", fmt.Errorf("append inbound message: %w", err)
+	}
+	return res, "", nil
 }
 
 // newInbound validates a send of the caller's message m and makes it what is stored: its
