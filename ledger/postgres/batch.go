@@ -42,8 +42,10 @@ type plan struct {
 		data    [][]byte
 	}
 	notes []string
-	// recent holds, for each conversation a request with Dedup appends to, its last
-	// ledger.DedupWindow entries as stored before the batch, newest first.
+	// recent holds, for each conversation a request with Dedup appends to (a key of
+	// dedup), its last ledger.DedupWindow entries as stored before the batch, newest
+	// first.
+	dedup  map[string]bool
 	recent map[string][]ledger.Entry
 	push   []pushWrite   // push index writes, in order (push.go)
 	run    runningWrites // the running-task index's net change (running.go)
@@ -64,7 +66,7 @@ type planHead struct {
 	addTurns int64
 	addTasks int64
 	addEnts  int64
-	added    []ledger.Entry // the entries the batch appends, in order
+	added    []ledger.Entry // the entries the batch appends, in order (kept for a Dedup check)
 }
 
 // latest is the Dedup check's read of ph's conversation (ledger.Prepared.RepeatOf): its
@@ -139,7 +141,11 @@ func readPlan(ctx context.Context, tx batcher, batch []*pending) (*plan, error) 
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	pl := &plan{heads: map[string]*planHead{}, known: map[string]string{}, outs: make([]outcome, len(batch)), recent: map[string][]ledger.Entry{}}
+	pl := &plan{heads: map[string]*planHead{}, known: map[string]string{}, outs: make([]outcome, len(batch)),
+		dedup: map[string]bool{}, recent: map[string][]ledger.Entry{}}
+	for _, k := range dedup {
+		pl.dedup[k] = true
+	}
 	pl.arts.seen = map[string]bool{}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
@@ -270,7 +276,9 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 	ph.h.lastSeq, ph.h.lastHash, ph.h.epoch = last.Seq, last.Hash, epoch
 	ph.h.lastActivity = max(ph.h.lastActivity, p.Now().UnixNano())
 	ph.addEnts += int64(len(entries))
-	ph.added = append(ph.added, entries...)
+	if pl.dedup[p.Key()] {
+		ph.added = append(ph.added, entries...)
+	}
 	ph.addTasks += int64(len(fresh))
 	if !ph.dirty {
 		ph.dirty = true
