@@ -491,6 +491,8 @@ func (r *Runner) storeInbound(ctx context.Context, in *inbound, entries []ledger
 		if !sentAgain(repeat) {
 			return ledger.AppendResult{}, repeat.TaskID, nil
 		}
+		r.log.InfoContext(ctx, "a message sent again after its task ended unsuccessfully; running it as a new task",
+			"message_id", in.m.MessageID, "earlier_task_id", repeat.TaskID, "earlier_state", repeat.State)
 		req.Dedup = false
 		res, err = r.led.Append(ctx, req)
 	}
