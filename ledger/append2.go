@@ -43,7 +43,9 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 		return outcome{}, err, nil
 	}
 	if found {
-		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) { return lastBefore2(tx, p.key, 0, 1, keep) }); err != nil {
+		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) {
+			return lastBeforeHead(tx, p.key, m, lastPos, 0, 1, keep)
+		}); err != nil {
 			return outcome{}, err, nil
 		}
 	}

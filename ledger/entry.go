@@ -133,16 +133,16 @@ const (
 	RoleAgent = "agent"
 )
 
-// maxIDBytes bounds owner, taskId and the other identifiers an entry carries.
-const maxIDBytes = 256
+// MaxIDBytes bounds owner, taskId, messageId and the other identifiers an entry carries.
+const MaxIDBytes = 256
 
 // validateIdent checks an identifier: at most 256 bytes of valid UTF-8 without control
 // characters. Empty is allowed (required fields check that themselves). A refusal is a
 // [*FieldError] of no entry (Entry -1).
 func validateIdent(field, s string) error {
 	switch {
-	case len(s) > maxIDBytes:
-		return invalidField(field, "at most %d bytes (got %d)", maxIDBytes, len(s))
+	case len(s) > MaxIDBytes:
+		return invalidField(field, "at most %d bytes (got %d)", MaxIDBytes, len(s))
 	case !utf8.ValidString(s):
 		return invalidField(field, "not valid UTF-8")
 	}

@@ -20,6 +20,12 @@ func lastBefore2(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*En
 	if err != nil {
 		return nil, err
 	}
+	return lastBeforeHead(tx, key, m, lastPos, beforeSeq, n, keep)
+}
+
+// lastBeforeHead is lastBefore2 from the conversation's head m (its last entry at
+// lastPos), read already.
+func lastBeforeHead(tx *bolt.Tx, key string, m metaRecord, lastPos, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
 	l, err := openLog(tx, key, &m, lastPos)
 	if err != nil {
 		return nil, err

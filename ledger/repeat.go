@@ -23,6 +23,17 @@ import (
 // status, reply and reply chunks.
 const DedupWindow = 64
 
+// UntilUserMessage returns the keep function of a read backwards from a conversation's
+// end ([Store.Last] with n 1) that stops at its latest user message, or after DedupWindow
+// entries without one (that entry is then returned, and repeats nothing).
+func UntilUserMessage() func(*Entry) bool {
+	read := 0
+	return func(e *Entry) bool {
+		read++
+		return e.Kind == KindUserMessage || read >= DedupWindow
+	}
+}
+
 // RepeatError refuses an append with Dedup: its user message repeats the conversation's
 // latest user message. Nothing was appended.
 type RepeatError struct {
@@ -102,14 +113,13 @@ func (p *prepared) repeatOf(latest func(keep func(*Entry) bool) ([]Entry, error)
 	if !p.dedup || m == nil {
 		return nil
 	}
-	read := 0
 	states := map[string]string{} // each task's newest STATUS state among the entries read
+	until := UntilUserMessage()
 	got, err := latest(func(e *Entry) bool {
-		read++
 		if _, seen := states[e.TaskID]; e.Kind == KindStatus && !seen {
 			states[e.TaskID] = e.State
 		}
-		return e.Kind == KindUserMessage || read >= DedupWindow
+		return until(e)
 	})
 	if err != nil || len(got) == 0 || !Repeats(&got[0], m) {
 		return err

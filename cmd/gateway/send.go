@@ -18,6 +18,7 @@ import (
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )
 
@@ -197,8 +198,8 @@ func (o *sendOptions) check(positional []string) error {
 		return usageError{fmt.Sprintf("send takes TARGET and one MESSAGE, got %d arguments; quote a message of several words", len(positional))}
 	case o.newConv && o.contextID != "":
 		return usageError{"--new and --context exclude each other"}
-	case len(o.messageID) > maxMessageIDBytes:
-		return usageError{fmt.Sprintf("--message-id: at most %d bytes (got %d)", maxMessageIDBytes, len(o.messageID))}
+	case len(o.messageID) > ledger.MaxIDBytes:
+		return usageError{fmt.Sprintf("--message-id: at most %d bytes (got %d)", ledger.MaxIDBytes, len(o.messageID))}
 	case o.list && o.messageID != "":
 		return usageError{"--list takes no --message-id"}
 	}
@@ -208,9 +209,6 @@ func (o *sendOptions) check(positional []string) error {
 	}
 	return nil
 }
-
-// maxMessageIDBytes bounds --message-id as the gateway bounds the ids it stores.
-const maxMessageIDBytes = 256
 
 // target resolves TARGET (and --context, --new) to the peer, the contextId to send in
 // ("" for a new conversation) and the owner the exchange is recorded under.

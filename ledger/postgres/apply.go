@@ -106,31 +106,32 @@ func lockHead(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (head, error) 
 // conversation (no entry yet) has none. reqErr is a *ledger.RepeatError or an unreadable
 // entry's *ledger.ChainError.
 func repeatOf(ctx context.Context, tx pgx.Tx, p *ledger.Prepared, h *head) (reqErr, err error) {
-	if h.lastSeq == 0 {
+	if h.lastSeq == 0 || !p.Dedup() {
 		return nil, nil
 	}
-	var dbErr error
-	reqErr = p.RepeatOf(func(keep func(*ledger.Entry) bool) ([]ledger.Entry, error) {
-		es, err := queryEntries(ctx, tx, p.Key(), `SELECT seq, body FROM entries WHERE conv_key = $1 ORDER BY seq DESC LIMIT $2`,
-			p.Key(), ledger.DedupWindow)
-		if err != nil {
-			var ce *ledger.ChainError
-			if !errors.As(err, &ce) {
-				dbErr = err
-			}
-			return nil, err
-		}
+	recent, err := queryEntries(ctx, tx, p.Key(), `SELECT seq, body FROM entries WHERE conv_key = $1 ORDER BY seq DESC LIMIT $2`,
+		p.Key(), ledger.DedupWindow)
+	var ce *ledger.ChainError
+	switch {
+	case errors.As(err, &ce):
+		return err, nil
+	case err != nil:
+		return nil, err
+	}
+	return p.RepeatOf(func(keep func(*ledger.Entry) bool) ([]ledger.Entry, error) { return firstKept(keep, recent), nil }), nil
+}
+
+// firstKept returns, of the entries of each list in turn, the first keep accepts (as a
+// one-entry slice), or nil: Dedup's read of entries already in hand, newest first.
+func firstKept(keep func(*ledger.Entry) bool, lists ...[]ledger.Entry) []ledger.Entry {
+	for _, es := range lists {
 		for i := range es {
 			if keep(&es[i]) {
-				return es[i : i+1], nil
+				return es[i : i+1]
 			}
 		}
-		return nil, nil
-	})
-	if dbErr != nil {
-		return nil, dbErr
 	}
-	return reqErr, nil
+	return nil
 }
 
 // newTasks returns the request's task ids the index does not hold yet; one that belongs to

@@ -66,24 +66,7 @@ type planHead struct {
 	addTurns int64
 	addTasks int64
 	addEnts  int64
-	added    []ledger.Entry // the entries the batch appends, in order (kept for a Dedup check)
-}
-
-// latest is the Dedup check's read of ph's conversation (ledger.Prepared.RepeatOf): its
-// entries newest first, those the batch appended so far before those stored (recent),
-// up to the first keep accepts.
-func (ph *planHead) latest(recent []ledger.Entry, keep func(*ledger.Entry) bool) []ledger.Entry {
-	for i := len(ph.added) - 1; i >= 0; i-- {
-		if keep(&ph.added[i]) {
-			return ph.added[i : i+1]
-		}
-	}
-	for i := range recent {
-		if keep(&recent[i]) {
-			return recent[i : i+1]
-		}
-	}
-	return nil
+	added    []ledger.Entry // the entries the batch appends, newest first (kept for a Dedup check)
 }
 
 // commitPipelined commits batch in one transaction and returns each request's outcome
@@ -234,7 +217,7 @@ func (pl *plan) head(p *ledger.Prepared) (*planHead, error) {
 // accept checks p against ph (fencing epoch, task ids) and, if accepted, queues its rows.
 func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 	err := p.RepeatOf(func(keep func(*ledger.Entry) bool) ([]ledger.Entry, error) {
-		return ph.latest(pl.recent[p.Key()], keep), nil
+		return firstKept(keep, ph.added, pl.recent[p.Key()]), nil // what the batch appended comes after what is stored
 	})
 	if err != nil {
 		return outcome{}, err
@@ -277,7 +260,9 @@ func (pl *plan) accept(ph *planHead, p *ledger.Prepared) (outcome, error) {
 	ph.h.lastActivity = max(ph.h.lastActivity, p.Now().UnixNano())
 	ph.addEnts += int64(len(entries))
 	if pl.dedup[p.Key()] {
-		ph.added = append(ph.added, entries...)
+		newest := slices.Clone(entries)
+		slices.Reverse(newest)
+		ph.added = append(newest, ph.added...)
 	}
 	ph.addTasks += int64(len(fresh))
 	if !ph.dirty {
