@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,4 +218,67 @@ func damageVictimPage(t *testing.T, s *Store, path string) (string, *os.File) {
 		t.Fatal(err)
 	}
 	return victim, f
+}
+
+// TestLog2_FirstUseByAppend: an append is the first use of a conversation after Open.
+// One whose older entry is damaged (not its last entry, which the committer reads
+// anyway), and one whose head is damaged, are refused with ErrQuarantined and keep their
+// entries; a new conversation takes the append and counts as checked; an intact one takes
+// it after its check.
+func TestLog2_FirstUseByAppend(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "l.db")
+	s, err := Open(path, format2Opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "local", "d", numbered("d", 3)...)
+	mustAppend(t, s, "local", "ok", numbered("o", 3)...)
+	mustAppend(t, s, "local", "h", numbered("h", 3)...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dKey := contextid.Key("local", "d")
+	tamperFile(t, path, func(tx *bolt.Tx) {
+		hKey := []byte(contextid.Key("local", "h"))
+		if err := errors.Join(tx.Bucket(bucketRecent).Delete(hKey), tx.Bucket(bucketHeads).Put(hKey, []byte{headVersion, 0xff})); err != nil {
+			t.Fatal(err)
+		}
+		pos := logPos(t, tx, dKey, 2)
+		v := bytes.Clone(tx.Bucket(bucketLog).Get(encodeSeq(pos)))
+		v[len(v)-80] ^= 1 // inside the hash
+		if err := tx.Bucket(bucketLog).Put(encodeSeq(pos), v); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s = mustOpenPath(t, path, format2Opts)
+	if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: "d", Entries: []Entry{userMsg("x")}}); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("Append(d) error = %v, want ErrQuarantined (its first use checks every entry)", err)
+	}
+	if _, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: "h", Entries: []Entry{userMsg("x")}}); !errors.Is(err, ErrQuarantined) {
+		t.Errorf("Append(h) error = %v, want ErrQuarantined (its head is damaged)", err)
+	}
+	if err := s.view(ctx, func(tx *bolt.Tx) error {
+		m, _, err := readHead2(tx, dKey)
+		if err == nil && m.LastSeq != 3 {
+			err = fmt.Errorf("head of d at seq %d, want 3 (nothing appended)", m.LastSeq)
+		}
+		return err
+	}); err != nil {
+		t.Error(err)
+	}
+	if got := s.Stats(); got.Rejected != 2 || got.Requests != 0 {
+		t.Errorf("Stats() = %d rejected, %d requests; want 2 and 0", got.Rejected, got.Requests)
+	}
+	mustAppend(t, s, "local", "new", userMsg("first"))
+	if !s.checked.Has(contextid.Key("local", "new")) {
+		t.Error("a conversation opened by an append is not counted as checked")
+	}
+	if got := mustAppend(t, s, "local", "ok", userMsg("next")); got.Entries[0].Seq != 4 {
+		t.Errorf("Append(ok) stored seq %d, want 4", got.Entries[0].Seq)
+	}
+	if got := s.Stats(); got.Rejected != 2 || got.Requests != 2 {
+		t.Errorf("Stats() = %d rejected, %d requests; want 2 and 2", got.Rejected, got.Requests)
+	}
 }
