@@ -54,16 +54,20 @@ const (
 	// walCheckpointBytes: a checkpoint follows the commit whose record ends past this offset.
 	walCheckpointBytes = 8 << 20
 	// walCheckpointPages: a checkpoint also follows the commit after which this many pages
-	// wait to be freed. While the base is held, a page bbolt took from the end of the file
-	// (not from its freelist) and then freed waits for the next checkpoint; without it, a
-	// young file grew by every page of every commit until then. So the file holds at most
-	// this many pages (64 MiB of 16 KiB pages) that wait. A checkpoint fdatasyncs, on the
-	// committer's path, every page written since the last one (13-20 ms each measured
-	// with a fresh contextId per turn, one core): at 512, that workload (~80 pages per
-	// commit) checkpointed every ~6 commits, 22-39 times in 5 s (6-11% of the time); at
-	// 4096, 5-9 times, for 1.09-1.23x the turns/s (issue #16). Workloads that write fewer
-	// pages per commit reach walCheckpointBytes first and are unchanged.
-	walCheckpointPages = 4096
+	// wait to be freed, once walCheckpointCommits commits followed the last checkpoint, and
+	// after walCheckpointPagesMax whatever the count. While the base is held, a page bbolt
+	// took from the end of the file (not from its freelist) and then freed waits for the
+	// next checkpoint; without it, a young file grew by every page of every commit until
+	// then. So the file holds at most walCheckpointPagesMax pages (64 MiB of 16 KiB pages)
+	// that wait. The count matters because a checkpoint fdatasyncs, on the committer's
+	// path, every page written since the last one (13-20 ms each measured with a fresh
+	// contextId per turn, one core): that workload writes ~80 pages per commit, and 512
+	// pages alone checkpointed every ~6 commits, 22-39 times in 5 s (6-11% of the time).
+	// A higher count alone costs the workloads that write fewer pages per commit: bbolt
+	// writes its freelist, every waiting page sorted, at each commit.
+	walCheckpointPages    = 512
+	walCheckpointCommits  = 32
+	walCheckpointPagesMax = 4096
 )
 
 // walMapBytes is the address space bbolt maps for a file with a log
@@ -161,6 +165,7 @@ type wal struct {
 	held       *bolt.Tx              // the read transaction on the base
 	maxBytes   int64                 // walCheckpointBytes (tests lower or raise it)
 	maxPending int                   // walCheckpointPages (likewise)
+	commits    int                   // since the last checkpoint
 	syncer     walSync               // the syncer (wal_sync.go)
 	snaps      walSnaps              // what reads see (wal_snap.go)
 	base       uint64                // the transaction of the last checkpoint
@@ -552,18 +557,27 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 		return 0, errors.Join(err, w.unwrite())
 	}
 	w.written.Store(txid)
+	w.commits++
 	if err := w.addPending(db, txid); err != nil {
 		return txid, err // committed; the syncer answers it, a later snapshot shows it
 	}
 	switch {
 	case outgrown:
 		w.turnOff(db)
-	case w.off >= w.maxBytes || db.Stats().PendingPageN >= w.maxPending:
+	case w.off >= w.maxBytes || w.pendingFull(db.Stats().PendingPageN):
 		if err := w.checkpoint(db); err != nil {
 			w.logger.Error("ledger: write-ahead log checkpoint failed; the log grows until one succeeds", "err", err)
 		}
 	}
 	return txid, nil
+}
+
+// pendingFull reports whether the pages waiting to be freed call for a checkpoint (see
+// walCheckpointPages): maxPending of them once walCheckpointCommits commits followed the
+// last checkpoint, or walCheckpointPagesMax (never fewer than maxPending) at any time.
+func (w *wal) pendingFull(pending int) bool {
+	return pending >= max(w.maxPending, walCheckpointPagesMax) ||
+		(pending >= w.maxPending && w.commits >= walCheckpointCommits)
 }
 
 // snapNow makes the state db has committed (transaction txid, durable) the one reads see.
@@ -667,7 +681,7 @@ func (w *wal) checkpoint(db *bolt.DB) error {
 		_ = held.Rollback()
 		return fmt.Errorf("write the header: %w", err)
 	}
-	w.gen, w.crc, w.off, w.base = h.gen, h.chainSeed(), walFirstRecord, txid
+	w.gen, w.crc, w.off, w.base, w.commits = h.gen, h.chainSeed(), walFirstRecord, txid, 0
 	w.release()
 	w.held = held
 	w.publish(txid) // the file holds it, fsync'd

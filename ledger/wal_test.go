@@ -550,3 +550,27 @@ func TestWAL_OutgrowsItsMap(t *testing.T) {
 		t.Error("the log is not on again after reopening with room")
 	}
 }
+
+// TestWAL_PendingFull: pages waiting to be freed call for a checkpoint at maxPending once
+// walCheckpointCommits commits followed the last one, and at walCheckpointPagesMax (or
+// maxPending, if higher) at any time.
+func TestWAL_PendingFull(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		maxPending, pending, commits int
+		want                         bool
+	}{
+		{walCheckpointPages, walCheckpointPages - 1, 1000, false},
+		{walCheckpointPages, walCheckpointPages, walCheckpointCommits - 1, false},
+		{walCheckpointPages, walCheckpointPages, walCheckpointCommits, true},
+		{walCheckpointPages, walCheckpointPagesMax - 1, 0, false},
+		{walCheckpointPages, walCheckpointPagesMax, 0, true},
+		{1 << 30, walCheckpointPagesMax, 1000, false}, // held off (walStore)
+		{1 << 30, 1 << 30, 0, true},
+	} {
+		w := &wal{maxPending: tc.maxPending, commits: tc.commits}
+		if got := w.pendingFull(tc.pending); got != tc.want {
+			t.Errorf("pendingFull(%d) with maxPending %d after %d commits = %v, want %v", tc.pending, tc.maxPending, tc.commits, got, tc.want)
+		}
+	}
+}
