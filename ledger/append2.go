@@ -60,8 +60,8 @@ func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr err
 
 	// Writes.
 	if !found {
-		if err := indexByID(tx, s.redo, p.contextID, p.key); err != nil {
-			return outcome{}, nil, fmt.Errorf("put by-contextId index: %w", err)
+		if err := registerOwner(tx, s.redo, p.owner); err != nil {
+			return outcome{}, nil, fmt.Errorf("list the owner: %w", err)
 		}
 	}
 	if err := putBeside(tx, s.redo, b.artifacts, b.tasks, p, newTasks, entries, &m); err != nil {

@@ -207,7 +207,7 @@ func TestAppend_Invalid(t *testing.T) {
 	}
 	want := 6 // tasks, artifacts, byid, push configs, push pending, running tasks
 	if s.Format() == Format2 {
-		want = 11 // and the log's
+		want = 12 // and the log's, and the owners list
 	}
 	if n := countTopLevel(t, s); n != want {
 		t.Errorf("%d top-level buckets and conversations, want %d (the indexes only)", n, want)

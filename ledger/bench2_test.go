@@ -47,6 +47,7 @@ func BenchmarkFormat2Targets(b *testing.B) {
 	for range b.N {
 		b.Run("turns", benchTurnRatio)
 		b.Run("idle", benchIdlePages)
+		b.Run("fresh", benchFreshPages)
 		b.Run("growth", benchGrowth)
 		b.Run("disk", benchDisk)
 	}
@@ -92,6 +93,49 @@ func benchIdlePages(b *testing.B) {
 	fmt.Printf("pages per commit: %.1f without idle conversations, %.1f with 100,000\n", p0, p100k)
 	target(b, "pages per commit with 100,000 idle conversations", p100k, 16, "pages", true)
 	target(b, "pages per commit, 100,000 idle / none", p100k/p0, 1.2, "x", true)
+}
+
+// benchFreshPages: the turn pattern of a fresh contextId per turn (the gateway's
+// --fresh-contexts workload: every turn opens a conversation, its user message in one
+// append and its reply in a second), 64 writers, in a file of 50,000 conversations:
+// turns/s and pages per commit (figures, no target: opening a conversation writes its head
+// at a random place of the heads' tree, once moved there from "v1.heads.recent").
+func benchFreshPages(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "ledger.db")
+	makeIdle(b, path, Format2, 50_000)
+	s, err := Open(path, Options{Format: Format2}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	before, txBefore := s.Stats(), s.db.Stats().TxStats
+	const writers, perWriter = 64, 100
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				id := fmt.Sprintf("fresh-%d-%d", w, i)
+				res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{userMsg(turnText)}})
+				if err == nil {
+					_, err = s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{agentMsg(turnText)}})
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	after, txAfter := s.Stats(), s.db.Stats().TxStats
+	c := float64(after.Commits - before.Commits)
+	fmt.Printf("fresh contextId per turn, 64 writers, 50,000 conversations in the file: %.0f turns/s, %.1f requests and %.1f pages per commit\n",
+		writers*perWriter/elapsed.Seconds(), float64(after.Requests-before.Requests)/c,
+		float64(txAfter.GetPageCount()-txBefore.GetPageCount())/c)
+	b.ReportMetric(float64(txAfter.GetPageCount()-txBefore.GetPageCount())/c, "fresh_pages/commit")
 }
 
 // benchGrowth: fsync'd append latency (one writer) to conversations in a file of 10

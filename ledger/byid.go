@@ -30,6 +30,11 @@ import (
 // only to whoever configured it (peer tokens in the server's config, "out:<url>" for a
 // raw-URL send), so an operator reading a data dir offline, or after a peer left the
 // config, would not find those conversations without scanning them all.
+//
+// A format-2 file lists its owners in the file instead (owners.go), which makes probing
+// work offline too and spares each new conversation a write at a random place of this
+// index; there the index holds only the conversations opened before the file had the
+// list, and ConversationsByID reads both.
 var bucketByID = []byte("v1.byid")
 
 // byIDPrefix returns the index prefix of contextID: its SHA-256.
@@ -91,7 +96,8 @@ func indexByID(tx *bolt.Tx, r *redo, contextID, convKey string) error {
 }
 
 // ConversationsByID returns every conversation opened under contextID, whatever its owner,
-// ordered by owner. It reads the by-contextId index and the metadata of those
+// ordered by owner. It reads the by-contextId index, in a format-2 file also the head of
+// contextID's conversation for each listed owner (owners.go), and the metadata of those
 // conversations only, never the others. No conversation is not an error (an empty
 // slice). Errors: [ErrInvalid] (a [*FieldError] on "contextId") for an invalid contextId; a
 // [ChainError] for a listed conversation whose metadata is unreadable or names another
@@ -102,14 +108,11 @@ func (s *Store) ConversationsByID(ctx context.Context, contextID string) ([]Conv
 	}
 	var out []Conversation
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		idx := tx.Bucket(bucketByID)
-		if idx == nil {
-			return fmt.Errorf("ledger: bucket %s missing", bucketByID)
+		keys, err := keysByID(tx, contextID)
+		if err != nil {
+			return err
 		}
-		prefix := byIDPrefix(contextID)
-		c := idx.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			key := string(k[len(prefix):])
+		for _, key := range keys {
 			_, m, err := openConv(tx, key)
 			if err != nil {
 				return err
@@ -127,4 +130,26 @@ func (s *Store) ConversationsByID(ctx context.Context, contextID string) ([]Conv
 	}
 	slices.SortFunc(out, func(a, b Conversation) int { return strings.Compare(a.Owner, b.Owner) })
 	return out, nil
+}
+
+// keysByID returns the keys of the conversations opened under contextID: those the
+// by-contextId index lists and, in a format-2 file, those of the listed owners, each
+// once.
+func keysByID(tx *bolt.Tx, contextID string) ([]string, error) {
+	idx := tx.Bucket(bucketByID)
+	if idx == nil {
+		return nil, fmt.Errorf("ledger: bucket %s missing", bucketByID)
+	}
+	var keys []string
+	prefix := byIDPrefix(contextID)
+	c := idx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, string(k[len(prefix):]))
+	}
+	if isFormat2(tx) {
+		keys = append(keys, keysByOwners(tx, contextID)...)
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
+	return keys, nil
 }

@@ -25,13 +25,16 @@ import (
 //	                           seqIndexEvery (the sparse index)
 //	"v1.activity"/             last activity (8 bytes big-endian Unix nanoseconds) ‖ key →
 //	                           empty: the conversations of "v1.heads" by last activity
+//	"v1.owners"/               owner → empty: every owner with a conversation (owners.go)
 //	"v1.tasks", "v1.artifacts", "v1.byid", "v1.quarantine" as in format 1, except that an
 //	                           entry key of the task index (taskId ‖ 0x00 ‖ seq) holds the
-//	                           entry's log position
+//	                           entry's log position, and that "v1.byid" holds only the
+//	                           conversations opened before the file had "v1.owners"
 //
 // A commit appends at the right edge of the log (and, with time-ordered task ids, of the
 // task index); the only keys it writes at random places are the heads of the
-// conversations it touches. Those go to the small "v1.heads.recent", whose pages a busy
+// conversations it touches (and the owner of a conversation it opens, the first time
+// that owner has one). Those go to the small "v1.heads.recent", whose pages a busy
 // conversation rewrites commit after commit, rather than to the big "v1.heads", whose
 // leaves an idle conversation shares with others: a commit that finds more than
 // recentMax heads there moves them all to "v1.heads" (the checkpoint; Close runs one too,
@@ -55,7 +58,7 @@ import (
 // records back) or from the head.
 //
 // The file's format is the task index's bucket sequence: layoutVersion (2) is format 1,
-// layoutFormat2 (3) is format 2.
+// layoutFormat2 (3) and layoutOwners (4, with "v1.owners") are format 2.
 var (
 	bucketLog      = []byte("v1.log")
 	bucketHeads    = []byte("v1.heads")
@@ -94,7 +97,7 @@ func isFormat2(tx *bolt.Tx) bool { return tx.Bucket(bucketLog) != nil }
 
 // createFormat2 creates the buckets of format 2 that are missing.
 func createFormat2(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketLog, bucketHeads, bucketRecent, bucketSeqIdx, bucketActivity} {
+	for _, name := range [][]byte{bucketLog, bucketHeads, bucketRecent, bucketSeqIdx, bucketActivity, bucketOwners} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

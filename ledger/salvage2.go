@@ -55,5 +55,5 @@ func (cp *convCopy) write2(tx *bolt.Tx) error {
 	if err := salvagePush(tx, cp.key, cp.kvs); err != nil { // outbox.go
 		return err
 	}
-	return indexByID(tx, nil, m.ContextID, cp.key)
+	return registerOwner(tx, nil, m.Owner)
 }

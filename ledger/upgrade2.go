@@ -278,7 +278,7 @@ func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint
 	if err := b.activity.Put(activityKey(m.LastActivity, key), nil); err != nil {
 		return err
 	}
-	if err := indexByID(tx, nil, m.ContextID, key); err != nil {
+	if err := registerOwner(tx, nil, m.Owner); err != nil {
 		return err
 	}
 	return src.View(func(stx *bolt.Tx) error {
@@ -368,7 +368,7 @@ func fileFormat(tx *bolt.Tx) int {
 	switch t := tx.Bucket(bucketTasks); {
 	case t == nil:
 		return 0
-	case t.Sequence() == layoutFormat2:
+	case t.Sequence() == layoutFormat2 || t.Sequence() == layoutOwners:
 		return Format2
 	}
 	return Format1

@@ -213,7 +213,7 @@ func TestOpen_NewerLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketTasks).SetSequence(layoutFormat2 + 1) }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketTasks).SetSequence(layoutOwners + 1) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

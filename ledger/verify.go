@@ -164,8 +164,9 @@ func LogProgress(logger *slog.Logger, what string) func(done, total int) {
 }
 
 // checkIndexes2 checks that the indexes of a format-2 file find conversation key, whose
-// chain walkConv2 has verified: the by-contextId index always (the commit that creates a
-// conversation writes its key), the activity index once its head is in "v1.heads" (the
+// chain walkConv2 has verified: the owners list (owners.go) or, for a conversation opened
+// before the file had one, the by-contextId index always (the commit that creates a
+// conversation lists its owner), the activity index once its head is in "v1.heads" (the
 // index is lazy: a head of "v1.heads.recent" gets its key at the next checkpoint, and a
 // stale key is skipped by List). A key missing is a fault of that index, not of the
 // conversation: the conversation is intact and served, so it is not quarantined, but
@@ -183,8 +184,10 @@ func checkIndexes2(tx *bolt.Tx, key string) []error {
 			index, what)}
 	}
 	var out []error
-	if idx := tx.Bucket(bucketByID); idx == nil || !hasKey(idx, byIDKey(m.ContextID, key)) {
-		out = append(out, missing(bucketByID, "a lookup by contextId"))
+	if idx := tx.Bucket(bucketByID); !ownerListed(tx, m.Owner) && (idx == nil || !hasKey(idx, byIDKey(m.ContextID, key))) {
+		out = append(out, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: fmt.Sprintf(
+			"neither the owners list (%s) names its owner nor the %s index lists it, so a lookup by contextId does not find it (the conversation is intact and served; gateway ledger salvage rebuilds the list)",
+			bucketOwners, bucketByID)})
 	}
 	if recent := tx.Bucket(bucketRecent); recent != nil && recent.Get([]byte(key)) != nil {
 		return out

@@ -19,8 +19,9 @@ import (
 	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
-// TestVerifyAll_FindsUnindexedConversation: a format-2 conversation whose by-contextId
-// index key, or whose activity index key, is missing is intact but hidden from
+// TestVerifyAll_FindsUnindexedConversation: a format-2 conversation whose owner is missing
+// from the owners list (and which the by-contextId index does not list), or whose activity
+// index key is missing, is intact but hidden from
 // ConversationsByID or from the listing by last activity. VerifyAll names the
 // conversation and the index, does not quarantine it (it is still served), and passes once the
 // index is whole; heads still in "v1.heads.recent" need no activity key yet.
@@ -28,7 +29,11 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	s := mustOpenPath(t, path, Options{Format: Format2})
 	for _, id := range []string{"a", "b", "c"} {
-		mustAppend(t, s, "o", id, userMsg("hello "+id))
+		owner := "o"
+		if id == "a" {
+			owner = "oa" // the only conversation of its owner
+		}
+		mustAppend(t, s, owner, id, userMsg("hello "+id))
 	}
 	// Heads in v1.heads.recent, with no activity key yet: not a fault.
 	if n, err := s.VerifyAll(t.Context()); err != nil || n != 3 {
@@ -45,9 +50,9 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	keyA, keyB := contextid.Key("o", "a"), contextid.Key("o", "b")
+	keyA, keyB := contextid.Key("oa", "a"), contextid.Key("o", "b")
 	editFile(t, path, func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketByID).Delete(byIDKey("a", keyA)); err != nil {
+		if err := tx.Bucket(bucketOwners).Delete([]byte("oa")); err != nil {
 			return err
 		}
 		m, _, err := readHead2(tx, keyB)
@@ -64,7 +69,7 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		`conversation "a" (owner "o", key ` + keyA + `): the v1.byid index does not list it`,
+		`conversation "a" (owner "oa", key ` + keyA + `): neither the owners list (v1.owners) names its owner nor the v1.byid index lists it`,
 		`conversation "b" (owner "o", key ` + keyB + `): the v1.activity index does not list it`,
 		"gateway ledger salvage rebuilds the index",
 	} {
@@ -78,8 +83,8 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 	if q := s.Quarantined(); len(q) != 0 {
 		t.Errorf("Quarantined = %v; want none: the conversations are intact", q)
 	}
-	for _, id := range []string{"a", "b"} {
-		if _, err := s.Append(t.Context(), AppendRequest{Owner: "o", ContextID: id, Entries: []Entry{userMsg("again")}}); err != nil {
+	for id, owner := range map[string]string{"a": "oa", "b": "o"} {
+		if _, err := s.Append(t.Context(), AppendRequest{Owner: owner, ContextID: id, Entries: []Entry{userMsg("again")}}); err != nil {
 			t.Errorf("Append to %s after VerifyAll: %v; want it served", id, err)
 		}
 	}
