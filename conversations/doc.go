@@ -9,7 +9,8 @@
 // values), [*FieldError] ([ErrInvalid], field and reason as values).
 //
 // Find never reads the conversations it does not return: with an owner it looks up the
-// derived key; without, the ledger's by-contextId index (ledger/byid.go).
+// derived key; without, the ledger's lookup by contextId (ledger/byid.go: its by-contextId
+// index, and in format 2 its owners list, one head read per owner).
 //
 // The pure rules that name a conversation (contextId validation and the versioned
 // storage key) live in the subpackage contextid, which the ledger also uses.

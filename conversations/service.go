@@ -74,8 +74,8 @@ func (s *Service) summary(ctx context.Context, c ledger.Conversation) Summary {
 }
 
 // Find resolves ref to one conversation without reading any other: with an owner, the
-// conversation's derived key; without, the ledger's by-contextId index (so an owner no
-// configuration knows still resolves). Errors: a [*FieldError] for an invalid contextId
+// conversation's derived key; without, the ledger's lookup by contextId (its by-contextId
+// index or owners list, so an owner no configuration knows still resolves). Errors: a [*FieldError] for an invalid contextId
 // or owner; a [*NotFoundError] when nothing matches; an [*AmbiguousError] with the
 // owners when several do and ref names none; otherwise the ledger's.
 func (s *Service) Find(ctx context.Context, ref Ref) (ledger.Conversation, error) {

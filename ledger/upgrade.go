@@ -63,10 +63,12 @@ func setUp(tx *bolt.Tx, newFormat int) (upgraded, format int, err error) {
 		}
 	}
 	switch v := tasks.Sequence(); {
-	case v == layoutFormat2 || v == layoutOwners:
+	case v == layoutFormat2:
 		if err := tasks.SetSequence(layoutOwners); err != nil {
 			return 0, 0, err
 		}
+		return 0, Format2, createFormat2(tx)
+	case v == layoutOwners:
 		return 0, Format2, createFormat2(tx)
 	case v == layoutVersion:
 		return 0, Format1, nil

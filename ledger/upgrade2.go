@@ -266,7 +266,7 @@ func (b *log2Tx) copyEntries(key string, kvs [][2][]byte, first, lastPos uint64)
 }
 
 // copyHead writes conversation key's head (metadata m, last entry at lastPos), the task
-// heads of its tasks (read from src's task index), its activity and by-contextId records.
+// heads of its tasks (read from src's task index), its activity record and its owner.
 func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint64) error {
 	b, err := buckets2(tx, nil)
 	if err != nil {

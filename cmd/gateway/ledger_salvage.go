@@ -14,12 +14,12 @@ import (
 const ledgerSalvageUsage = `Usage: gateway ledger salvage --out FILE [--data-dir DIR] [--json]
 
 Copies every intact conversation of DIR/ledger.db (its entries, task index, artifacts and
-by-contextId record) to the new ledger file FILE, and lists each conversation it left out
-and why. A conversation is intact when its pages and its hash chain verify. The data dir
-is only read. Stop the gateway first: a running gateway holds the file. FILE must not
-exist. To serve the copy, put it in place of DIR/ledger.db (keep the damaged file); the
-conversations left out stay refused (CONVERSATION_DAMAGED) instead of starting anew.
-Its warnings, and about once a second how far the copy has got, go to stderr as log
+what finds it by contextId) to the new ledger file FILE, and lists each conversation it
+left out and why. A conversation is intact when its pages and its hash chain verify. The
+data dir is only read. Stop the gateway first: a running gateway holds the file. FILE
+must not exist. To serve the copy, put it in place of DIR/ledger.db (keep the damaged
+file); the conversations left out stay refused (CONVERSATION_DAMAGED) instead of starting
+anew. Its warnings, and about once a second how far the copy has got, go to stderr as log
 lines.
 
 'gateway serve' does this by itself at start when the ledger has damaged pages, and keeps
