@@ -109,33 +109,17 @@ func benchFreshPages(b *testing.B) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	before, txBefore := s.Stats(), s.db.Stats().TxStats
-	const writers, perWriter = 64, 100
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range writers {
-		wg.Go(func() {
-			for i := range perWriter {
-				id := fmt.Sprintf("fresh-%d-%d", w, i)
-				res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{userMsg(turnText)}})
-				if err == nil {
-					_, err = s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{agentMsg(turnText)}})
-				}
-				if err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	after, txAfter := s.Stats(), s.db.Stats().TxStats
-	c := float64(after.Commits - before.Commits)
+	r := runWriters(b, s, 64, 100, func(w, i int) error {
+		id := fmt.Sprintf("fresh-%d-%d", w, i)
+		res, err := s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, BeginTurn: true, Entries: []Entry{userMsg(turnText)}})
+		if err == nil {
+			_, err = s.Append(ctx, AppendRequest{Owner: "local", ContextID: id, Epoch: res.Epoch, Entries: []Entry{agentMsg(turnText)}})
+		}
+		return err
+	})
 	fmt.Printf("fresh contextId per turn, 64 writers, 50,000 conversations in the file: %.0f turns/s, %.1f requests and %.1f pages per commit\n",
-		writers*perWriter/elapsed.Seconds(), float64(after.Requests-before.Requests)/c,
-		float64(txAfter.GetPageCount()-txBefore.GetPageCount())/c)
-	b.ReportMetric(float64(txAfter.GetPageCount()-txBefore.GetPageCount())/c, "fresh_pages/commit")
+		r.rate, r.requests, r.pages)
+	b.ReportMetric(r.pages, "fresh_pages/commit")
 }
 
 // benchGrowth: fsync'd append latency (one writer) to conversations in a file of 10
@@ -320,8 +304,8 @@ func BenchmarkMillion(b *testing.B) {
 	}
 }
 
-// runTurnsResult is what runTurns measured.
-type runTurnsResult struct{ rate, pages float64 }
+// runTurnsResult is what runWriters measured: turns/s, and requests and pages per commit.
+type runTurnsResult struct{ rate, requests, pages float64 }
 
 // runTurns runs turns turns of the turn pattern (BenchmarkTurnPattern) with writers
 // writers on s, each on its own conversation.
@@ -332,13 +316,19 @@ func runTurns(b *testing.B, s *Store, writers, turns int) runTurnsResult {
 			b.Fatal(err)
 		}
 	}
+	return runWriters(b, s, writers, turns/writers, func(w, _ int) error { return turn(fmt.Sprintf("turn-%d", w)) })
+}
+
+// runWriters runs writers goroutines on s, each calling turn(w, i) for i below perWriter,
+// and measures them.
+func runWriters(b *testing.B, s *Store, writers, perWriter int, turn func(w, i int) error) runTurnsResult {
 	before, txBefore := s.Stats(), s.db.Stats().TxStats
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w := range writers {
 		wg.Go(func() {
-			for range turns / writers {
-				if err := turn(fmt.Sprintf("turn-%d", w)); err != nil {
+			for i := range perWriter {
+				if err := turn(w, i); err != nil {
 					b.Error(err)
 					return
 				}
@@ -349,8 +339,9 @@ func runTurns(b *testing.B, s *Store, writers, turns int) runTurnsResult {
 	elapsed := time.Since(start)
 	after, txAfter := s.Stats(), s.db.Stats().TxStats
 	c := float64(after.Commits - before.Commits)
-	return runTurnsResult{rate: float64(turns/writers*writers) / elapsed.Seconds(),
-		pages: float64(txAfter.GetPageCount()-txBefore.GetPageCount()) / c}
+	return runTurnsResult{rate: float64(writers*perWriter) / elapsed.Seconds(),
+		requests: float64(after.Requests-before.Requests) / c,
+		pages:    float64(txAfter.GetPageCount()-txBefore.GetPageCount()) / c}
 }
 
 // BenchmarkLast20 reads the last 20 entries of a conversation of 10,000 entries in
