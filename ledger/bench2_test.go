@@ -154,11 +154,15 @@ func benchGrowth(b *testing.B) {
 		b.Fatal(errors.Join(err, ss.Close()))
 	}
 	var l10, l100k []time.Duration
+	var f10, f100k int64 // minor page faults during the appends to each file
 	for i := range 2 * n {
+		f0 := minorFaults()
 		if i%2 == 0 {
 			l10 = append(l10, appendLatency(b, ss, 1, func(int) string { return "idle-" + strconv.Itoa(rand.IntN(10)) }))
+			f10 += minorFaults() - f0
 		} else {
 			l100k = append(l100k, appendLatency(b, sb, 1, func(int) string { return "idle-" + strconv.Itoa(rand.IntN(100_000)) }))
+			f100k += minorFaults() - f0
 		}
 	}
 	if err := errors.Join(ss.Close(), sb.Close()); err != nil {
@@ -166,6 +170,15 @@ func benchGrowth(b *testing.B) {
 	}
 	c10, c100k := medianD(l10), medianD(l100k)
 	fmt.Printf("append p50: %v to one of 10 conversations, %v to one of 100,000 (alternating)\n", c10, c100k)
+	if f0 := minorFaults(); f0 >= 0 {
+		// What the difference is made of: each append to the big file is the first use of a
+		// conversation since Open, whose pages (head, entries) the process reads for the
+		// first time, and its checkpoints move heads into leaves of "v1.heads" not read
+		// since Open; a first read of a page costs a page fault, whose price depends on the
+		// machine (a guest whose page tables the host shadows pays tens of us).
+		fmt.Printf("minor page faults per append: %.1f to one of 10, %.1f to one of 100,000; a first read of a page of a cached file costs %v here\n",
+			float64(f10)/n, float64(f100k)/n, firstTouch(big, 200))
+	}
 	target(b, "append cost, 100,000 conversations / 10", float64(c100k)/float64(c10), 1.2, "x", true)
 
 	s := mustOpenPath(b, big, Options{Format: Format2})
