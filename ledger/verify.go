@@ -178,24 +178,34 @@ func checkIndexes2(tx *bolt.Tx, key string) []error {
 	if err != nil {
 		return nil // walkConv2 read it
 	}
-	missing := func(index []byte, what string) error {
+	missing := func(why, what, rebuilt string) error {
 		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: fmt.Sprintf(
-			"the %s index does not list it, so %s does not find it (the conversation is intact and served; gateway ledger salvage rebuilds the index)",
-			index, what)}
+			"%s, so %s does not find it (the conversation is intact and served; gateway ledger salvage rebuilds %s)",
+			why, what, rebuilt)}
 	}
 	var out []error
-	if idx := tx.Bucket(bucketByID); !ownerListed(tx, m.Owner) && (idx == nil || !hasKey(idx, byIDKey(m.ContextID, key))) {
-		out = append(out, &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: fmt.Sprintf(
-			"neither the owners list (%s) names its owner nor the %s index lists it, so a lookup by contextId does not find it (the conversation is intact and served; gateway ledger salvage rebuilds the list)",
-			bucketOwners, bucketByID)})
+	if !findableByID(tx, &m, key) {
+		out = append(out, missing(fmt.Sprintf("neither the owners list (%s) names its owner nor the %s index lists it", bucketOwners, bucketByID),
+			"a lookup by contextId", "the list"))
 	}
 	if recent := tx.Bucket(bucketRecent); recent != nil && recent.Get([]byte(key)) != nil {
 		return out
 	}
 	if idx := tx.Bucket(bucketActivity); idx == nil || !hasKey(idx, activityKey(m.LastActivity, key)) {
-		out = append(out, missing(bucketActivity, "the listing by last activity"))
+		out = append(out, missing(fmt.Sprintf("the %s index does not list it", bucketActivity), "the listing by last activity", "the index"))
 	}
 	return out
+}
+
+// findableByID reports whether ConversationsByID finds conversation key (metadata m):
+// its owner is listed, or the by-contextId index lists it (a conversation opened before
+// the file had the owners list).
+func findableByID(tx *bolt.Tx, m *metaRecord, key string) bool {
+	if ownerListed(tx, m.Owner) {
+		return true
+	}
+	idx := tx.Bucket(bucketByID)
+	return idx != nil && hasKey(idx, byIDKey(m.ContextID, key))
 }
 
 // chainBroken quarantines the conversation of err when err is a [*ChainError].
