@@ -13,9 +13,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// BenchmarkLayoutProbe is a design experiment, not a benchmark of this package's code (make
-// bench does not run it): it measures what a group commit costs on this disk under three
-// storage layouts, with raw bbolt and the same options and committer shape as the Store.
+// BenchmarkLayoutProbe is a design experiment, not a benchmark of this package's code
+// (make bench runs it with every benchmark of the package: its log layout is the bound of
+// what format 2 can gain over format 1, docs/performance.md): it measures what a group
+// commit costs on this disk under three storage layouts, with raw bbolt and the same
+// options and committer shape as the Store.
 // 64 writers each append 2 entries (700 and 300 bytes) per request to their own
 // conversation; idle= conversations exist besides them.
 //
