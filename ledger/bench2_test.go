@@ -411,14 +411,7 @@ func benchDisk(b *testing.B) {
 // decodeCost is the median time to decode and hash-check the stored bytes of entries, as a
 // read does: what the last-20 target costs this machine beside the walk.
 func decodeCost(b *testing.B, entries []Entry) time.Duration {
-	stored := make([][]byte, len(entries))
-	for i := range entries {
-		v, err := appendEntryJSON(nil, &entries[i])
-		if err != nil {
-			b.Fatal(err)
-		}
-		stored[i] = v
-	}
+	stored := storedBytes(b, entries)
 	r := newEntryReader("k", nil)
 	defer r.release()
 	var times []time.Duration
@@ -436,6 +429,19 @@ func decodeCost(b *testing.B, entries []Entry) time.Duration {
 	return medianD(times)
 }
 
+// storedBytes returns the stored bytes of entries (what appendEntryJSON wrote for them).
+func storedBytes(b *testing.B, entries []Entry) [][]byte {
+	stored := make([][]byte, len(entries))
+	for i := range entries {
+		v, err := appendEntryJSON(nil, &entries[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		stored[i] = v
+	}
+	return stored
+}
+
 // BenchmarkDecodeStored decodes and hash-checks stored entries as a read does (one op is
 // one entry): a user message of 1 KiB and a STATUS, as a turn stores them. Its ns/op is
 // what each entry of BenchmarkLast20 and of the last-20 target costs beside the walk.
@@ -443,11 +449,8 @@ func BenchmarkDecodeStored(b *testing.B) {
 	s := mustOpen(b, Options{NoSync: true, Format: Format2})
 	res := mustAppend(b, s, "local", "c", userMsg(turnText),
 		Entry{TaskID: "t", Kind: KindStatus, Trust: TrustSystem, Visibility: VisibilityModel, Actor: "gateway", State: "working"})
-	for _, e := range res.Entries {
-		v, err := appendEntryJSON(nil, &e)
-		if err != nil {
-			b.Fatal(err)
-		}
+	for i, v := range storedBytes(b, res.Entries) {
+		e := res.Entries[i]
 		b.Run(string(e.Kind), func(b *testing.B) {
 			r := newEntryReader("k", nil)
 			defer r.release()
