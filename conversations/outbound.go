@@ -21,6 +21,10 @@ type OutboundRecord struct {
 	// conversation's owner is "out:" + Peer.
 	Peer    string `json:"peer"`
 	PeerURL string `json:"peerUrl"`
+	// Via, when set, is the inbound owner (a peer's identity, or "local") whose turn's
+	// tools made the exchange: the owner is then peers.TurnOwner(Peer, Via), a
+	// conversation only that owner's turns reach (and Peer must be a configured name).
+	Via string `json:"via,omitempty"`
 	// ContextID is the contextId the peer answered in.
 	ContextID    string `json:"contextId"`
 	RemoteTaskID string `json:"remoteTaskId,omitempty"`
@@ -41,20 +45,10 @@ type RecordResult struct {
 }
 
 // ValidPeerName reports whether s can name a configured peer: letters, digits, '-', '_'
-// and '.', and neither "local" nor an outbound owner ("out:…"), so that peer identities,
-// the local owner and outbound owners never collide.
+// and '.' ([peers.ValidName]), and not "local", so that peer identities, the local owner
+// and outbound owners ("out:…") never collide.
 func ValidPeerName(s string) bool {
-	if s == "" || s == contextid.LocalOwner || strings.HasPrefix(s, peers.OwnerPrefix) {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		default:
-			return false
-		}
-	}
-	return true
+	return s != contextid.LocalOwner && peers.ValidName(s)
 }
 
 func validHTTPURL(s string) bool {
@@ -79,6 +73,9 @@ func (rec *OutboundRecord) Validate() error {
 	case !ValidPeerName(rec.Peer):
 		bad("peer", "%q is neither a peer name (letters, digits, '-', '_', '.') nor an http(s) URL", rec.Peer)
 	}
+	if rec.Via != "" && (!peers.ValidName(rec.Via) || !ValidPeerName(rec.Peer)) {
+		bad("via", "%q needs a peer name as peer and is itself a name (letters, digits, '-', '_', '.')", rec.Via)
+	}
 	if !validHTTPURL(rec.PeerURL) {
 		bad("peerUrl", "%q is not an http(s) URL without user info", rec.PeerURL)
 	}
@@ -98,6 +95,14 @@ func (rec *OutboundRecord) Validate() error {
 		bad("text", "empty")
 	}
 	return errors.Join(errs...)
+}
+
+// owner is the ledger owner rec is recorded under.
+func (rec *OutboundRecord) owner() string {
+	if rec.Via != "" {
+		return peers.TurnOwner(rec.Peer, rec.Via)
+	}
+	return peers.Owner(rec.Peer)
 }
 
 // looksLikeCredential reports whether s holds what the redactor replaces.
@@ -122,7 +127,7 @@ func (rec *OutboundRecord) appendRequest() ledger.AppendRequest {
 		}
 		return []ledger.Part{{Kind: ledger.PartText, Text: redact.Text(s)}}
 	}
-	return ledger.AppendRequest{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, Entries: []ledger.Entry{
+	return ledger.AppendRequest{Owner: rec.owner(), ContextID: rec.ContextID, Entries: []ledger.Entry{
 		{Kind: ledger.KindUserMessage, Trust: ledger.TrustOperator, Visibility: ledger.VisibilityModel,
 			Actor: contextid.LocalOwner, MessageID: redact.Text(rec.MessageID), Role: ledger.RoleUser, Parts: text(rec.Text)},
 		{Kind: ledger.KindAgentReply, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
@@ -133,7 +138,7 @@ func (rec *OutboundRecord) appendRequest() ledger.AppendRequest {
 }
 
 // RecordOutbound validates rec, redacts it and appends it in one ledger append under the
-// owner "out:" + rec.Peer. Errors: [*FieldError]s (joined) for a record that fails
+// owner "out:" + rec.Peer (with rec.Via, peers.TurnOwner's). Errors: [*FieldError]s (joined) for a record that fails
 // validation, the ledger's own validation (a message id too long) included, and nothing
 // is stored; otherwise the ledger's.
 func (s *Service) RecordOutbound(ctx context.Context, rec OutboundRecord) (RecordResult, error) {
@@ -144,5 +149,5 @@ func (s *Service) RecordOutbound(ctx context.Context, rec OutboundRecord) (Recor
 	if err != nil {
 		return RecordResult{}, fromLedger(err)
 	}
-	return RecordResult{Owner: peers.Owner(rec.Peer), ContextID: rec.ContextID, LastSeq: res.Entries[len(res.Entries)-1].Seq}, nil
+	return RecordResult{Owner: rec.owner(), ContextID: rec.ContextID, LastSeq: res.Entries[len(res.Entries)-1].Seq}, nil
 }

@@ -22,18 +22,60 @@ type Peer struct {
 // OwnerPrefix starts the ledger owner of every outbound conversation.
 const OwnerPrefix = "out:"
 
-// Owner returns the ledger owner of an outbound conversation with peer (a configured
-// name, or the URL of a raw-URL target).
+// Owner returns the ledger owner of an outbound conversation the operator started with
+// peer (a configured name, or the URL of a raw-URL target): "out:" + peer.
 func Owner(peer string) string { return OwnerPrefix + peer }
+
+// viaSep separates, in the owner of an outbound conversation an agent's tools started,
+// the peer called from the inbound owner whose turn called it. Neither a peer name nor
+// an inbound owner can hold it ([ValidName]).
+const viaSep = "@"
+
+// TurnOwner returns the ledger owner of an outbound conversation the agent's tools
+// started with the configured peer during a turn of the inbound owner via (a peer's
+// identity, or the local owner): "out:" + peer + "@" + via. Each inbound owner's tools
+// have their own outbound conversations: another peer's turn can neither list, read nor
+// continue them, since the owner is part of the conversation's storage key.
+func TurnOwner(peer, via string) string { return OwnerPrefix + peer + viaSep + via }
+
+// ParseOwner splits an outbound conversation's owner into the peer it is with and, for
+// one a turn's tools started ([TurnOwner]), the inbound owner of that turn ("" for one
+// the operator started). ok is false for an owner that is not outbound (or names no
+// peer). An owner is read as a turn's only when both halves are valid names, so a
+// raw-URL owner holding "@" (in its path) stays the operator's.
+func ParseOwner(owner string) (peer, via string, ok bool) {
+	p, ok := strings.CutPrefix(owner, OwnerPrefix)
+	if !ok || p == "" {
+		return "", "", false
+	}
+	if name, v, cut := strings.Cut(p, viaSep); cut && ValidName(name) && ValidName(v) {
+		return name, v, true
+	}
+	return p, "", true
+}
 
 // PeerOfOwner returns the peer of an outbound conversation's owner, and false for an
 // owner that is not outbound (or names no peer).
 func PeerOfOwner(owner string) (string, bool) {
-	p, ok := strings.CutPrefix(owner, OwnerPrefix)
-	if !ok || p == "" {
-		return "", false
+	p, _, ok := ParseOwner(owner)
+	return p, ok
+}
+
+// ValidName reports whether s is made only of the characters a peer name may hold:
+// letters, digits, '-', '_' and '.' (and is not empty). Such a name holds neither ':'
+// nor "@", so it can never be mistaken for an outbound owner or split one.
+func ValidName(s string) bool {
+	if s == "" {
+		return false
 	}
-	return p, true
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Conversation is an outbound conversation the ledger knows.

@@ -203,3 +203,30 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestParseOwner(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		owner, peer, via string
+		ok               bool
+	}{
+		{"out:carol", "carol", "", true},
+		{TurnOwner("carol", "bob"), "carol", "bob", true},
+		{TurnOwner("carol", "local"), "carol", "local", true},
+		{"out:https://h.example/p@bob", "https://h.example/p@bob", "", true}, // a raw URL's "@" splits nothing
+		{"out:carol@", "carol@", "", true},
+		{"out:carol@bo b", "carol@bo b", "", true},
+		{"bob", "", "", false},
+		{"local", "", "", false},
+		{"out:", "", "", false},
+	}
+	for _, tc := range tests {
+		peer, via, ok := ParseOwner(tc.owner)
+		if peer != tc.peer || via != tc.via || ok != tc.ok {
+			t.Errorf("ParseOwner(%q) = %q, %q, %v, want %q, %q, %v", tc.owner, peer, via, ok, tc.peer, tc.via, tc.ok)
+		}
+	}
+	if got := TurnOwner("carol", "bob"); got != "out:carol@bob" {
+		t.Errorf(`TurnOwner("carol", "bob") = %q, want "out:carol@bob"`, got)
+	}
+}

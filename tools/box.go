@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/peers"
@@ -144,7 +145,7 @@ func (b *Box) ForTurn(t turn.ToolTurn) agent.Tools {
 type turnTools struct {
 	box  *Box
 	t    turn.ToolTurn
-	hops Hops // the inbound message's hop data
+	hops a2a.Hops // the inbound message's hop data
 	// token lets the turn's process call the tools over HTTP (ServeHTTP) until Close.
 	token     string
 	httpCalls atomic.Int64

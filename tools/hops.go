@@ -1,62 +1,38 @@
 package tools
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
+
+	"github.com/a2a-gateway/gateway/a2a"
 )
 
-// HopsExtension is the A2A extension (declared in the agent card, the key of a
-// message's metadata) that carries a call's hop count and chain.
-const HopsExtension = "https://github.com/a2a-gateway/gateway/extensions/hops/v1"
+// HopsExtension is the key of the hop data in a message's metadata ([a2a.HopsExtension]).
+const HopsExtension = a2a.HopsExtension
 
 // DefaultHopLimit is the hop limit when Config.HopLimit is zero.
 const DefaultHopLimit = 4
 
-// Hops is the value under [HopsExtension]: how many agent-to-agent calls led to this
-// message, and through which gateways and conversations (oldest first).
-type Hops struct {
-	Hop   int    `json:"hop"`
-	Chain []Link `json:"chain"`
-}
-
-// Link is one step of a chain: the gateway that called (its A2A URL) and the
-// conversation the call was made from.
-type Link struct {
-	URL       string `json:"url"`
-	ContextID string `json:"contextId"`
-}
-
-// hopsOf reads the hop data of an inbound message's metadata (zero when absent or
-// malformed: a message from outside counts as hop 0).
-func hopsOf(meta map[string]any) Hops {
-	v, ok := meta[HopsExtension]
-	if !ok {
-		return Hops{}
-	}
-	raw, err := json.Marshal(v)
-	var h Hops
-	if err != nil || json.Unmarshal(raw, &h) != nil || h.Hop < 0 {
-		return Hops{}
+// hopsOf reads the hop data of an inbound message's metadata. The turn refused a
+// message whose hop data is malformed before it stored anything (turn.checkHops), so an
+// error here means none was given: zero, as for a message from outside.
+func hopsOf(meta map[string]any) a2a.Hops {
+	h, err := a2a.ParseHops(meta)
+	if err != nil {
+		return a2a.Hops{}
 	}
 	return h
 }
 
-// next is the hop data of a call made from contextID at the gateway self.
-func (h Hops) next(self, contextID string) Hops {
-	chain := append(h.Chain[:len(h.Chain):len(h.Chain)], Link{URL: self, ContextID: contextID})
-	return Hops{Hop: h.Hop + 1, Chain: chain}
-}
-
-// loops reports the link of the chain that a call to peerURL (in contextID, "" for a new
+// loops reports the link of chain h that a call to peerURL (in contextID, "" for a new
 // conversation) would return to, if any.
-func (h Hops) loops(peerURL, contextID string) (Link, bool) {
+func loops(h a2a.Hops, peerURL, contextID string) (a2a.HopLink, bool) {
 	for _, l := range h.Chain {
 		if sameURL(l.URL, peerURL) || (contextID != "" && l.ContextID == contextID) {
 			return l, true
 		}
 	}
-	return Link{}, false
+	return a2a.HopLink{}, false
 }
 
 // sameURL compares two A2A URLs by scheme, host and path, ignoring case where URLs do and

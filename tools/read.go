@@ -70,7 +70,8 @@ const (
 )
 
 // history returns the last messages of a conversation of the turn's owner, or of an
-// outbound one: "Conversation ID (last N messages):", then "[role] text" per message.
+// outbound one its turns started: "Conversation ID (last N messages):", then
+// "[role] text" per message.
 func (tt *turnTools) history(ctx context.Context, raw string) outcome {
 	var a historyArgs
 	if err := json.Unmarshal([]byte(raw), &a); err != nil || a.ContextID == "" {
@@ -84,11 +85,10 @@ func (tt *turnTools) history(ctx context.Context, raw string) outcome {
 	case a.Limit > maxHistoryLimit:
 		a.Limit = maxHistoryLimit
 	}
-	owner, err := tt.readableOwner(ctx, a.ContextID)
-	if err != nil {
+	res, err := tt.readable(ctx, a.ContextID)
+	if errors.Is(err, conversations.ErrNotFound) {
 		return refused("no conversation %q that this agent can read (its caller's, or one it had with a peer)", a.ContextID)
 	}
-	res, err := tt.box.cfg.Conv.Show(ctx, conversations.Ref{ContextID: a.ContextID, Owner: owner}, conversations.ShowOptions{})
 	if err != nil {
 		return failed("the conversation could not be read")
 	}
@@ -104,31 +104,25 @@ func (tt *turnTools) history(ctx context.Context, raw string) outcome {
 	return outcome{text: fmt.Sprintf("Conversation %s (last %d messages):\n%s", a.ContextID, len(msgs), strings.Join(msgs, "\n")), status: "ok"}
 }
 
-var errNotReadable = errors.New("not readable")
-
-// readableOwner is the owner of the conversation contextID that the turn may read: the
-// turn's own owner's, else an outbound one.
-func (tt *turnTools) readableOwner(ctx context.Context, contextID string) (string, error) {
-	page, err := tt.box.cfg.Conv.List(ctx, conversations.ListOptions{Prefix: contextID})
-	if err != nil {
-		return "", err
-	}
-	found := ""
-	for _, c := range page.Conversations {
-		if c.ContextID != contextID {
-			continue
-		}
-		if c.Peer == tt.t.Owner {
-			return c.Peer, nil
-		}
-		if _, out := peers.PeerOfOwner(c.Peer); out && found == "" {
-			found = c.Peer
+// readable shows the conversation contextID that the turn may read: the turn's owner's
+// own, else an outbound one that owner's turns started with a configured peer
+// (peers.TurnOwner). No other owner is tried, so another peer's conversations, and the
+// outbound ones their turns or the operator started, answer conversations.ErrNotFound
+// whatever their contextId.
+func (tt *turnTools) readable(ctx context.Context, contextID string) (conversations.ShowResult, error) {
+	owners := []string{tt.t.Owner}
+	for _, p := range tt.box.cfg.Peers {
+		if peers.ValidName(p.Name) {
+			owners = append(owners, peers.TurnOwner(p.Name, tt.t.Owner))
 		}
 	}
-	if found == "" {
-		return "", errNotReadable
+	for _, owner := range owners {
+		res, err := tt.box.cfg.Conv.Show(ctx, conversations.Ref{ContextID: contextID, Owner: owner}, conversations.ShowOptions{})
+		if !errors.Is(err, conversations.ErrNotFound) {
+			return res, err
+		}
 	}
-	return found, nil
+	return conversations.ShowResult{}, conversations.ErrNotFound
 }
 
 // historyLine renders a message or tool entry as "[role] text", the text cut at

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
@@ -20,9 +22,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fixture is a real ledger in a temp dir with three conversations: the caller's
-// ("local", ctx-1), another peer's ("peer2", ctx-2) and an outbound one ("out:b",
-// ctx-out).
+// fixture is a real ledger in a temp dir with five conversations: the caller's
+// ("local", ctx-1), another peer's ("peer2", ctx-2), an outbound one the caller's turns
+// started with peer b ("out:b@local", ctx-out), one another peer's turns started with b
+// ("out:b@peer2", ctx-out2) and one the operator started with b ("out:b", ctx-op).
 func fixture(t *testing.T) (*ledger.Store, *conversations.Service) {
 	t.Helper()
 	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{}, slog.New(slog.DiscardHandler))
@@ -33,7 +36,9 @@ func fixture(t *testing.T) (*ledger.Store, *conversations.Service) {
 	for _, c := range []struct{ owner, ctx, user, agent string }{
 		{"local", "ctx-1", "what is 2+2", "4"},
 		{"peer2", "ctx-2", "secret plans", "ok"},
-		{"out:b", "ctx-out", "hello b", "hello from b"},
+		{"out:b@local", "ctx-out", "hello b", "hello from b"},
+		{"out:b@peer2", "ctx-out2", "peer2 asks b", "peer2's answer from b"},
+		{"out:b", "ctx-op", "operator asks b", "operator's answer from b"},
 	} {
 		_, err := led.Append(t.Context(), ledger.AppendRequest{Owner: c.owner, ContextID: c.ctx, BeginTurn: true, Entries: []ledger.Entry{
 			{Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel, Role: ledger.RoleUser, Actor: c.owner,
@@ -90,6 +95,8 @@ func TestConversationHistory(t *testing.T) {
 		{"requires contextId", `{}`, []string{"refused: 'contextId' is required"}},
 		{"unknown", `{"contextId":"nope"}`, []string{`refused: no conversation "nope"`}},
 		{"another peer's", `{"contextId":"ctx-2"}`, []string{`refused: no conversation "ctx-2"`}},
+		{"another peer's outbound", `{"contextId":"ctx-out2"}`, []string{`refused: no conversation "ctx-out2"`}},
+		{"the operator's outbound", `{"contextId":"ctx-op"}`, []string{`refused: no conversation "ctx-op"`}},
 	}
 	for _, tc := range tests {
 		got, err := tt.Call(t.Context(), agent.ToolCall{ID: "c-" + tc.name, Name: ToolHistory, Arguments: tc.args})
@@ -101,8 +108,10 @@ func TestConversationHistory(t *testing.T) {
 				t.Errorf("%s: result %q lacks %q", tc.name, got, w)
 			}
 		}
-		if strings.Contains(got, "secret plans") {
-			t.Errorf("%s: another peer's conversation leaked: %q", tc.name, got)
+		for _, leak := range []string{"secret plans", "peer2 asks b", "operator asks b"} {
+			if strings.Contains(got, leak) {
+				t.Errorf("%s: a conversation of another owner leaked: %q", tc.name, got)
+			}
 		}
 	}
 	if n := len(rec.entries); n != 2*len(tests) {
@@ -187,11 +196,11 @@ func TestPerPeerLimit(t *testing.T) {
 	tt := &turnTools{box: b, sent: map[string]int{}}
 	tg := peers.Target{Kind: peers.KindPeer, Name: "b", URL: "http://127.0.0.1:2/"}
 	for i := range 2 {
-		if out := tt.admit(tg, ""); out != nil {
+		if out := tt.admit(a2a.Hops{}, tg, ""); out != nil {
 			t.Fatalf("call %d refused: %s", i+1, out.text)
 		}
 	}
-	if out := tt.admit(tg, ""); out == nil || !strings.Contains(out.text, "already sent 2 messages to b, the limit per peer") {
+	if out := tt.admit(a2a.Hops{}, tg, ""); out == nil || !strings.Contains(out.text, "already sent 2 messages to b, the limit per peer") {
 		t.Errorf("third call: %+v", out)
 	}
 }
@@ -199,13 +208,13 @@ func TestPerPeerLimit(t *testing.T) {
 func TestHops(t *testing.T) {
 	t.Parallel()
 	h := hopsOf(map[string]any{HopsExtension: map[string]any{"hop": 2.0, "chain": []any{map[string]any{"url": "http://A/", "contextId": "c1"}}}})
-	next := h.next("http://B/", "c2")
-	want := Hops{Hop: 3, Chain: []Link{{URL: "http://A/", ContextID: "c1"}, {URL: "http://B/", ContextID: "c2"}}}
+	next := h.Next("http://B/", "c2")
+	want := a2a.Hops{Hop: 3, Chain: []a2a.HopLink{{URL: "http://A/", ContextID: "c1"}, {URL: "http://B/", ContextID: "c2"}}}
 	if diff := cmp.Diff(want, next); diff != "" {
-		t.Errorf("next (-want +got):\n%s", diff)
+		t.Errorf("Next (-want +got):\n%s", diff)
 	}
 	if len(h.Chain) != 1 {
-		t.Errorf("next changed the inbound chain: %+v", h)
+		t.Errorf("Next changed the inbound chain: %+v", h)
 	}
 	for _, tc := range []struct {
 		url, ctx string
@@ -213,13 +222,8 @@ func TestHops(t *testing.T) {
 	}{
 		{"HTTP://a", "", true}, {"http://b/", "", true}, {"http://c/", "c1", true}, {"http://c/", "", false}, {"http://c/", "c3", false},
 	} {
-		if _, got := next.loops(tc.url, tc.ctx); got != tc.loop {
+		if _, got := loops(next, tc.url, tc.ctx); got != tc.loop {
 			t.Errorf("loops(%q, %q) = %v, want %v", tc.url, tc.ctx, got, tc.loop)
-		}
-	}
-	for _, meta := range []map[string]any{nil, {HopsExtension: "junk"}, {HopsExtension: map[string]any{"hop": -1.0}}} {
-		if got := hopsOf(meta); got.Hop != 0 || len(got.Chain) != 0 {
-			t.Errorf("hopsOf(%v) = %+v, want zero", meta, got)
 		}
 	}
 }
@@ -267,5 +271,105 @@ func TestTurnTokenHTTP(t *testing.T) {
 	tt.(interface{ Close() }).Close()
 	if code, _ := post(token, history); code != http.StatusUnauthorized {
 		t.Errorf("after Close: HTTP %d, want 401", code)
+	}
+}
+
+// TestToolsSeeOnlyTheirOwnersConversations: a turn of peer alice sees, through every
+// tool, only alice's conversations and the outbound ones alice's turns started; bob's
+// turn sees only bob's. The operator's outbound conversations are nobody's turn's.
+func TestToolsSeeOnlyTheirOwnersConversations(t *testing.T) {
+	t.Parallel()
+	led, err := ledger.Open(filepath.Join(t.TempDir(), "ledger.db"), ledger.Options{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	for _, c := range []struct{ owner, ctx, text string }{
+		{"alice", "ctx-a", "alice's own words"},
+		{"bob", "ctx-b", "bob's own words"},
+		{"out:carol@alice", "out-a", "alice's turn asked carol"},
+		{"out:carol@bob", "out-b", "bob's turn asked carol"},
+		{"out:carol", "out-op", "the operator asked carol"},
+	} {
+		_, err := led.Append(t.Context(), ledger.AppendRequest{Owner: c.owner, ContextID: c.ctx, BeginTurn: true, Entries: []ledger.Entry{
+			{Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel, Role: ledger.RoleUser, Actor: c.owner,
+				Parts: []ledger.Part{{Kind: ledger.PartText, Text: c.text}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := conversations.New(led, conversations.Config{})
+	// carol's URL answers nothing: an admitted send fails to deliver ("failed: carol did
+	// not answer"), a refused one never tries.
+	box := New(Config{Mode: ModeAll, Conv: svc, Self: "http://127.0.0.1:1/", PeerTimeout: time.Second,
+		Peers: []peers.Peer{{Name: "carol", URL: "http://127.0.0.1:9/"}}})
+	t.Cleanup(func() { box.Close() })
+	for _, tc := range []struct{ me, other string }{{"alice", "bob"}, {"bob", "alice"}} {
+		rec := &recorder{}
+		tt := box.ForTurn(turn.ToolTurn{Owner: tc.me, ContextID: "ctx-" + tc.me[:1], TaskID: "t", Record: rec.record})
+		call := func(name, args string) string {
+			got, err := tt.Call(t.Context(), agent.ToolCall{ID: "c", Name: name, Arguments: args})
+			if err != nil {
+				t.Fatalf("%s: %s(%s) error = %v", tc.me, name, args, err)
+			}
+			return got
+		}
+		mine, theirs := "out-"+tc.me[:1], "out-"+tc.other[:1]
+		list := call(ToolPeersList, `{}`)
+		if !strings.Contains(list, "conversation "+mine+" ") || strings.Contains(list, theirs) || strings.Contains(list, "out-op") {
+			t.Errorf("%s: peers_list = %q, want %s only", tc.me, list, mine)
+		}
+		for _, ctx := range []string{mine, "ctx-" + tc.me[:1]} {
+			if got := call(ToolHistory, `{"contextId":"`+ctx+`"}`); !strings.HasPrefix(got, "Conversation "+ctx) {
+				t.Errorf("%s: conversation_history(%s) = %q, want it readable", tc.me, ctx, got)
+			}
+		}
+		for _, ctx := range []string{theirs, "ctx-" + tc.other[:1], "out-op"} {
+			if got := call(ToolHistory, `{"contextId":"`+ctx+`"}`); !strings.HasPrefix(got, "refused: no conversation") || strings.Contains(got, "words") || strings.Contains(got, "asked") {
+				t.Errorf("%s: conversation_history(%s) = %q, want refused", tc.me, ctx, got)
+			}
+		}
+		for _, args := range []string{
+			`{"target":"` + theirs + `","message":"hi"}`,
+			`{"target":"carol","contextId":"` + theirs + `","message":"hi"}`,
+			`{"target":"out-op","message":"hi"}`,
+			`{"target":"carol","contextId":"out-op","message":"hi"}`,
+		} {
+			if got := call(ToolPeerSend, args); !strings.HasPrefix(got, "refused: ") {
+				t.Errorf("%s: peer_send(%s) = %q, want refused", tc.me, args, got)
+			}
+		}
+		for _, args := range []string{`{"target":"` + mine + `","message":"hi"}`, `{"target":"carol","contextId":"` + mine + `","message":"hi"}`} {
+			if got := call(ToolPeerSend, args); !strings.HasPrefix(got, "failed: carol did not answer") {
+				t.Errorf("%s: peer_send(%s) = %q, want it admitted (and failing to reach carol)", tc.me, args, got)
+			}
+		}
+	}
+}
+
+// TestHopCountFloor: the hop count a turn's calls carry is never lower than what the
+// conversation's earlier messages carried, whatever the latest message says.
+func TestHopCountFloor(t *testing.T) {
+	t.Parallel()
+	led, svc := fixture(t)
+	deep, _ := json.Marshal(map[string]any{HopsExtension: map[string]any{"hop": 4, "chain": []any{map[string]any{"url": "http://127.0.0.1:7/", "contextId": "up"}}}})
+	_, err := led.Append(t.Context(), ledger.AppendRequest{Owner: "local", ContextID: "ctx-deep", BeginTurn: true, Entries: []ledger.Entry{
+		{Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel, Role: ledger.RoleUser, Actor: "local",
+			Parts: []ledger.Part{{Kind: ledger.PartText, Text: "deep"}}, Metadata: deep},
+		{Kind: ledger.KindUserMessage, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel, Role: ledger.RoleUser, Actor: "local",
+			Parts: []ledger.Part{{Kind: ledger.PartText, Text: "now without hops"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := New(Config{Mode: ModeAll, Conv: svc, Self: "http://127.0.0.1:1/", Peers: []peers.Peer{{Name: "b", URL: "http://127.0.0.1:2/"}}})
+	t.Cleanup(func() { box.Close() })
+	rec := &recorder{}
+	tt := box.ForTurn(turn.ToolTurn{Owner: "local", ContextID: "ctx-deep", TaskID: "t", Record: rec.record,
+		Metadata: map[string]any{HopsExtension: map[string]any{"hop": 0.0}}})
+	got, err := tt.Call(t.Context(), agent.ToolCall{ID: "c", Name: ToolPeerSend, Arguments: `{"target":"b","message":"hi"}`})
+	if err != nil || !strings.Contains(got, "refused: the hop limit is reached: this conversation is 4 agent-to-agent call(s) deep") {
+		t.Errorf("peer_send = %q (%v), want the hop limit of the conversation's earlier message", got, err)
 	}
 }

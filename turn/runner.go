@@ -511,6 +511,9 @@ func (r *Runner) newInbound(ctx context.Context, m a2a.Message) (*inbound, error
 	if err := credentialIDs(&m); err != nil {
 		return nil, err
 	}
+	if err := checkHops(&m); err != nil {
+		return nil, err
+	}
 	if m.TaskID != "" {
 		if err := r.continueTask(ctx, in); err != nil {
 			return nil, err

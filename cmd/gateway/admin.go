@@ -36,13 +36,18 @@ const maxOutboundBody = 64 << 20
 // served to loopback clients without a token (403 for others), and writes always need a
 // token: local, the one the gateway wrote to its data dir's admin.token (401 otherwise).
 // Loopback is no identity for writes: on a shared host every user is loopback, and behind
-// a local reverse proxy every client is.
+// a local reverse proxy every client is. Nor for reads once peers authenticate
+// (peerAuth): a peer must not read another peer's conversations through the admin API,
+// so every request then needs a token.
 type adminGate struct {
 	token string // configured (--admin-token); "": none
 	local string // written to the data dir when token is ""; "": writes are refused
 	// readOnly: every method of the endpoint only reads (/metrics, /debug/pprof/, whose
 	// symbol lookup takes POST), so none needs the write token.
 	readOnly bool
+	// peerAuth: peers authenticate with tokens, so the callers are several and loopback
+	// is no identity for reads either.
+	peerAuth bool
 }
 
 // adminUnauthorized is the body of a 401 of the admin gate: where the token comes from
@@ -56,6 +61,12 @@ func (g adminGate) refusal(r *http.Request) (int, string) {
 			return 0, ""
 		}
 		return http.StatusUnauthorized, adminUnauthorized
+	}
+	if g.peerAuth && !g.readOnly {
+		if g.local != "" && bearer(r, g.local) {
+			return 0, ""
+		}
+		return http.StatusUnauthorized, "unauthorized: with peer tokens configured, the admin API needs the admin token for reads too (each peer sees only its own conversations): set --admin-token, or send the token this gateway wrote to " + adminTokenFile + " in its data dir (gateway conversations and send read it)"
 	}
 	if !g.readOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if g.local != "" && bearer(r, g.local) {

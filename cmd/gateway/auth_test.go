@@ -83,10 +83,7 @@ func rpc(t *testing.T, c *http.Client, url, token string, v1 bool, body string) 
 // owners returns the peers owning a conversation with contextID, from the admin API.
 func owners(t *testing.T, c *http.Client, s *Server, contextID string) []string {
 	t.Helper()
-	resp, err := c.Get(s.URL() + "admin/v1/conversations")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := adminGet(t, c, s, "admin/v1/conversations", s.localToken)
 	defer resp.Body.Close()
 	var list struct {
 		Conversations []convView `json:"conversations"`
@@ -284,12 +281,9 @@ func TestPeerIsolation(t *testing.T) {
 	}
 
 	// The agent's view of alice's second turn holds her first message, not bob's.
-	resp, err := c.Get(url + "admin/v1/conversations/shared/replay?peer=alice")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := adminGet(t, c, s, "admin/v1/conversations/shared/replay?peer=alice", s.localToken)
 	var replay replayResult
-	err = json.NewDecoder(resp.Body).Decode(&replay)
+	err := json.NewDecoder(resp.Body).Decode(&replay)
 	resp.Body.Close()
 	if err != nil || replay.TaskID != a2.ID {
 		t.Fatalf("replay = %+v, %v; want alice's task %s", replay, err, a2.ID)
@@ -417,4 +411,53 @@ func sseReplyText(t *testing.T, body []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// adminGet GETs path of s with "Authorization: Bearer <token>" (none when token is "").
+func adminGet(t *testing.T, c *http.Client, s *Server, path, token string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestAdminReadsNeedTokenWithPeers: once peers authenticate, loopback is no identity
+// for the admin API's reads either: without the admin token, or with a peer's token, a
+// peer cannot read another peer's conversations there (issue #35's audit of every
+// path). Without peer tokens, loopback reads stay open (one user: every caller is local).
+func TestAdminReadsNeedTokenWithPeers(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, peersConfig(t))
+	c := newHTTPClient(t)
+	rpc(t, c, s.URL(), tokBob, true, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m1","contextId":"bobs","parts":[{"text":"bob's words"}]}}}`)
+	for _, path := range []string{"admin/v1/conversations", "admin/v1/conversations/bobs?peer=bob", "admin/v1/conversations/bobs/export?peer=bob", "admin/v1/conversations/bobs/replay?peer=bob"} {
+		for _, token := range []string{"", tokAlice, tokBob} {
+			resp := adminGet(t, c, s, path, token)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "bob's words") {
+				t.Errorf("GET %s with token %q: %d %s, want 401", path, token, resp.StatusCode, body)
+			}
+		}
+		resp := adminGet(t, c, s, path, s.localToken)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s with the admin token: %d, want 200", path, resp.StatusCode)
+		}
+	}
+	open := startServer(t, testConfig(t))
+	resp := adminGet(t, c, open, "admin/v1/conversations", "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("without peer tokens, a loopback read: %d, want 200", resp.StatusCode)
+	}
 }

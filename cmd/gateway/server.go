@@ -409,7 +409,7 @@ func (s *Server) routes() http.Handler {
 		e.GET(push.JWKSPath, echo.WrapHandler(s.push.jwksHandler()))
 	}
 	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
-	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken}, s.log.With("component", "admin"))
+	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken, peerAuth: s.cfg.peerAuthConfigured()}, s.log.With("component", "admin"))
 	e.Any(console.Prefix+"*", echo.WrapHandler(s.consoleHandler()))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {

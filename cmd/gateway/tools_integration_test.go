@@ -40,10 +40,10 @@ func TestExecAgentUsesTurnToken(t *testing.T) {
 	if len(calls) != 2 || len(results) != 2 {
 		t.Fatalf("A's ledger: %d TOOL_CALL, %d TOOL_RESULT entries; want 2 and 2", len(calls), len(results))
 	}
-	if !strings.Contains(string(results[0].Metadata), `"outboundOwner":"out:b"`) || results[0].CorrelationID == "" {
+	if !strings.Contains(string(results[0].Metadata), `"outboundOwner":"out:b@local"`) || results[0].CorrelationID == "" {
 		t.Errorf("peer_send's TOOL_RESULT is not linked to the outbound conversation: %s", results[0].Metadata)
 	}
-	if out := conversation(t, a, "out:b", results[0].CorrelationID); len(out) < 2 {
+	if out := conversation(t, a, "out:b@local", results[0].CorrelationID); len(out) < 2 {
 		t.Errorf("A's outbound conversation: %+v", out)
 	}
 

@@ -311,10 +311,10 @@ func TestAgentCallsPeer(t *testing.T) {
 				ContextID string `json:"outboundContextId"`
 				Remote    string `json:"remoteTaskId"`
 			}
-			if err := json.Unmarshal(res.Metadata, &meta); err != nil || meta.Owner != "out:b" || meta.ContextID == "" || meta.Remote == "" || res.CorrelationID != meta.ContextID {
+			if err := json.Unmarshal(res.Metadata, &meta); err != nil || meta.Owner != "out:b@local" || meta.ContextID == "" || meta.Remote == "" || res.CorrelationID != meta.ContextID {
 				t.Fatalf("TOOL_RESULT correlation %q, metadata %s", res.CorrelationID, res.Metadata)
 			}
-			out := conversation(t, a, "out:b", meta.ContextID)
+			out := conversation(t, a, "out:b@local", meta.ContextID)
 			if len(out) < 2 || entryText(&out[0]) != "what is 2+2?" || entryText(&out[1]) != "echo: what is 2+2?" {
 				t.Errorf("A's outbound conversation: %+v", out)
 			}
