@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -245,9 +244,9 @@ type entryView struct {
 	ledger.Entry
 	Text     string
 	Meta     string
-	NewTask  bool // the first entry of its task in the timeline
-	Audit    bool
-	Outbound *conversations.Ref // a tool call's linked outbound conversation
+	NewTask bool // the first entry of its task in the timeline
+	Audit   bool
+	Tool    *toolView // a tool call or result: its tool, arguments or outcome, outbound link
 }
 
 type conversationData struct {
@@ -283,11 +282,11 @@ func (h *Handler) showConversation(w http.ResponseWriter, r *http.Request, rep *
 	d := conversationData{Conv: res.Conversation, Audit: audit, Verify: rep,
 		Link: convQuery(res.Conversation.ContextID, res.Conversation.Peer)}
 	task := ""
+	outbound := outboundOf(res.Entries)
 	for _, e := range res.Entries {
-		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit}
+		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit, Tool: toolViewOf(e, outbound)}
 		if len(e.Metadata) > 0 {
 			v.Meta = string(e.Metadata)
-			v.Outbound = outboundRef(e)
 		}
 		if e.TaskID != "" && e.TaskID != task {
 			v.NewTask, task = true, e.TaskID
@@ -316,24 +315,6 @@ func entryText(e ledger.Entry) string {
 		}
 	}
 	return b.String()
-}
-
-// outboundRef reads the outbound conversation a tool call or result names in its
-// metadata ({"outbound": {"contextId": …, "peer": …}}), if any.
-func outboundRef(e ledger.Entry) *conversations.Ref {
-	if e.Kind != ledger.KindToolCall && e.Kind != ledger.KindToolResult {
-		return nil
-	}
-	var m struct {
-		Outbound struct {
-			ContextID string `json:"contextId"`
-			Peer      string `json:"peer"`
-		} `json:"outbound"`
-	}
-	if json.Unmarshal(e.Metadata, &m) != nil || m.Outbound.ContextID == "" {
-		return nil
-	}
-	return &conversations.Ref{ContextID: m.Outbound.ContextID, Owner: m.Outbound.Peer}
 }
 
 type replayData struct {
