@@ -242,8 +242,8 @@ func segments(s string) []segment {
 // entryView is one timeline row.
 type entryView struct {
 	ledger.Entry
-	Text     string
-	Meta     string
+	Text    string
+	Meta    string
 	NewTask bool // the first entry of its task in the timeline
 	Audit   bool
 	Tool    *toolView // a tool call or result: its tool, arguments or outcome, outbound link
