@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,6 +151,11 @@ func (h *Handler) gate(next http.HandlerFunc) http.Handler {
 			next(w, r)
 		case authLoopbackOnly:
 			http.Error(w, "the console answers loopback clients only when no admin token is configured (set --admin-token)", http.StatusForbidden)
+		case authThrottled:
+			left, _ := h.fails.blocked(source(r))
+			secs := strconv.Itoa(retryAfter(left))
+			w.Header().Set("Retry-After", secs)
+			http.Error(w, "too many wrong tokens from this address: retry after "+secs+" s", http.StatusTooManyRequests)
 		default:
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
@@ -166,12 +172,16 @@ const (
 	authOK authResult = iota
 	authLoopbackOnly
 	authLogin
+	authThrottled // too many wrong tokens from the request's source
 )
 
 const sessionCookie, csrfCookie = "console_session", "console_csrf"
 
 // authed applies the admin API's rule: without a token, loopback clients only; with one,
-// a valid session cookie or the token as a bearer.
+// a valid session cookie or the token as a bearer. Wrong bearers count against the
+// source as wrong logins do (or they would be a way around the login's bound); a right
+// one does not clear the count, as a login does: a script polling with it would give a
+// guesser sharing its address (a proxy's) fresh tries.
 func (h *Handler) authed(r *http.Request) authResult {
 	if h.cfg.AdminToken == "" {
 		if loopback(r) {
@@ -179,11 +189,18 @@ func (h *Handler) authed(r *http.Request) authResult {
 		}
 		return authLoopbackOnly
 	}
-	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(got, h.cfg.AdminToken) {
-		return authOK
-	}
 	if c, err := r.Cookie(sessionCookie); err == nil && h.sessions.valid(c.Value) {
 		return authOK
+	}
+	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		src := source(r)
+		if _, blocked := h.fails.blocked(src); blocked {
+			return authThrottled // not compared: see maxFails
+		}
+		if equal(got, h.cfg.AdminToken) {
+			return authOK
+		}
+		h.fails.fail(src)
 	}
 	return authLogin
 }
@@ -299,8 +316,11 @@ func (s *sessions) remove(id string) {
 	delete(s.m, id)
 }
 
-// Login throttling: a source with maxFails wrong tokens within failWindow is refused
-// (429) until the window ends.
+// Login throttling: a source with maxFails wrong tokens (login form or bearer) within
+// failWindow of its first is refused (429) until the window ends, the right token
+// included: a throttle that compared the token of a refused source, to let the right one
+// in, would tell a guesser which guess was right and bound nothing. A correct login
+// forgets the source's failures.
 const (
 	maxFails   = 5
 	failWindow = time.Minute
@@ -317,27 +337,33 @@ type throttle struct {
 	m  map[string]*failures
 }
 
+// source is the address r's failures count against: its remote IP, an IPv6 client's /64
+// (a client usually holds a whole one).
 func source(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
 	return host
 }
 
-// blocked reports whether src has used up its wrong tokens.
-func (t *throttle) blocked(src string) bool {
+// blocked reports whether src has used up its wrong tokens, and how long it still waits.
+func (t *throttle) blocked(src string) (time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f, ok := t.m[src]
 	if !ok {
-		return false
+		return 0, false
 	}
-	if time.Since(f.since) > failWindow {
+	left := failWindow - time.Since(f.since)
+	if left <= 0 {
 		delete(t.m, src)
-		return false
+		return 0, false
 	}
-	return f.n >= maxFails
+	return left, f.n >= maxFails
 }
 
 func (t *throttle) fail(src string) {
@@ -353,3 +379,13 @@ func (t *throttle) fail(src string) {
 	}
 	f.n++
 }
+
+// reset forgets src's failures (a correct login).
+func (t *throttle) reset(src string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, src)
+}
+
+// retryAfter is left in whole seconds, rounded up, at least 1.
+func retryAfter(left time.Duration) int { return max(1, int((left+time.Second-1)/time.Second)) }

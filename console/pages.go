@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -86,16 +85,29 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.render(w, r, status, "error", "Error", err.Error())
 }
 
+// loginData is the login page's: the refusal of the last attempt, and the throttle's
+// rule (the page states it).
+type loginData struct {
+	Error    string
+	MaxFails int
+	Window   int // seconds
+}
+
+func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	h.render(w, r, status, "login", "Log in", loginData{Error: msg, MaxFails: maxFails, Window: int(failWindow.Seconds())})
+}
+
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.AdminToken == "" {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, "login", "Log in", "")
+	h.renderLogin(w, r, http.StatusOK, "")
 }
 
-// login checks the token of the login form (CSRF first, then the throttle) and starts a
-// session.
+// login checks the token of the login form (CSRF first, then the throttle: a source
+// with too many wrong tokens is refused without its token being compared, see maxFails)
+// and starts a session; a correct token forgets the source's failures.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.AdminToken == "" {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
@@ -106,16 +118,18 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	src := source(r)
-	if h.fails.blocked(src) {
-		w.Header().Set("Retry-After", strconv.Itoa(int(failWindow.Seconds())))
-		h.render(w, r, http.StatusTooManyRequests, "login", "Log in", "Too many wrong tokens: wait a minute.")
+	if left, blocked := h.fails.blocked(src); blocked {
+		secs := strconv.Itoa(retryAfter(left))
+		w.Header().Set("Retry-After", secs)
+		h.renderLogin(w, r, http.StatusTooManyRequests, "Too many wrong tokens: no token from this address is checked for "+secs+" s more.")
 		return
 	}
 	if !equal(r.PostForm.Get("token"), h.cfg.AdminToken) {
 		h.fails.fail(src)
-		h.render(w, r, http.StatusUnauthorized, "login", "Log in", "Wrong token.")
+		h.renderLogin(w, r, http.StatusUnauthorized, "Wrong token.")
 		return
 	}
+	h.fails.reset(src)
 	id := h.sessions.create()
 	http.SetCookie(w, h.wsCookie(r, id, 0)) // for the Live page's socket, see Operator
 	http.SetCookie(w, h.cookie(r, sessionCookie, id, 0))
@@ -243,11 +257,11 @@ func segments(s string) []segment {
 // entryView is one timeline row.
 type entryView struct {
 	ledger.Entry
-	Text     string
-	Meta     string
-	NewTask  bool // the first entry of its task in the timeline
-	Audit    bool
-	Outbound *conversations.Ref // a tool call's linked outbound conversation
+	Text    string
+	Meta    string
+	NewTask bool // the first entry of its task in the timeline
+	Audit   bool
+	Tool    *toolView // a tool call or result: its tool, arguments or outcome, outbound link
 }
 
 type conversationData struct {
@@ -283,11 +297,11 @@ func (h *Handler) showConversation(w http.ResponseWriter, r *http.Request, rep *
 	d := conversationData{Conv: res.Conversation, Audit: audit, Verify: rep,
 		Link: convQuery(res.Conversation.ContextID, res.Conversation.Peer)}
 	task := ""
+	outbound := outboundOf(res.Entries)
 	for _, e := range res.Entries {
-		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit}
+		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit, Tool: toolViewOf(e, outbound)}
 		if len(e.Metadata) > 0 {
 			v.Meta = string(e.Metadata)
-			v.Outbound = outboundRef(e)
 		}
 		if e.TaskID != "" && e.TaskID != task {
 			v.NewTask, task = true, e.TaskID
@@ -316,24 +330,6 @@ func entryText(e ledger.Entry) string {
 		}
 	}
 	return b.String()
-}
-
-// outboundRef reads the outbound conversation a tool call or result names in its
-// metadata ({"outbound": {"contextId": …, "peer": …}}), if any.
-func outboundRef(e ledger.Entry) *conversations.Ref {
-	if e.Kind != ledger.KindToolCall && e.Kind != ledger.KindToolResult {
-		return nil
-	}
-	var m struct {
-		Outbound struct {
-			ContextID string `json:"contextId"`
-			Peer      string `json:"peer"`
-		} `json:"outbound"`
-	}
-	if json.Unmarshal(e.Metadata, &m) != nil || m.Outbound.ContextID == "" {
-		return nil
-	}
-	return &conversations.Ref{ContextID: m.Outbound.ContextID, Owner: m.Outbound.Peer}
 }
 
 type replayData struct {

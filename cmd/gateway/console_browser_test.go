@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,6 +264,9 @@ func TestConsoleBrowser(t *testing.T) {
 		if got := evalJS[string](t, ctx, `document.getElementById("login-error").textContent`); got != "Wrong token." {
 			t.Errorf("login error %q", got)
 		}
+		if got := evalJS[string](t, ctx, `(document.getElementById("login-throttle") || {}).textContent || ""`); !strings.Contains(got, "the right one included") {
+			t.Errorf("the login page does not say a lockout holds the right token too: %q", got)
+		}
 	})
 
 	t.Run("find a conversation by prefix, open it, redaction marker, audit toggle, verify", func(t *testing.T) {
@@ -393,6 +397,45 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 		if got := evalJS[string](t, ctx, `document.getElementById("live").dataset.connects`); got != "2" {
 			t.Errorf("the page connected %s times, want 2 (one reconnect)", got)
+		}
+	})
+
+	t.Run("a tool call by name, and from peer_send to the outbound conversation", func(t *testing.T) {
+		// A gateway whose model calls peer_send to b (an echo gateway): a real tool run.
+		b := startServer(t, testConfig(t))
+		model := newFakeModel(t, "openai", askPeer("b", "what is <b>2+2</b>?\nquick", "B answered: "))
+		cfg := llmConfig(t, "openai", model, "", Peer{Name: "b", URL: b.URL()})
+		cfg.AdminToken = consoleToken
+		a := startServer(t, cfg)
+		_, ctxA := sendText(t, a.URL(), "ask b what 2+2 is")
+		_, results := toolEntries(conversation(t, a, "local", ctxA))
+		if len(results) != 1 || results[0].CorrelationID == "" {
+			t.Fatalf("A's tool results: %+v, want one peer_send result linked to its outbound conversation", results)
+		}
+		outCtx := results[0].CorrelationID
+
+		ctx := browserTab(t, browser)
+		consoleLogin(t, ctx, a.URL())
+		browse(t, ctx, "open the conversation", chromedp.Navigate(a.URL()+"console/conversation?id="+url.QueryEscape(ctxA)+"&peer=local"))
+		waitJS(t, ctx, "the tool call", `document.querySelector(".entry.kind-TOOL_CALL .tool")`)
+		line := `document.querySelector(".entry.kind-%s .tool").textContent.replace(/\s+/g, " ").trim()`
+		if got, want := evalJS[string](t, ctx, fmt.Sprintf(line, "TOOL_CALL")), `peer_send → b: "what is <b>2+2</b>?\nquick" conversation with b: `+outCtx; got != want {
+			t.Errorf("the tool call reads %q, want %q", got, want)
+		}
+		if got, want := evalJS[string](t, ctx, fmt.Sprintf(line, "TOOL_RESULT")), "peer_send ok conversation with b: "+outCtx; got != want {
+			t.Errorf("the tool result reads %q, want %q", got, want)
+		}
+		if n := evalJS[int](t, ctx, `document.querySelectorAll("#timeline b").length`); n != 0 {
+			t.Errorf("%d <b> elements in the timeline: the arguments' markup was not escaped", n)
+		}
+		browse(t, ctx, "follow the tool call to the outbound conversation", chromedp.Click(chromedp.CSS(".entry.kind-TOOL_CALL a.outbound")))
+		waitJS(t, ctx, "the outbound conversation", fmt.Sprintf(`document.querySelector("h1").textContent === %q`, outCtx))
+		if got := evalJS[string](t, ctx, `document.getElementById("peer").textContent`); got != "out:b" {
+			t.Errorf("the outbound conversation's owner %q, want out:b", got)
+		}
+		texts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll("#timeline .entry .text")).map(e => e.textContent)`)
+		if len(texts) < 2 || texts[0] != "what is <b>2+2</b>?\nquick" || texts[1] != "echo: what is <b>2+2</b>?\nquick" {
+			t.Errorf("the outbound conversation's texts %q, want the message and b's echo", texts)
 		}
 	})
 
