@@ -430,8 +430,8 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 		browse(t, ctx, "follow the tool call to the outbound conversation", chromedp.Click(chromedp.CSS(".entry.kind-TOOL_CALL a.outbound")))
 		waitJS(t, ctx, "the outbound conversation", fmt.Sprintf(`document.querySelector("h1").textContent === %q`, outCtx))
-		if got := evalJS[string](t, ctx, `document.getElementById("peer").textContent`); got != "out:b" {
-			t.Errorf("the outbound conversation's owner %q, want out:b", got)
+		if got := evalJS[string](t, ctx, `document.getElementById("peer").textContent`); got != "out:b@local" {
+			t.Errorf("the outbound conversation's owner %q, want out:b@local (the tools of a local turn)", got)
 		}
 		texts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll("#timeline .entry .text")).map(e => e.textContent)`)
 		if len(texts) < 2 || texts[0] != "what is <b>2+2</b>?\nquick" || texts[1] != "echo: what is <b>2+2</b>?\nquick" {
