@@ -48,6 +48,14 @@ type adminGate struct {
 	// peerAuth: peers authenticate with tokens, so the callers are several and loopback
 	// is no identity for reads either.
 	peerAuth bool
+	// fails throttles a source after too many wrong tokens, as for the peers' tokens
+	// (the same limiter: a guesser's failures count on every route); nil: no throttle.
+	fails *authLimiter
+}
+
+// adminGate is the gate of the server's admin endpoints.
+func (s *Server) adminGate() adminGate {
+	return adminGate{token: s.cfg.AdminToken, local: s.localToken, peerAuth: s.cfg.peerAuthConfigured(), fails: s.authFails}
 }
 
 // adminUnauthorized is the body of a 401 of the admin gate: where the token comes from
@@ -90,11 +98,20 @@ func bearer(r *http.Request, token string) bool {
 // serve answers r when the gate refuses it (what names the endpoint in a 403) and
 // reports whether it did.
 func (g adminGate) serve(w http.ResponseWriter, r *http.Request, what string) bool {
+	if g.fails != nil {
+		if left, throttled := g.fails.throttled(authSource(r)); throttled {
+			tooManyFailures(w, left) // no token of a throttled source is compared
+			return true
+		}
+	}
 	status, msg := g.refusal(r)
 	switch status {
 	case 0:
 		return false
 	case http.StatusUnauthorized:
+		if g.fails != nil && r.Header.Get("Authorization") != "" {
+			g.fails.fail(authSource(r)) // a wrong token, not a missing one
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-admin"`)
 	case http.StatusForbidden:
 		msg = what + " " + msg

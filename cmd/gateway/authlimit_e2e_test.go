@@ -79,3 +79,44 @@ func TestAuthFailuresThrottled(t *testing.T) {
 		t.Errorf(`gateway_auth_failures_total{reason="throttled"} = %v, want %d`, got, counts[http.StatusTooManyRequests])
 	}
 }
+
+// TestAdminTokenGuessesThrottled: wrong admin tokens on /admin/v1, /metrics and
+// /debug/pprof count against their source like wrong peer tokens, so the admin token
+// cannot be guessed at full speed there either (the console's bound would be moot);
+// another source with the right token is served.
+func TestAdminTokenGuessesThrottled(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.AdminToken = "admin-token-0001-abcdefghijkl"
+	s := startServer(t, cfg)
+	for i, path := range []string{"admin/v1/conversations", "metrics", "debug/pprof/"} {
+		attacker, operator := clientFrom(t, fmt.Sprintf("127.0.1.%d", i+1)), clientFrom(t, fmt.Sprintf("127.0.2.%d", i+1))
+		get := func(c *http.Client, token string) int {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		counts := map[int]int{}
+		for n := range authFailMax + 5 {
+			counts[get(attacker, fmt.Sprintf("guess-%04d", n))]++
+		}
+		if counts[http.StatusUnauthorized] != authFailMax || counts[http.StatusTooManyRequests] != 5 {
+			t.Errorf("/%s: answers to %d wrong admin tokens: %v, want %d × 401 then 429", path, authFailMax+5, counts, authFailMax)
+		}
+		if got := get(attacker, cfg.AdminToken); got != http.StatusTooManyRequests {
+			t.Errorf("/%s: the right token from the throttled source: %d, want 429 (not compared)", path, got)
+		}
+		if got := get(operator, cfg.AdminToken); got != http.StatusOK {
+			t.Errorf("/%s: the right token from another source: %d, want 200", path, got)
+		}
+	}
+}

@@ -275,7 +275,7 @@ func (m *metrics) Projection(bytes, prevBytes, stablePrefix int) {
 // handler serves the registry in the Prometheus text format behind the admin rule: with
 // an admin token it is required ("Authorization: Bearer <token>"); without one only
 // loopback clients are served.
-func (m *metrics) handler(adminToken string, log *slog.Logger) http.Handler {
+func (m *metrics) handler(gate adminGate, log *slog.Logger) http.Handler {
 	log = log.With("component", "metrics")
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A handler per scrape (one every few seconds at most), so that promhttp's error
@@ -288,7 +288,7 @@ func (m *metrics) handler(adminToken string, log *slog.Logger) http.Handler {
 			EnableOpenMetrics: false,
 		}).ServeHTTP(w, r)
 	})
-	return adminOnly(adminToken, metricsPath, h)
+	return adminOnly(gate, metricsPath, h)
 }
 
 // promErrorLog routes promhttp's error log to slog.

@@ -347,7 +347,7 @@ func TestMetricsAuth(t *testing.T) {
 		}
 	}
 	// Without an admin token: loopback clients only.
-	h := newMetrics(nil).handler("", discardLogger())
+	h := newMetrics(nil).handler(adminGate{}, discardLogger())
 	for _, tt := range []struct {
 		remote string
 		want   int

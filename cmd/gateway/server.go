@@ -345,7 +345,7 @@ func (s *Server) listen(ctx context.Context) error {
 func (s *Server) mux(ws http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", ws)
-	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.cfg.AdminToken)))
+	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.adminGate())))
 	if s.toolbox != nil {
 		// A turn's process calls its tools with its turn-bound token (not a peer's).
 		mux.Handle("POST "+tools.ToolsPath, s.withRequestID(s.toolbox))
@@ -408,8 +408,8 @@ func (s *Server) routes() http.Handler {
 	if s.push != nil {
 		e.GET(push.JWKSPath, echo.WrapHandler(s.push.jwksHandler()))
 	}
-	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.cfg.AdminToken, s.log)))
-	mountAdmin(e, s.adminService(), adminGate{token: s.cfg.AdminToken, local: s.localToken, peerAuth: s.cfg.peerAuthConfigured()}, s.log.With("component", "admin"))
+	e.GET(metricsPath, echo.WrapHandler(s.metrics.handler(s.adminGate(), s.log)))
+	mountAdmin(e, s.adminService(), s.adminGate(), s.log.With("component", "admin"))
 	e.Any(console.Prefix+"*", echo.WrapHandler(s.consoleHandler()))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
