@@ -262,6 +262,7 @@ type entryView struct {
 	NewTask bool // the first entry of its task in the timeline
 	Audit   bool
 	Tool    *toolView // a tool call or result: its tool, arguments or outcome, outbound link
+	Origin  *originView // an outbound message a tool call sent: that call
 }
 
 type conversationData struct {
@@ -299,7 +300,7 @@ func (h *Handler) showConversation(w http.ResponseWriter, r *http.Request, rep *
 	task := ""
 	outbound := outboundOf(res.Entries)
 	for _, e := range res.Entries {
-		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit, Tool: toolViewOf(e, outbound)}
+		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit, Tool: toolViewOf(e, outbound), Origin: originOf(e)}
 		if len(e.Metadata) > 0 {
 			v.Meta = string(e.Metadata)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/redact"
 )
@@ -240,4 +241,35 @@ func pastPlaceholder(s string, i int) int {
 			return j
 		}
 	}
+}
+
+// originView links an outbound message to the tool call that sent it: the conversation
+// whose turn made the call (Link names it) and the call's entry (Anchor, the fragment of
+// its row there).
+type originView struct {
+	Link      template.URL
+	Anchor    string
+	ContextID string
+	Owner     string
+}
+
+// originOf is the origin of an outbound USER_MESSAGE that a tool call sent
+// (conversations.OriginKey in its metadata), or nil.
+func originOf(e ledger.Entry) *originView {
+	if e.Kind != ledger.KindUserMessage || len(e.Metadata) == 0 {
+		return nil
+	}
+	var m map[string]conversations.Origin
+	if json.Unmarshal(e.Metadata, &m) != nil {
+		return nil
+	}
+	o, ok := m[conversations.OriginKey]
+	if !ok || o.ContextID == "" || o.Owner == "" {
+		return nil
+	}
+	v := &originView{Link: convQuery(o.ContextID, o.Owner), ContextID: o.ContextID, Owner: o.Owner}
+	if o.EntryID != "" {
+		v.Anchor = "e-" + o.EntryID
+	}
+	return v
 }

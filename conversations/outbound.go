@@ -25,6 +25,9 @@ type OutboundRecord struct {
 	// tools made the exchange: the owner is then peers.TurnOwner(Peer, Via), a
 	// conversation only that owner's turns reach (and Peer must be a configured name).
 	Via string `json:"via,omitempty"`
+	// Origin, when set, is the tool call that made the exchange; it is stored in the
+	// outbound message's metadata, so the outbound conversation links back to it.
+	Origin *Origin `json:"origin,omitempty"`
 	// ContextID is the contextId the peer answered in.
 	ContextID    string `json:"contextId"`
 	RemoteTaskID string `json:"remoteTaskId,omitempty"`
@@ -35,6 +38,15 @@ type OutboundRecord struct {
 	Text           string `json:"text"`
 	ReplyMessageID string `json:"replyMessageId,omitempty"`
 	Reply          string `json:"reply"`
+}
+
+// Origin is the tool call an outbound exchange came from: the conversation (owner and
+// contextId) whose turn made it, the turn's task and the TOOL_CALL entry's id.
+type Origin struct {
+	Owner     string `json:"owner"`
+	ContextID string `json:"contextId"`
+	TaskID    string `json:"taskId,omitempty"`
+	EntryID   string `json:"entryId,omitempty"`
 }
 
 // RecordResult says where an outbound exchange was recorded.
@@ -76,6 +88,9 @@ func (rec *OutboundRecord) Validate() error {
 	if rec.Via != "" && (!peers.ValidName(rec.Via) || !ValidPeerName(rec.Peer)) {
 		bad("via", "%q needs a peer name as peer and is itself a name (letters, digits, '-', '_', '.')", rec.Via)
 	}
+	if o := rec.Origin; o != nil && (o.Owner == "" || contextid.Validate(o.ContextID) != nil) {
+		bad("origin", "needs the owner and a valid contextId of the conversation the call was made in")
+	}
 	if !validHTTPURL(rec.PeerURL) {
 		bad("peerUrl", "%q is not an http(s) URL without user info", rec.PeerURL)
 	}
@@ -95,6 +110,20 @@ func (rec *OutboundRecord) Validate() error {
 		bad("text", "empty")
 	}
 	return errors.Join(errs...)
+}
+
+// OriginKey is the key of an outbound message's metadata that holds its [Origin].
+const OriginKey = "origin"
+
+// originMeta is the outbound message's metadata: {"origin": …} (redacted), or none.
+func (rec *OutboundRecord) originMeta() json.RawMessage {
+	if rec.Origin == nil {
+		return nil
+	}
+	o := *rec.Origin
+	o.Owner, o.ContextID, o.TaskID, o.EntryID = redact.Text(o.Owner), redact.Text(o.ContextID), redact.Text(o.TaskID), redact.Text(o.EntryID)
+	b, _ := json.Marshal(map[string]Origin{OriginKey: o})
+	return b
 }
 
 // owner is the ledger owner rec is recorded under.
@@ -129,7 +158,7 @@ func (rec *OutboundRecord) appendRequest() ledger.AppendRequest {
 	}
 	return ledger.AppendRequest{Owner: rec.owner(), ContextID: rec.ContextID, Entries: []ledger.Entry{
 		{Kind: ledger.KindUserMessage, Trust: ledger.TrustOperator, Visibility: ledger.VisibilityModel,
-			Actor: contextid.LocalOwner, MessageID: redact.Text(rec.MessageID), Role: ledger.RoleUser, Parts: text(rec.Text)},
+			Actor: contextid.LocalOwner, MessageID: redact.Text(rec.MessageID), Role: ledger.RoleUser, Parts: text(rec.Text), Metadata: rec.originMeta()},
 		{Kind: ledger.KindAgentReply, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,
 			Actor: rec.Peer, MessageID: redact.Text(rec.ReplyMessageID), Role: ledger.RoleAgent, Parts: text(rec.Reply), Metadata: meta},
 		{Kind: ledger.KindStatus, Trust: ledger.TrustPeerUntrusted, Visibility: ledger.VisibilityModel,

@@ -35,6 +35,10 @@ func TestRecordOutbound_Invalid(t *testing.T) {
 		{"no text", func(r *OutboundRecord) { r.Text = " " }, []string{"text"}},
 		{"several", func(r *OutboundRecord) { r.Peer, r.Text = "", "" }, []string{"peer", "text"}},
 		{"ledger's own check", func(r *OutboundRecord) { r.MessageID = strings.Repeat("m", 257) }, []string{"entries[0].messageId"}},
+		{"via with a URL peer", func(r *OutboundRecord) { r.Peer, r.Via = "http://h/", "bob" }, []string{"via"}},
+		{"bad via", func(r *OutboundRecord) { r.Via = "b@b" }, []string{"via"}},
+		{"origin without owner", func(r *OutboundRecord) { r.Origin = &Origin{ContextID: "c0"} }, []string{"origin"}},
+		{"origin with a bad contextId", func(r *OutboundRecord) { r.Origin = &Origin{Owner: "bob", ContextID: "a\x00"} }, []string{"origin"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,5 +127,26 @@ func TestRecordOutbound_Redacts(t *testing.T) {
 	}
 	if !bytes.Contains(buf.Bytes(), []byte("[redacted:")) {
 		t.Errorf("export holds no redaction placeholder:\n%s", buf.Bytes())
+	}
+}
+
+// TestRecordOutbound_ViaAndOrigin: a tool's exchange is recorded under the turn owner's
+// own outbound owner, and its message carries the call it came from.
+func TestRecordOutbound_ViaAndOrigin(t *testing.T) {
+	t.Parallel()
+	led, _ := openLedger(t)
+	svc := New(led, Config{})
+	rec := goodRecord()
+	rec.Via, rec.Origin = "bob", &Origin{Owner: "bob", ContextID: "ctx-b", TaskID: "t1", EntryID: "e1"}
+	res, err := svc.RecordOutbound(t.Context(), rec)
+	if err != nil || res.Owner != "out:macmini@bob" {
+		t.Fatalf("RecordOutbound() = %+v, %v; want owner out:macmini@bob", res, err)
+	}
+	entries, err := led.Last(t.Context(), res.Owner, rec.ContextID, 10, nil)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("Last() = %d entries, %v", len(entries), err)
+	}
+	if want := `{"origin":{"owner":"bob","contextId":"ctx-b","taskId":"t1","entryId":"e1"}}`; string(entries[0].Metadata) != want {
+		t.Errorf("the outbound message's metadata %s, want %s", entries[0].Metadata, want)
 	}
 }

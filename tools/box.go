@@ -184,7 +184,7 @@ func (tt *turnTools) Call(ctx context.Context, c agent.ToolCall) (string, error)
 	if err != nil {
 		return "", err
 	}
-	out := tt.run(ctx, c)
+	out := tt.run(ctx, c, callEntry.ID)
 	if err := tt.recordResult(ctx, c, callEntry, out); err != nil {
 		return "", err
 	}
@@ -194,15 +194,15 @@ func (tt *turnTools) Call(ctx context.Context, c agent.ToolCall) (string, error)
 	return out.text, nil
 }
 
-// run dispatches a call to its tool.
-func (tt *turnTools) run(ctx context.Context, c agent.ToolCall) outcome {
+// run dispatches a call to its tool; callID is the id of the call's TOOL_CALL entry.
+func (tt *turnTools) run(ctx context.Context, c agent.ToolCall, callID string) outcome {
 	switch {
 	case c.Name == ToolPeersList:
 		return tt.peersList(ctx)
 	case c.Name == ToolHistory:
 		return tt.history(ctx, c.Arguments)
 	case c.Name == ToolPeerSend && tt.box.cfg.Mode == ModeAll:
-		return tt.peerSend(ctx, c.Arguments)
+		return tt.peerSend(ctx, c.Arguments, callID)
 	}
 	return refused("unknown tool %q; the tools are those offered", c.Name)
 }

@@ -25,8 +25,8 @@ type sendArgs struct {
 
 // peerSend sends a message to a peer as `gateway send` does and returns its reply. The
 // exchange is recorded under the turn owner's own outbound owner (peers.TurnOwner), so
-// only that owner's turns see it again.
-func (tt *turnTools) peerSend(ctx context.Context, raw string) outcome {
+// only that owner's turns see it again; callID, the TOOL_CALL entry's id, is its origin.
+func (tt *turnTools) peerSend(ctx context.Context, raw, callID string) outcome {
 	var a sendArgs
 	if err := json.Unmarshal([]byte(raw), &a); err != nil || a.Target == "" || strings.TrimSpace(a.Message) == "" {
 		return refused("peer_send wants {\"target\": a peer's name, \"message\": text, \"contextId\": optional}")
@@ -56,7 +56,8 @@ func (tt *turnTools) peerSend(ctx context.Context, raw string) outcome {
 	link := &outboundLink{Peer: tg.Name, Owner: owner, ContextID: rep.contextID, RemoteTaskID: rep.taskID, State: string(rep.state)}
 	if rep.contextID != "" {
 		rec := conversations.OutboundRecord{Peer: tg.Name, Via: tt.t.Owner, PeerURL: tg.URL, ContextID: rep.contextID, RemoteTaskID: rep.taskID,
-			State: string(rep.state), MessageID: msg.MessageID, Text: a.Message, ReplyMessageID: rep.messageID, Reply: rep.text}
+			State: string(rep.state), MessageID: msg.MessageID, Text: a.Message, ReplyMessageID: rep.messageID, Reply: rep.text,
+			Origin: &conversations.Origin{Owner: tt.t.Owner, ContextID: tt.t.ContextID, TaskID: tt.t.TaskID, EntryID: callID}}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if _, err := tt.box.cfg.Conv.RecordOutbound(rctx, rec); err != nil {

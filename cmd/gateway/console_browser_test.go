@@ -437,6 +437,12 @@ func TestConsoleBrowser(t *testing.T) {
 		if len(texts) < 2 || texts[0] != "what is <b>2+2</b>?\nquick" || texts[1] != "echo: what is <b>2+2</b>?\nquick" {
 			t.Errorf("the outbound conversation's texts %q, want the message and b's echo", texts)
 		}
+		// And back: the outbound message links to the tool call that sent it.
+		browse(t, ctx, "follow the outbound message back to its tool call", chromedp.Click(chromedp.CSS(".entry.kind-USER_MESSAGE a.origin")))
+		waitJS(t, ctx, "the calling conversation", fmt.Sprintf(`document.querySelector("h1").textContent === %q`, ctxA))
+		if got := evalJS[string](t, ctx, `location.hash && document.querySelector(location.hash).className`); !strings.Contains(got, "kind-TOOL_CALL") {
+			t.Errorf("the origin link's anchor names an entry of class %q, want the TOOL_CALL", got)
+		}
 	})
 
 	t.Run("health numbers", func(t *testing.T) {
