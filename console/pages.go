@@ -261,7 +261,7 @@ type entryView struct {
 	Meta    string
 	NewTask bool // the first entry of its task in the timeline
 	Audit   bool
-	Tool    *toolView // a tool call or result: its tool, arguments or outcome, outbound link
+	Tool    *toolView   // a tool call or result: its tool, arguments or outcome, outbound link
 	Origin  *originView // an outbound message a tool call sent: that call
 }
 
