@@ -340,6 +340,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 		specs = t.Tools.Specs()
 	}
 	budget := newToolBudget(t)
+	used := callIDs(req.Messages) // the tool-call ids of the request, growing with each round
 	for n := 0; ; n++ {
 		body, err := encode(req, specs)
 		if err != nil {
@@ -357,7 +358,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 			h.log.WarnContext(ctx, "the model called a tool none was offered; ignored", "context_id", t.ContextID, "task_id", t.TaskID)
 			break
 		}
-		r.finish(n)
+		r.finish(n, used)
 		if note, ok := budget.admit(len(r.calls)); !ok {
 			h.log.InfoContext(ctx, "tool budget spent", "context_id", t.ContextID, "task_id", t.TaskID, "calls", budget.used)
 			if err := f.write(note); err != nil {
