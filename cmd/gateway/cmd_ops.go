@@ -37,7 +37,7 @@ type opsFlags struct {
 }
 
 // configFlagUsage is the --config flag of the client commands.
-const configFlagUsage = "the gateway's YAML config file (default ./gateway.yaml if present) (env GATEWAY_CONFIG); its addr, data-dir and admin-token are the defaults of --server, --data-dir and --admin-token"
+const configFlagUsage = "the gateway's YAML config file (default ./gateway.yaml if present) (env GATEWAY_CONFIG): its addr, data-dir and admin-token are the defaults of --server, --data-dir and --admin-token, and send reads its peers: list"
 
 // bindClientConfig reads the config file args name (readConfigFile), declares --config
 // on fs, and returns the envFlags whose file values are the defaults the configuration
