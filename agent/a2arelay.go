@@ -291,7 +291,7 @@ func (r *A2ARelay) failed(ctx, tctx context.Context, t Turn, err error) error {
 	attrs := []any{"context_id", t.ContextID, "task_id", t.TaskID, "upstream", r.url}
 	if tctx.Err() != nil {
 		r.log.WarnContext(ctx, "upstream reply timed out", append(attrs, "timeout", r.timeout)...)
-		return relayError("no complete reply within %s", r.timeout)
+		return withCause(CauseTimeout, relayError("no complete reply within %s", r.timeout))
 	}
 	var re *a2aclient.RemoteError
 	switch {

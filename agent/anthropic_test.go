@@ -229,11 +229,17 @@ func TestAnthropicFailures(t *testing.T) {
 		reply   func(w http.ResponseWriter)
 		wantMsg string
 		wantLog string
+		cause   Cause // CauseOf the error
 	}{
 		{name: "401", reply: errorBody(401, "authentication_error", upstreamText), wantMsg: "HTTP 401 (authentication refused)", wantLog: "authentication_error"},
-		{name: "429", reply: errorBody(429, "rate_limit_error", upstreamText+" rate"), wantMsg: "HTTP 429", wantLog: "rate_limit_error"},
-		{name: "500", reply: errorBody(500, "api_error", upstreamText+" internal"), wantMsg: "HTTP 500", wantLog: "api_error"},
-		{name: "529", reply: errorBody(529, "overloaded_error", upstreamText+" Overloaded"), wantMsg: "HTTP 529 (overloaded)", wantLog: "overloaded_error"},
+		{name: "429", reply: errorBody(429, "rate_limit_error", upstreamText+" rate"), wantMsg: "HTTP 429", wantLog: "rate_limit_error", cause: CauseRateLimited},
+		{name: "500", reply: errorBody(500, "api_error", upstreamText+" internal"), wantMsg: "HTTP 500", wantLog: "api_error", cause: CauseUnavailable},
+		{name: "529", reply: errorBody(529, "overloaded_error", upstreamText+" Overloaded"), wantMsg: "HTTP 529 (overloaded)", wantLog: "overloaded_error", cause: CauseUnavailable},
+		{
+			name:    "400 prompt too long",
+			reply:   errorBody(400, "invalid_request_error", upstreamText+" prompt is too long: 210000 tokens > 200000 maximum"),
+			wantMsg: "HTTP 400 (request refused)", wantLog: "invalid_request_error", cause: CauseTooLarge,
+		},
 		{
 			name: "error event mid-stream",
 			reply: func(w http.ResponseWriter) {
@@ -241,7 +247,7 @@ func TestAnthropicFailures(t *testing.T) {
 				sse(w, anMessageStart, anBlockStart, anDelta("partial"),
 					"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\""+upstreamText+" Overloaded\"}}\n\n")
 			},
-			wantMsg: "reported an error", wantLog: "error_type=overloaded_error",
+			wantMsg: "reported an error", wantLog: "error_type=overloaded_error", cause: CauseUnavailable,
 		},
 		{
 			name: "stream ends without message_stop",
@@ -268,6 +274,9 @@ func TestAnthropicFailures(t *testing.T) {
 			_, err := a.Reply(t.Context(), chatTurn, func(string) error { return nil })
 			if !errors.Is(err, ErrBackend) {
 				t.Fatalf("Reply() error = %v, want %v", err, ErrBackend)
+			}
+			if got := CauseOf(err); got != tt.cause {
+				t.Errorf("CauseOf(%v) = %d, want %d", err, got, tt.cause)
 			}
 			msg := err.Error()
 			if !strings.Contains(msg, tt.wantMsg) || strings.Contains(msg, testKey) || strings.Contains(msg, "invalid x-api-key") {

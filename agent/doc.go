@@ -21,7 +21,10 @@
 // Every failure of a real backend returns an error wrapping [ErrBackend] whose text is
 // short and safe to show a peer (the backend, the HTTP status or exit status, the failure
 // class); the detail (upstream status and body excerpt, stderr) is logged at Warn by the
-// backend, never returned. API keys are never logged. The caller's cancellation returns
+// backend, never returned. A failure the peer could act on (a rate limit or an overloaded
+// upstream: send again later; the time limit; a request too large for the model; a
+// conversation that cannot be sent) is marked with its [Cause], which [CauseOf] reads:
+// the gateway says it in the failed task's status. API keys are never logged. The caller's cancellation returns
 // ctx's error, and an error from the caller's [Emit] is returned as it is. OpenAI and
 // Anthropic first send a request the upstream refused for a passing reason (429, 5xx,
 // ...) or that could not be sent again, at most twice, after the wait the answer names

@@ -189,7 +189,7 @@ func (e *Exec) outcome(ctx, rctx context.Context, t Turn, st *os.ProcessState, w
 		return nil
 	case rctx.Err() != nil:
 		e.log.WarnContext(ctx, "command timed out; killed its process group", append(attrs, "timeout", e.cfg.Timeout, "stderr", stderr.String())...)
-		return backendError("exec", "no reply within %s; the command was killed", e.cfg.Timeout)
+		return withCause(CauseTimeout, backendError("exec", "no reply within %s; the command was killed", e.cfg.Timeout))
 	case st == nil:
 		e.log.WarnContext(ctx, "waiting for the command failed", append(attrs, "err", waitErr, "stderr", stderr.String())...)
 		return backendError("exec", "the command failed")

@@ -257,8 +257,8 @@ func TestExecTimeoutKillsTheGroup(t *testing.T) {
 	var got []string
 	_, err := e.Reply(t.Context(), Turn{}, collect(&got))
 	d := time.Since(start)
-	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "no reply within 1s") {
-		t.Fatalf("Reply() error = %v, want %v naming the timeout", err, ErrBackend)
+	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "no reply within 1s") || CauseOf(err) != CauseTimeout {
+		t.Fatalf("Reply() error = %v (cause %d), want %v naming the timeout, cause CauseTimeout", err, CauseOf(err), ErrBackend)
 	}
 	if d > slowBound {
 		t.Errorf("Reply() took %v, want about %v (at least well before the 30 s sleeps end)", d, timeout)

@@ -169,7 +169,7 @@ func (b *httpBackend) send(parent, ctx context.Context, t Turn, body []byte, hea
 	resp.Body.Close()
 	b.log.WarnContext(parent, "upstream refused the request", "context_id", t.ContextID, "task_id", t.TaskID,
 		"status", resp.StatusCode, "attempt", attempt, "body", b.excerpt(excerpt))
-	err = backendError(b.name, "upstream answered HTTP %d%s", resp.StatusCode, statusHint(resp.StatusCode))
+	err = withCause(statusCause(resp.StatusCode, excerpt), backendError(b.name, "upstream answered HTTP %d%s", resp.StatusCode, statusHint(resp.StatusCode)))
 	reason := strconv.Itoa(resp.StatusCode)
 	if !transientStatus(resp.StatusCode, resp.Header.Get("X-Should-Retry")) {
 		return nil, -1, reason, err
@@ -234,7 +234,7 @@ func (b *httpBackend) broken(parent, ctx context.Context, t Turn, msg string, er
 	}
 	if ctx.Err() != nil {
 		b.log.WarnContext(parent, "upstream reply timed out", "context_id", t.ContextID, "task_id", t.TaskID, "timeout", b.timeout)
-		return backendError(b.name, "no complete reply within %s", b.timeout)
+		return withCause(CauseTimeout, backendError(b.name, "no complete reply within %s", b.timeout))
 	}
 	b.log.WarnContext(parent, msg, "context_id", t.ContextID, "task_id", t.TaskID, "err", b.redact(err.Error()))
 	return backendError(b.name, "the connection to upstream failed")
@@ -250,7 +250,7 @@ func (b *httpBackend) malformed(parent context.Context, t Turn, what string, dat
 func (b *httpBackend) upstreamError(parent context.Context, t Turn, kind, message string) error {
 	b.log.WarnContext(parent, "upstream reported an error", "context_id", t.ContextID, "task_id", t.TaskID,
 		"error_type", b.redact(kind), "error_message", b.excerpt([]byte(message)))
-	return backendError(b.name, "upstream reported an error")
+	return withCause(kindCause(kind), backendError(b.name, "upstream reported an error"))
 }
 
 // excerpt is the start of an upstream body as loggable text, with the API key redacted
@@ -340,6 +340,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 		specs = t.Tools.Specs()
 	}
 	budget := newToolBudget(t)
+	used := callIDs(req.Messages) // the tool-call ids of the request, growing with each round
 	for n := 0; ; n++ {
 		body, err := encode(req, specs)
 		if err != nil {
@@ -357,7 +358,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 			h.log.WarnContext(ctx, "the model called a tool none was offered; ignored", "context_id", t.ContextID, "task_id", t.TaskID)
 			break
 		}
-		r.finish(n)
+		r.finish(n, used)
 		if note, ok := budget.admit(len(r.calls)); !ok {
 			h.log.InfoContext(ctx, "tool budget spent", "context_id", t.ContextID, "task_id", t.TaskID, "calls", budget.used)
 			if err := f.write(note); err != nil {

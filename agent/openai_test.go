@@ -238,10 +238,19 @@ func TestOpenAIFailures(t *testing.T) {
 		reply   func(w http.ResponseWriter)
 		wantMsg string // in the error's text
 		wantLog string // in the log
+		cause   Cause  // CauseOf the error
 	}{
 		{name: "401", reply: errorBody(401, upstreamText, "invalid_request_error"), wantMsg: "HTTP 401", wantLog: "status=401"},
-		{name: "429", reply: errorBody(429, upstreamText+" Rate limit reached", "requests"), wantMsg: "HTTP 429 (rate limited)", wantLog: "Rate limit reached"},
-		{name: "500", reply: errorBody(500, upstreamText+" The server had an error", "server_error"), wantMsg: "HTTP 500", wantLog: "The server had an error"},
+		{name: "429", reply: errorBody(429, upstreamText+" Rate limit reached", "requests"), wantMsg: "HTTP 429 (rate limited)", wantLog: "Rate limit reached", cause: CauseRateLimited},
+		{name: "500", reply: errorBody(500, upstreamText+" The server had an error", "server_error"), wantMsg: "HTTP 500", wantLog: "The server had an error", cause: CauseUnavailable},
+		{name: "503", reply: errorBody(503, upstreamText+" overloaded", "server_error"), wantMsg: "HTTP 503 (overloaded)", wantLog: "status=503", cause: CauseUnavailable},
+		{name: "413", reply: errorBody(413, upstreamText+" too large", "invalid_request_error"), wantMsg: "HTTP 413 (request refused)", wantLog: "status=413", cause: CauseTooLarge},
+		{
+			name:    "400 over the context length",
+			reply:   errorBody(400, upstreamText+" This model's maximum context length is 8192 tokens (context_length_exceeded)", "invalid_request_error"),
+			wantMsg: "HTTP 400 (request refused)", wantLog: "status=400", cause: CauseTooLarge,
+		},
+		{name: "400", reply: errorBody(400, upstreamText+" Invalid value for 'tools'", "invalid_request_error"), wantMsg: "HTTP 400 (request refused)", wantLog: "status=400"},
 		{
 			name:    "stream ends without [DONE]",
 			reply:   func(w http.ResponseWriter) { sseHeader(w); sse(w, oaRole, oaDelta("partial")) },
@@ -253,7 +262,7 @@ func TestOpenAIFailures(t *testing.T) {
 				sseHeader(w)
 				sse(w, oaDelta("partial"), `data: {"error":{"message":"`+upstreamText+` overloaded","type":"server_error"}}`+"\n\n")
 			},
-			wantMsg: "reported an error", wantLog: "overloaded",
+			wantMsg: "reported an error", wantLog: "overloaded", cause: CauseUnavailable,
 		},
 		{
 			name:    "malformed chunk",
@@ -291,6 +300,9 @@ func TestOpenAIFailures(t *testing.T) {
 			if !errors.Is(err, ErrBackend) {
 				t.Fatalf("Reply() error = %v, want %v", err, ErrBackend)
 			}
+			if got := CauseOf(err); got != tt.cause {
+				t.Errorf("CauseOf(%v) = %d, want %d", err, got, tt.cause)
+			}
 			msg := err.Error()
 			if !strings.Contains(msg, tt.wantMsg) || strings.Contains(msg, testKey) || strings.Contains(msg, "Incorrect API key") {
 				t.Errorf("error text %q: want it to name %q and carry neither the key nor upstream text", msg, tt.wantMsg)
@@ -313,8 +325,8 @@ func TestOpenAIRefusesUnpairedToolCalls(t *testing.T) {
 		{Role: projection.RoleUser, Content: "next"},
 	}}}
 	_, err := o.Reply(t.Context(), turn, func(string) error { return nil })
-	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "do not pair up; nothing was sent") {
-		t.Fatalf("Reply() error = %v, want %v naming the pairing", err, ErrBackend)
+	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "do not pair up; nothing was sent") || CauseOf(err) != CauseHistory {
+		t.Fatalf("Reply() error = %v (cause %d), want %v naming the pairing, cause CauseHistory", err, CauseOf(err), ErrBackend)
 	}
 	if n := u.hits.Load(); n != 0 {
 		t.Errorf("upstream got %d requests, want 0", n)
@@ -377,8 +389,8 @@ func TestOpenAITimeout(t *testing.T) {
 			start := time.Now()
 			_, err := o.Reply(t.Context(), chatTurn, func(string) error { return nil })
 			d := time.Since(start)
-			if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "within 300ms") {
-				t.Fatalf("Reply() error = %v, want %v naming the timeout", err, ErrBackend)
+			if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "within 300ms") || CauseOf(err) != CauseTimeout {
+				t.Fatalf("Reply() error = %v (cause %d), want %v naming the timeout, cause CauseTimeout", err, CauseOf(err), ErrBackend)
 			}
 			if d < timeout || d > timeout+3*time.Second {
 				t.Errorf("Reply() took %v, want about %v", d, timeout)

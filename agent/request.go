@@ -36,9 +36,9 @@ func promptText(t Turn) string {
 // unsendable is the error for a request the projection's mapper refused: nothing was sent.
 func unsendable(backend string, err error) error {
 	if errors.Is(err, projection.ErrToolPairing) {
-		return backendError(backend, "a tool call and its result do not pair up; nothing was sent")
+		return withCause(CauseHistory, backendError(backend, "a tool call and its result do not pair up; nothing was sent"))
 	}
-	return backendError(backend, "the conversation cannot be sent as a request")
+	return withCause(CauseHistory, backendError(backend, "the conversation cannot be sent as a request"))
 }
 
 // withJSONInt adds "key":v as the first member of the JSON object body, so that what the

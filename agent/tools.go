@@ -29,8 +29,9 @@ type ToolSpec struct {
 	Parameters json.RawMessage
 }
 
-// ToolCall is one call the model made: the provider's call id, the tool's name and its
-// arguments as JSON text.
+// ToolCall is one call the model made: its id, the tool's name and its arguments as JSON
+// text. The id is unique in the turn's request (history included): the provider's id, or
+// one the backend made when the model gave none or repeated one (see round.finish).
 type ToolCall struct {
 	ID        string
 	Name      string
@@ -110,17 +111,61 @@ func (r *round) call(idx int) *projection.ToolCall {
 	return &r.calls[i]
 }
 
-// finish gives calls without an id one ("call_<round>_<n>") and empty arguments "{}".
-func (r *round) finish(n int) {
+// maxCallID is the longest call id the gateway sends back unchanged when it must make
+// one unique (OpenAI refuses ids over 40 bytes).
+const maxCallID = 40
+
+// finish gives every call an id of its own and empty arguments "{}". A call without an id
+// gets "call_<round>_<n>". An id already used (in used: the request so far, history
+// included, and the calls before it in this answer) gets a suffix "_2", "_3", … until it
+// is new: some models (local OpenAI-compatible servers) give every call the id "call_1",
+// and a request whose ids repeat pairs no result with its call (Anthropic refuses it, and
+// projection.Validate with it). The ids it gives are the ones the tools record, so the
+// conversation's next projections pair each result with its own call too. used gets the
+// ids of r's calls.
+func (r *round) finish(n int, used map[string]bool) {
 	for i := range r.calls {
 		c := &r.calls[i]
 		if c.ID == "" {
 			c.ID = "call_" + strconv.Itoa(n) + "_" + strconv.Itoa(i)
 		}
+		c.ID = uniqueID(c.ID, used)
+		used[c.ID] = true
 		if strings.TrimSpace(c.Arguments) == "" {
 			c.Arguments = "{}"
 		}
 	}
+}
+
+// uniqueID is id if used does not hold it, else id with the first suffix "_<k>" (k ≥ 2)
+// that makes it new ("call_<k>" for an id too long to take a suffix).
+func uniqueID(id string, used map[string]bool) string {
+	if !used[id] {
+		return id
+	}
+	base := id
+	if len(base) > maxCallID-8 {
+		base = "call"
+	}
+	for k := 2; ; k++ {
+		if c := base + "_" + strconv.Itoa(k); !used[c] {
+			return c
+		}
+	}
+}
+
+// callIDs is the set of tool-call ids msgs use, calls and results alike.
+func callIDs(msgs []projection.Message) map[string]bool {
+	used := make(map[string]bool) // lookups only; never iterated
+	for i := range msgs {
+		if id := msgs[i].ToolCallID; id != "" {
+			used[id] = true
+		}
+		for _, c := range msgs[i].ToolCalls {
+			used[c.ID] = true
+		}
+	}
+	return used
 }
 
 // runTools runs r's calls through tools and returns the messages that continue the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,7 +242,7 @@ func TestUntrustedToolResultIsTagged(t *testing.T) {
 	r := &round{}
 	r.text.WriteString("x")
 	r.call(0).Name = "peer_send"
-	r.finish(0)
+	r.finish(0, map[string]bool{})
 	msgs, err := runTools(t.Context(), &fakeTools{reply: ""}, r, chatTurnDeadline())
 	if err != nil {
 		t.Fatal(err)
@@ -274,5 +275,99 @@ func TestToolLoopTimeBound(t *testing.T) {
 	want := "step. \n\n[note: stopped after 0 tool calls: this turn's time for tools ran out; the answer may be incomplete]"
 	if got.String() != want || len(tools.got()) != 0 {
 		t.Errorf("reply = %q after %d calls, want %q", got.String(), len(tools.got()), want)
+	}
+}
+
+// oaSameIDCalls is a Chat Completions stream calling peer_send once per message in msgs,
+// every call with the id "call_1", as some local OpenAI-compatible servers do.
+func oaSameIDCalls(msgs ...string) []string {
+	ev := []string{oaRole}
+	for i, m := range msgs {
+		args, _ := json.Marshal(`{"target":"b","message":"` + m + `"}`)
+		ev = append(ev, `data: {"id":"chatcmpl-T","object":"chat.completion.chunk","created":1732000000,"model":"local","choices":[{"index":0,"delta":{"tool_calls":[{"index":`+strconv.Itoa(i)+`,"id":"call_1","type":"function","function":{"name":"peer_send","arguments":`+string(args)+`}}]},"logprobs":null,"finish_reason":null}]}`+"\n\n")
+	}
+	return append(ev, `data: {"id":"chatcmpl-T","object":"chat.completion.chunk","created":1732000000,"model":"local","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}`+"\n\n", oaDone)
+}
+
+// anSameIDCalls is a Messages API stream calling peer_send once per message in msgs,
+// every tool_use block with the id "toolu_1".
+func anSameIDCalls(msgs ...string) []string {
+	ev := []string{anMessageStart}
+	for i, m := range msgs {
+		input, _ := json.Marshal(`{"target":"b","message":"` + m + `"}`)
+		n := strconv.Itoa(i)
+		ev = append(ev, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"+n+",\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"peer_send\",\"input\":{}}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"+n+",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":"+string(input)+"}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"+n+"}\n\n")
+	}
+	return append(ev, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":40}}\n\n", anMessageStop)
+}
+
+// TestToolLoopRepeatedIDs: a model that gives every call the same id, which the
+// conversation's history already holds, two calls in one answer and one in the next
+// round: the turn completes, each call runs under an id of its own (the model's id with a
+// suffix, as it repeats one already used), and each request pairs every result with its
+// call.
+func TestToolLoopRepeatedIDs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		id      string
+		backend func(t *testing.T, u *upstream) Agent
+		calls   func(msgs ...string) []string
+		final   []string
+	}{
+		{"openai", "call_1", func(t *testing.T, u *upstream) Agent { o, _ := newTestOpenAI(t, u, OpenAIConfig{}); return o },
+			oaSameIDCalls, []string{oaRole, oaDelta("done"), oaFinish, oaDone}},
+		{"anthropic", "toolu_1", func(t *testing.T, u *upstream) Agent { a, _ := newTestAnthropic(t, u, AnthropicConfig{}); return a },
+			anSameIDCalls, anStream("done")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := &scripted{}
+			u := newUpstream(t, s.handler(func(n int) []string {
+				switch n {
+				case 0:
+					return tc.calls("one", "two")
+				case 1:
+					return tc.calls("three")
+				}
+				return tc.final
+			}))
+			tools := &fakeTools{reply: "ok"}
+			turn := chatTurn
+			turn.Tools = tools
+			// An earlier turn's call with the same id, as the projection of the ledger shows it.
+			turn.Request.Messages = append([]projection.Message{
+				{Role: projection.RoleUser, Content: "earlier", Trust: projection.TrustPeerUntrusted},
+				{Role: projection.RoleAssistant, Trust: projection.TrustAgent, ToolCalls: []projection.ToolCall{{ID: tc.id, Name: "peer_send", Arguments: "{}"}}},
+				{Role: projection.RoleTool, ToolCallID: tc.id, Content: "earlier result", Trust: projection.TrustPeerUntrusted},
+			}, turn.Request.Messages...)
+			var got strings.Builder
+			if _, err := tc.backend(t, u).Reply(t.Context(), turn, func(c string) error { got.WriteString(c); return nil }); err != nil {
+				t.Fatalf("Reply() error = %v", err)
+			}
+			if got.String() != "done" {
+				t.Errorf("reply = %q, want done", got.String())
+			}
+			var ids []string
+			for _, c := range tools.got() {
+				ids = append(ids, c.ID+" "+c.Arguments)
+			}
+			want := []string{tc.id + `_2 {"target":"b","message":"one"}`, tc.id + `_3 {"target":"b","message":"two"}`, tc.id + `_4 {"target":"b","message":"three"}`}
+			if diff := cmp.Diff(want, ids); diff != "" {
+				t.Errorf("tool calls run (-want +got):\n%s", diff)
+			}
+			if n := len(s.all()); n != 3 {
+				t.Fatalf("model requests = %d, want 3", n)
+			}
+			last := s.all()[2]
+			for _, id := range []string{tc.id, tc.id + "_2", tc.id + "_3", tc.id + "_4"} {
+				if c := strings.Count(last, `"`+id+`"`); c != 2 {
+					t.Errorf("the last request names %q %d times, want 2 (its call and its result): %s", id, c, last)
+				}
+			}
+		})
 	}
 }

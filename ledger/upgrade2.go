@@ -41,8 +41,9 @@ type UpgradeReport struct {
 
 // Upgrade upgrades the ledger file at path from format 1 to format 2 as described
 // above; the file must not be open. A file already in format 2 is left as it is
-// (AlreadyDone). Errors: the file cannot be opened (in use by another process, damaged
-// pages: salvage it first), the old file fails verification (nothing changes), a copy
+// (AlreadyDone). Errors: there is no file at path (one wrapping [os.ErrNotExist]; nothing
+// is made), the file cannot be opened (in use by another process, damaged pages: salvage
+// it first), the old file fails verification (nothing changes), a copy
 // or verification failure (the copy is removed, the old file stays in place). It logs
 // to logger (nil: nowhere) at Info how far each of its three passes (verify, copy,
 // verify the copy) has got, about once a second.
@@ -57,6 +58,9 @@ func upgrade(ctx context.Context, path string, logger *slog.Logger, now func() t
 	}
 	rep := UpgradeReport{Backup: path + ".format1.bak"}
 	tmp := path + ".format2.tmp"
+	if _, err := os.Stat(path); err != nil {
+		return rep, fmt.Errorf("ledger: upgrade %s: %w", path, err) // not made here: Open would make an empty one
+	}
 	fc, err := checkFile(path)
 	switch {
 	case err != nil:

@@ -278,3 +278,17 @@ func TestUpgrade2_KeepsLostConversations(t *testing.T) {
 		t.Errorf("Last(kept) = %v, %v", got, err)
 	}
 }
+
+// TestUpgrade2_NoFile: upgrading a path with no ledger file is an error wrapping
+// os.ErrNotExist, and makes nothing there (it made an empty ledger and its backup).
+func TestUpgrade2_NoFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := Upgrade(t.Context(), filepath.Join(dir, "ledger.db"), nil)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Upgrade() error = %v, want one wrapping os.ErrNotExist", err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("Upgrade() left %v in the directory, want nothing", names)
+	}
+}

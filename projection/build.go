@@ -2,6 +2,8 @@ package projection
 
 import (
 	"math"
+	"slices"
+	"strconv"
 )
 
 // Stats describes one projection. Section sizes are in bytes as budgets count them and in
@@ -50,8 +52,9 @@ const minDropBlock = 4
 // point of history.Filter. History messages are capped at Policy.MaxMessageBytes, the
 // current one at Budget.Current, with a marker naming the original size and artifact.
 // Consecutive tool calls become one assistant message; a tool call whose result is not in
-// the window (or whose id is empty or repeated) is replaced by a note and its stray
-// result left out, so every request Build returns passes [Request.Validate].
+// the window (or whose id is empty) is replaced by a note and its stray result left out,
+// and a call whose id an earlier call used is shown with its own result under a new id of
+// the same length, so every request Build returns passes [Request.Validate].
 //
 // Budget (P-3): Build walks history from the newest item backwards and reads no more
 // than the HistoryLimit and history budget need, so its cost does not grow with the
@@ -482,11 +485,14 @@ func joinNonEmpty(a, b string) string {
 }
 
 // pairTools makes tool traffic valid for every provider: each assistant message with tool
-// calls is followed by exactly the results of those calls. A call without a result right
-// after it, with an empty id, or with an id already used is replaced by a note in the
-// message's content; a tool result that answers no call right before it is left out. It
-// returns the messages and the number of results left out. Every change makes a message
-// shorter by the cost accounting (a note is shorter than callOverhead plus the name).
+// calls is followed by exactly the results of those calls, and no two calls share an id.
+// A call without a result right after it, or with an empty id, is replaced by a note in
+// the message's content; a tool result that answers no call right before it is left out.
+// A call whose id an earlier call already used (a model that gives every call "call_1")
+// keeps its place and its own result, both under an id of the same length made new by
+// freshID (the note when none is left). It returns the messages and the number of results
+// left out. Every change keeps a message's cost or makes it smaller by the cost accounting
+// (a note is shorter than callOverhead plus the name; a new id is as long as the old).
 func pairTools(msgs []Message) ([]Message, int) {
 	out := make([]Message, 0, len(msgs))
 	seen := make(map[string]bool) // lookups only; never iterated
@@ -508,26 +514,14 @@ func pairTools(msgs []Message) ([]Message, int) {
 		}
 		run := msgs[i:end]
 		i = end
-		calls := m.ToolCalls
-		answer := make([]int, len(calls)) // index in run + 1, 0: unanswered
-		for r := range run {
-			k := -1
-			for c := range calls {
-				if answer[c] == 0 && calls[c].ID != "" && calls[c].ID == run[r].ToolCallID {
-					k = c
-					break
-				}
-			}
-			if k < 0 {
-				dropped++
-				continue
-			}
-			answer[k] = r + 1
-		}
+		answer := answers(m.ToolCalls, run)
 		var keep []ToolCall
-		var results []Message
-		for c, call := range calls {
-			if answer[c] == 0 || seen[call.ID] {
+		ids := make([]string, len(m.ToolCalls)) // the id each kept call is shown with
+		for c, call := range m.ToolCalls {
+			if answer[c] != 0 && seen[call.ID] {
+				call.ID, _ = freshID(call.ID, seen)
+			}
+			if answer[c] == 0 || call.ID == "" {
 				if answer[c] != 0 {
 					dropped++
 				}
@@ -535,29 +529,57 @@ func pairTools(msgs []Message) ([]Message, int) {
 				continue
 			}
 			seen[call.ID] = true
+			ids[c] = call.ID
 			keep = append(keep, call)
-		}
-		// Results in the order they were recorded.
-		for r := range run {
-			for c := range calls {
-				if answer[c] == r+1 && containsCall(keep, calls[c]) {
-					results = append(results, run[r])
-				}
-			}
 		}
 		m.ToolCalls = keep
 		out = append(out, m)
-		out = append(out, results...)
+		// Results in the order they were recorded, each under its call's id.
+		for r := range run {
+			if c := slices.Index(answer, r+1); c >= 0 && ids[c] != "" {
+				res := run[r]
+				res.ToolCallID = ids[c]
+				out = append(out, res)
+			} else if c < 0 {
+				dropped++
+			}
+		}
 	}
 	return out, dropped
 }
 
-// containsCall reports whether keep holds call (the same id, which is unique in keep).
-func containsCall(keep []ToolCall, call ToolCall) bool {
-	for _, k := range keep {
-		if k.ID == call.ID {
-			return true
+// answers pairs calls with the results in run: answer[c] is the index in run (plus one)
+// of the result that answers calls[c], the first not yet taken with its id; 0 for none.
+// Calls that share an id are thus answered in the order their results were recorded (the
+// tools record each call's result before the next call).
+func answers(calls []ToolCall, run []Message) []int {
+	answer := make([]int, len(calls))
+	for r := range run {
+		for c := range calls {
+			if answer[c] == 0 && calls[c].ID != "" && calls[c].ID == run[r].ToolCallID {
+				answer[c] = r + 1
+				break
+			}
 		}
 	}
-	return false
+	return answer
+}
+
+// freshID returns an id as long as id that seen does not hold: id with its end replaced by
+// "-" and a number in base 36 from 2 ("call_1" → "call-2"), or by the number alone when id
+// is too short for the dash; false when no such id is left (a very short id, used very
+// often). ids are sanitized, ASCII.
+func freshID(id string, seen map[string]bool) (string, bool) {
+	for n := int64(2); ; n++ {
+		t := strconv.FormatInt(n, 36)
+		switch {
+		case len(t)+1 < len(id):
+			t = "-" + t
+		case len(t) > len(id):
+			return "", false
+		}
+		if c := id[:len(id)-len(t)] + t; !seen[c] {
+			return c, true
+		}
+	}
 }

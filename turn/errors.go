@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
@@ -306,4 +307,24 @@ func damagedError(qe *ledger.QuarantinedError) error {
 func othersDamage(err error, peer string) bool {
 	var qe *ledger.QuarantinedError
 	return errors.As(err, &qe) && qe.Owner != peer
+}
+
+// agentFailureText is the status text of a task whose agent failed with err: the cause,
+// when the backend named one the peer could act on (agent.CauseOf), and what to do about
+// it; else textAgent. The texts name no backend, URL, model or upstream text.
+func agentFailureText(err error) string {
+	const prefix = "the agent failed to reply: "
+	switch agent.CauseOf(err) {
+	case agent.CauseRateLimited:
+		return prefix + "its model's service is rate limiting requests; send the message again later"
+	case agent.CauseUnavailable:
+		return prefix + "its model's service is overloaded or failing; send the message again later"
+	case agent.CauseTimeout:
+		return prefix + "its model gave no complete reply within the time limit; send the message again, or ask for less"
+	case agent.CauseTooLarge:
+		return prefix + "the request is too large for its model; send less, or start a new conversation (a new contextId)"
+	case agent.CauseHistory:
+		return prefix + "this conversation's history cannot be sent to its model; start a new conversation (a new contextId)"
+	}
+	return textAgent
 }

@@ -1144,7 +1144,7 @@ func (tr *turnRun) endState(ctx context.Context, agentErr error, res agent.Resul
 		return a2a.StateFailed, textShutdown
 	}
 	log.WarnContext(ctx, "agent failed", "task_id", id, "err", agentErr)
-	return a2a.StateFailed, textAgent
+	return a2a.StateFailed, agentFailureText(agentErr)
 }
 
 // endEntries are the entries that record the end of the turn: the last chunk of a

@@ -33,10 +33,32 @@ type opsFlags struct {
 	// onVerify is told the progress of `ledger verify` on a ledger this process opened
 	// (ledger.Options.OnVerify); nil: not told.
 	onVerify func(done, total int)
+	config   configFile // the config file read, for messages
 }
 
-func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), o *opsFlags) *envFlags {
-	e := &envFlags{fs: fs, lookup: lookup}
+// configFlagUsage is the --config flag of the client commands.
+const configFlagUsage = "the gateway's YAML config file (default ./gateway.yaml if present) (env GATEWAY_CONFIG): its addr, data-dir and admin-token are the defaults of --server, --data-dir and --admin-token, and send reads its peers: list"
+
+// bindClientConfig reads the config file args name (readConfigFile), declares --config
+// on fs, and returns the envFlags whose file values are the defaults the configuration
+// gives the client commands (configFile.clientDefaults). A config file that cannot be
+// read is among the envFlags' errors, reported after the flags are parsed, so that
+// --help always prints the help.
+func bindClientConfig(fs *flag.FlagSet, lookup func(string) (string, bool), args []string) (*envFlags, configFile) {
+	cf, err := readConfigFile(args, lookup)
+	e := &envFlags{fs: fs, lookup: lookup, file: cf.clientDefaults(lookup)}
+	if err != nil {
+		e.errs = append(e.errs, err)
+	}
+	fs.String("config", "", configFlagUsage) // read by readConfigFile, before the flags
+	return e, cf
+}
+
+// bindOps declares the flags every operator command shares, with the defaults of the
+// configuration args name (bindClientConfig).
+func bindOps(fs *flag.FlagSet, lookup func(string) (string, bool), args []string, o *opsFlags) *envFlags {
+	e, cf := bindClientConfig(fs, lookup, args)
+	o.config = cf
 	e.String(&o.server, "server", "http://127.0.0.1:9900", "running gateway to ask (its admin API)")
 	e.String(&o.token, "admin-token", "", "admin token of that gateway (default: the one it wrote to --data-dir's admin.token, for a loopback --server)")
 	e.String(&o.dataDir, "data-dir", "./data", "ledger directory to open directly when no gateway answers at --server")
@@ -70,7 +92,11 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 	}
 	path := filepath.Join(o.dataDir, "ledger.db")
 	if _, serr := os.Stat(path); serr != nil {
-		return nil, nil, fmt.Errorf("no gateway answers at %s and there is no ledger at %s (set --server or --data-dir)", o.server, path)
+		hint := ""
+		if h := o.config.noConfigHint(); h != "" {
+			hint = "; " + h
+		}
+		return nil, nil, fmt.Errorf("no gateway answers at %s and there is no ledger at %s (set --server or --data-dir%s)", o.server, path, hint)
 	}
 	if !o.quiet {
 		fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
@@ -110,7 +136,10 @@ const conversationsUsage = `Usage: gateway conversations COMMAND [flags]
 
 Operator view of the conversations in the ledger, by their original contextIds.
 Asks the running gateway's admin API (--server, --admin-token); when no gateway answers
-there, opens --data-dir directly (one process may hold it at a time).
+there, opens --data-dir directly (one process may hold it at a time). The gateway's
+config file (--config, default ./gateway.yaml if present) gives their defaults: its
+addr, admin-token and data-dir; GATEWAY_ADDR, GATEWAY_ADMIN_TOKEN and GATEWAY_DATA_DIR
+override it, and the flags (and GATEWAY_SERVER) override both.
 
 Commands:
   list                 conversations, newest activity first: contextId, peer, turns,
@@ -179,7 +208,7 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 func parseConversations(sub string, rest []string, lookup func(string) (string, bool), stdout io.Writer) (*convCmd, error) {
 	fs := newFlagSet("conversations " + sub)
 	cmd := &convCmd{sub: sub}
-	ef := bindOps(fs, lookup, &cmd.o)
+	ef := bindOps(fs, lookup, rest, &cmd.o)
 	if !cmd.bind(fs, ef) {
 		return nil, &unknownCommandError{Parent: "conversations", Name: sub, Commands: conversationsCommands}
 	}
@@ -304,7 +333,9 @@ func printReplay(w io.Writer, res replayResult, format, model string, maxTokens 
 const ledgerUsage = `Usage: gateway ledger COMMAND [flags]
 
 Checks the ledger, through the running gateway's admin API (--server, --admin-token) or,
-when no gateway answers there, in --data-dir directly.
+when no gateway answers there, in --data-dir directly; their defaults come from the
+gateway's config file (--config, default ./gateway.yaml if present), as for
+'gateway conversations'.
 
 Commands:
   verify [CONTEXT_ID]  walk the hash chains of every conversation (or of one), and the
@@ -355,7 +386,7 @@ func runLedger(ctx context.Context, args []string, lookup func(string) (string, 
 	}
 	fs := newFlagSet("ledger verify")
 	var o opsFlags
-	ef := bindOps(fs, lookup, &o)
+	ef := bindOps(fs, lookup, args[1:], &o)
 	var peer string
 	var asJSON bool
 	fs.StringVar(&peer, "peer", "", "the owner of CONTEXT_ID, when several peers use it")

@@ -47,7 +47,7 @@ func runLedgerSalvage(ctx context.Context, args []string, lookup func(string) (s
 	fs := newFlagSet("ledger salvage")
 	var dataDir, out string
 	var asJSON bool
-	ef := &envFlags{fs: fs, lookup: lookup}
+	ef, cf := bindClientConfig(fs, lookup, args)
 	ef.String(&dataDir, "data-dir", "./data", "the data dir whose ledger.db to salvage")
 	fs.StringVar(&out, "out", "", "the new ledger file to write (must not exist)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -61,7 +61,7 @@ func runLedgerSalvage(ctx context.Context, args []string, lookup func(string) (s
 	src := filepath.Join(dataDir, "ledger.db")
 	rep, err := ledger.Salvage(ctx, src, out, stderrLogger(stderr))
 	if err != nil {
-		return fmt.Errorf("ledger salvage: %w", err)
+		return fmt.Errorf("ledger salvage: %w%s", err, cf.missingLedgerHint(err))
 	}
 	if asJSON {
 		return writeJSONIndent(stdout, rep)

@@ -33,7 +33,7 @@ func runLedgerUpgrade(ctx context.Context, args []string, lookup func(string) (s
 	fs := newFlagSet("ledger upgrade")
 	var dataDir string
 	var asJSON bool
-	ef := &envFlags{fs: fs, lookup: lookup}
+	ef, cf := bindClientConfig(fs, lookup, args)
 	ef.String(&dataDir, "data-dir", "./data", "the data dir whose ledger.db to upgrade")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	help := func() { fmt.Fprint(stdout, ledgerUpgradeUsage); printFlags(stdout, fs) }
@@ -43,7 +43,7 @@ func runLedgerUpgrade(ctx context.Context, args []string, lookup func(string) (s
 	path := filepath.Join(dataDir, "ledger.db")
 	rep, err := ledger.Upgrade(ctx, path, stderrLogger(stderr))
 	if err != nil {
-		return fmt.Errorf("ledger upgrade: %w", err)
+		return fmt.Errorf("ledger upgrade: %w%s", err, cf.missingLedgerHint(err))
 	}
 	if asJSON {
 		return writeJSONIndent(stdout, rep)

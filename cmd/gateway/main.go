@@ -155,13 +155,14 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 // returns flag.ErrHelp; other errors are a *flagError or a usageError.
 func serveConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (Config, error) {
 	var cfg Config
-	file, peers, err := readServeConfigFile(args, lookupEnv)
-	if err != nil {
-		return cfg, err
-	}
+	// The config file's problems are reported after the flags, so that --help always
+	// prints the help.
+	cf, fileErr := readConfigFile(args, lookupEnv)
+	peers, peersErr := cf.peers(lookupEnv)
 	cfg.Peers = peers
 	fs := newFlagSet("serve")
-	ef := bindServe(fs, lookupEnv, file, &cfg)
+	ef := bindServe(fs, lookupEnv, cf.values, &cfg)
+	ef.errs = append([]error{fileErr, peersErr}, ef.errs...)
 	positional, err := parseFlags(fs, "serve", args, false, func() {
 		fmt.Fprint(stdout, serveUsage)
 		printFlags(stdout, fs)
@@ -182,31 +183,6 @@ func serveConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 		return cfg, usageError{err.Error()}
 	}
 	return cfg, nil
-}
-
-// readServeConfigFile reads the config file (--config, or ./gateway.yaml if present):
-// its values by flag name, and its peers. No file: nil, nil. Errors are usageErrors.
-func readServeConfigFile(args []string, lookupEnv func(string) (string, bool)) (map[string]string, []Peer, error) {
-	path, explicit := configPath(args, lookupEnv)
-	if path == "" {
-		return nil, nil, nil
-	}
-	// The file's keys are checked against the flags, so bind them once to learn the
-	// names; the caller binds for real with the file's values under env and flags.
-	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
-	bindServe(probe, lookupEnv, nil, new(Config))
-	file, err := loadConfigFile(path, probe)
-	if err != nil {
-		if explicit || !errors.Is(err, os.ErrNotExist) {
-			return nil, nil, usageError{err.Error()}
-		}
-		return file, nil, nil
-	}
-	peers, err := loadPeersFile(path, lookupEnv)
-	if err != nil {
-		return nil, nil, usageError{err.Error()}
-	}
-	return file, peers, nil
 }
 
 // serveUsage heads `gateway serve --help`; the flags follow.

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -80,7 +77,6 @@ const (
 // sendOptions are the flags of `gateway send`.
 type sendOptions struct {
 	ops       opsFlags
-	config    string
 	contextID string
 	newConv   bool
 	messageID string
@@ -108,7 +104,7 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 		return err
 	}
 	if cmd.o.list {
-		return sendList(ctx, dir, min(cmd.o.timeout, listCardTimeout), cmd.o.asJSON, stdout, stderr)
+		return sendList(ctx, dir, cmd.o.ops.config, min(cmd.o.timeout, listCardTimeout), cmd.o.asJSON, stdout, stderr)
 	}
 	return cmd.send(ctx, dir, store, stdin, stdout, stderr)
 }
@@ -121,42 +117,20 @@ type sendCommand struct {
 	dialect    a2a.Dialect
 }
 
-// sendConfig reads the config file's peers and the defaults it gives send's flags; no
-// file (when none was named) is no peers and no defaults.
-func sendConfig(args []string, lookup func(string) (string, bool)) ([]Peer, map[string]string, error) {
-	path, explicit := configPath(args, lookup)
-	if path == "" {
-		return nil, nil, nil
-	}
-	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
-	probe.SetOutput(io.Discard)
-	bindServe(probe, func(string) (string, bool) { return "", false }, nil, new(Config))
-	m, err := loadConfigFile(path, probe)
-	if err != nil && (explicit || !errors.Is(err, os.ErrNotExist)) {
-		return nil, nil, usageError{err.Error()}
-	}
-	if err != nil {
-		return nil, nil, nil
-	}
-	peerList, err := loadPeersFile(path, lookup)
-	if err != nil {
-		return nil, nil, usageError{err.Error()}
-	}
-	return peerList, sendFileDefaults(m), nil
-}
-
 // parseSend parses send's command line; --help prints the help on stdout (flag.ErrHelp);
 // usage errors are a *flagError or a usageError.
 func parseSend(args []string, lookup func(string) (string, bool), stdout io.Writer) (*sendCommand, error) {
-	peerList, file, err := sendConfig(args, lookup)
-	if err != nil {
-		return nil, err
-	}
 	fs := newFlagSet("send")
-	cmd := &sendCommand{peerList: peerList}
+	cmd := &sendCommand{}
 	o := &cmd.o
-	e := &envFlags{fs: fs, lookup: lookup, file: file}
-	fs.StringVar(&o.config, "config", "", "YAML config file with the peers: list (default ./gateway.yaml if present) (env GATEWAY_CONFIG); its data-dir, admin-token and addr are the defaults of --data-dir, --admin-token and --server")
+	e, cf := bindClientConfig(fs, lookup, args)
+	o.ops.config = cf
+	// The peers: list's problems (a token variable that is not set) are reported after
+	// the flags, as the file's: --help prints the help whatever the configuration.
+	var err error
+	if cmd.peerList, err = cf.peers(lookup); err != nil {
+		e.errs = append(e.errs, err)
+	}
 	fs.StringVar(&o.contextID, "context", "", "continue the conversation with this contextId (TARGET is then its peer)")
 	fs.BoolVar(&o.newConv, "new", false, "start a new conversation, even when TARGET is a contextId (then: with its peer)")
 	fs.StringVar(&o.dialect, "dialect", "auto", "A2A dialect: auto (from the peer's agent card), 1.0 or 0.3")
@@ -322,27 +296,6 @@ func (cmd *sendCommand) retryHint(stderr io.Writer, tg peers.Target, messageID, 
 		messageID, shellQuote(peerArg(tg)), shellQuote(contextID), shellQuote(messageID))
 }
 
-// sendFileDefaults picks, from a config file's values, the defaults of send's flags:
-// data-dir, admin-token, and the server from addr (an unspecified host is reached on
-// loopback).
-func sendFileDefaults(m map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, k := range []string{"data-dir", "admin-token"} {
-		if v, ok := m[k]; ok {
-			out[k] = v
-		}
-	}
-	if addr, ok := m["addr"]; ok {
-		if host, port, err := net.SplitHostPort(addr); err == nil && port != "0" {
-			if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-				host = "127.0.0.1"
-			}
-			out["server"] = "http://" + net.JoinHostPort(host, port)
-		}
-	}
-	return out
-}
-
 // sendMessageText returns the MESSAGE argument, or standard input for "-" or none.
 func sendMessageText(positional []string, stdin io.Reader) (string, error) {
 	var text string
@@ -364,8 +317,10 @@ func sendMessageText(positional []string, stdin io.Reader) (string, error) {
 	return text, nil
 }
 
-// targetUsageError explains a TARGET that resolves to nothing usable (exit 2).
-func targetUsageError(target string, err error) error {
+// targetUsageError explains a TARGET that resolves to nothing usable (exit 2). hint, when
+// not empty, is appended to an unknown target's error: that no config file was read, so
+// no configured peer could match.
+func targetUsageError(target string, err error, hint string) error {
 	var amb *peers.AmbiguousError
 	switch {
 	case errors.As(err, &amb) && amb.ContextID != "":
@@ -377,7 +332,11 @@ func targetUsageError(target string, err error) error {
 	case errors.Is(err, peers.ErrNotSendable):
 		return usageError{err.Error() + "; 'gateway send --list' shows the targets"}
 	}
-	return usageError{fmt.Sprintf("unknown target %q: not a configured peer name (or a prefix of one), an http(s):// URL or the contextId of a known conversation; 'gateway send --list' shows the targets", target)}
+	msg := fmt.Sprintf("unknown target %q: not a configured peer name (or a prefix of one), an http(s):// URL or the contextId of a known conversation; 'gateway send --list' shows the targets", target)
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return usageError{msg}
 }
 
 // peerArg is the TARGET that names t's peer for a new conversation.

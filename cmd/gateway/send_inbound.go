@@ -15,7 +15,7 @@ import (
 func (cmd *sendCommand) targetUsageError(dir *peers.Directory, target string, err error) error {
 	var ie *peers.InboundError
 	if !errors.As(err, &ie) {
-		return targetUsageError(target, err)
+		return targetUsageError(target, err, cmd.o.ops.config.noConfigHint())
 	}
 	if slices.Contains(ie.Owners, peers.LocalOwner) {
 		return usageError{fmt.Sprintf("target %q is a conversation that a caller without a token started with the local gateway (peer %q): send continues it by sending to that gateway, but none answers at --server %s; start it, or point --server at it",

@@ -51,14 +51,15 @@ type sendTargets struct {
 	Peers         []listedPeer           `json:"peers"`
 	Conversations []listedConversation   `json:"conversations"`
 	Unlisted      []unlistedConversation `json:"unlisted,omitempty"`
+	noConfig      string                 // configFile.noConfigHint: why there are no peers
 }
 
 // sendList prints the targets: the sendable peers (their cards fetched concurrently,
 // each within cardTimeout) and the known conversations: outbound ones, and the local
 // gateway's conversations with callers without a token (peer "local").
-func sendList(ctx context.Context, dir *peers.Directory, cardTimeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
+func sendList(ctx context.Context, dir *peers.Directory, cf configFile, cardTimeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	cards := probeCards(ctx, dir.Peers(), cardTimeout)
-	t := sendTargets{Peers: []listedPeer{}, Conversations: []listedConversation{}}
+	t := sendTargets{Peers: []listedPeer{}, Conversations: []listedConversation{}, noConfig: cf.noConfigHint()}
 	for i, p := range dir.Peers() {
 		if target := dir.PeerTarget(p); target != "" {
 			t.Peers = append(t.Peers, listedPeer{Target: target, Name: p.Name, URL: p.URL, Card: cards[i]})
@@ -106,6 +107,8 @@ func printTargets(t sendTargets, stdout, stderr io.Writer) error {
 		for _, p := range t.Peers {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Target, p.URL, p.Card.summary())
 		}
+	} else if t.noConfig != "" {
+		fmt.Fprintln(stderr, "gateway: no peers: "+t.noConfig+"; a URL target needs none")
 	} else {
 		fmt.Fprintln(stderr, "gateway: no peers with a url in the config file (its peers: list); a URL target needs none")
 	}

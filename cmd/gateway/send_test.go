@@ -406,26 +406,34 @@ func TestExamplePeers(t *testing.T) {
 	}
 }
 
-func TestSendFileDefaults(t *testing.T) {
+// TestConfigClientDefaults: what a configuration gives the client commands' --server,
+// --data-dir and --admin-token: the file's values, and the address serve would listen on
+// (GATEWAY_ADDR over the file's addr).
+func TestConfigClientDefaults(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		in   map[string]string
+		env  map[string]string
 		want map[string]string
 	}{
-		{"empty", map[string]string{}, map[string]string{}},
-		{"loopback addr", map[string]string{"addr": "127.0.0.1:9901", "data-dir": "/d", "admin-token": "x", "agent": "echo"},
+		{"empty", map[string]string{}, nil, map[string]string{}},
+		{"loopback addr", map[string]string{"addr": "127.0.0.1:9901", "data-dir": "/d", "admin-token": "x", "agent": "echo"}, nil,
 			map[string]string{"server": "http://127.0.0.1:9901", "data-dir": "/d", "admin-token": "x"}},
-		{"unspecified host", map[string]string{"addr": "0.0.0.0:9900"}, map[string]string{"server": "http://127.0.0.1:9900"}},
-		{"empty host", map[string]string{"addr": ":9900"}, map[string]string{"server": "http://127.0.0.1:9900"}},
-		{"ipv6", map[string]string{"addr": "[::1]:9900"}, map[string]string{"server": "http://[::1]:9900"}},
-		{"port 0", map[string]string{"addr": "127.0.0.1:0"}, map[string]string{}},
+		{"unspecified host", map[string]string{"addr": "0.0.0.0:9900"}, nil, map[string]string{"server": "http://127.0.0.1:9900"}},
+		{"empty host", map[string]string{"addr": ":9900"}, nil, map[string]string{"server": "http://127.0.0.1:9900"}},
+		{"ipv6", map[string]string{"addr": "[::1]:9900"}, nil, map[string]string{"server": "http://[::1]:9900"}},
+		{"port 0", map[string]string{"addr": "127.0.0.1:0"}, nil, map[string]string{}},
+		{"GATEWAY_ADDR over the file", map[string]string{"addr": "127.0.0.1:9901"}, map[string]string{"GATEWAY_ADDR": "127.0.0.1:9902"},
+			map[string]string{"server": "http://127.0.0.1:9902"}},
+		{"GATEWAY_ADDR without a file", nil, map[string]string{"GATEWAY_ADDR": ":9903"}, map[string]string{"server": "http://127.0.0.1:9903"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tt.want, sendFileDefaults(tt.in)); diff != "" {
-				t.Errorf("sendFileDefaults(%v) (-want +got):\n%s", tt.in, diff)
+			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			if diff := cmp.Diff(tt.want, configFile{values: tt.in}.clientDefaults(lookup)); diff != "" {
+				t.Errorf("clientDefaults(%v, env %v) (-want +got):\n%s", tt.in, tt.env, diff)
 			}
 		})
 	}
