@@ -46,9 +46,17 @@ var nullID = json.RawMessage("null")
 // conversation. It is a parse error (-32700) rather than invalid params: JSON text must
 // be UTF-8 (RFC 8259 §8.1), the bad byte may be anywhere (the id, the method), and the id
 // cannot be read from such a body with certainty, so the answer has a null id.
+//
+// A lone surrogate escape ("u8-\ud800", "u8-\udc00": encoding/json reads both as
+// "u8-\uFFFD") is found by the same scan (jsonenc.CheckText) and refused once the
+// envelope is known good, naming the field: in params an [ErrInvalidParams] whose Field
+// is the params path (the Request then carries its id, method and params), in the
+// envelope an [ErrInvalidRequest]. It is reported before a missing id. A literal U+FFFD
+// and surrogate pairs are valid.
 func DecodeRequest(body []byte) (*Request, error) {
-	if off := jsonenc.FirstInvalidUTF8(body); off >= 0 {
-		return &Request{ID: nullID}, Errorf(ErrParseError, "invalid JSON: invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", off)
+	surrogate, problem := jsonenc.CheckText(body)
+	if problem == jsonenc.InvalidUTF8 {
+		return &Request{ID: nullID}, Errorf(ErrParseError, "invalid JSON: invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", surrogate)
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -87,6 +95,9 @@ func DecodeRequest(body []byte) (*Request, error) {
 	}
 	if string(req.Params) == "null" {
 		req.Params = nil
+	}
+	if problem == jsonenc.LoneSurrogate {
+		return req, loneSurrogateError(body, surrogate)
 	}
 	if len(env.ID) == 0 {
 		return req, Errorf(errNoID, "id is required (notifications are not supported)")
@@ -261,7 +272,8 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := DecodeRequest(body)
 	noID := errors.Is(err, errNoID)
-	if err != nil && !noID {
+	badParams := errors.Is(err, ErrInvalidParams) // a lone surrogate in params
+	if err != nil && !noID && !badParams {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, "", hd, err, start))
 		return
 	}
@@ -270,11 +282,14 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, hd, methodNotFound(req.Method), start))
 		return
 	}
-	if noID {
-		// A request without an id is refused, but only once its method and params
-		// are known good: those errors come first (JSON-RPC 2.0 validation order).
-		if perr := validateParams(req, spec); perr != nil {
-			err = perr
+	if noID || badParams {
+		// A request without an id, or with params the decoder refused, is answered
+		// once its method is known (an unknown method comes first), and one without an
+		// id once its params are known good too (JSON-RPC 2.0 validation order).
+		if noID {
+			if perr := validateParams(req, spec); perr != nil {
+				err = perr
+			}
 		}
 		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, err, start))
 		return
