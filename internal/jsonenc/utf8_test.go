@@ -67,6 +67,22 @@ func BenchmarkFirstInvalidUTF8(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckText is BenchmarkFirstInvalidUTF8 for CheckText, which also looks for
+// lone surrogate escapes in the same pass.
+func BenchmarkCheckText(b *testing.B) {
+	for _, bc := range []struct{ name, word string }{{"ascii", "hello world "}, {"mixed", "héllo wörld "}, {"escaped", `h\u00e9llo \n`}} {
+		b.Run(bc.name, func(b *testing.B) {
+			body := requestBody(bc.word, 1024)
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, p := CheckText(body); p != NoProblem {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}
+
 // requestBody is a valid message/send body of exactly size bytes whose text repeats word.
 func requestBody(word string, size int) []byte {
 	const head, tail = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"m-1","contextId":"ctx-1","parts":[{"kind":"text","text":"`, `"}]}}}`
