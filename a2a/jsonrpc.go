@@ -224,22 +224,50 @@ func NewJSONRPCHandler(h Handler, cfg TransportConfig) http.Handler {
 	return &transport{d: NewDispatcher(h, cfg)}
 }
 
-// headerDialect reads A2A-Version: "" and 0.x mean 0.3, 1.x means 1.0; ok is false for a
-// version this gateway does not speak.
+// headerDialect reads A2A-Version (the header, else the query parameter) as the
+// specification says: Major.Minor, with any patch ignored ("1.0.3" is 1.0). Empty means
+// 0.3; 1.0 is V1 and 0.3 is V03; ok is false for any other version (1.1, a bare 1, 2.0,
+// garbage), which the gateway does not speak: the caller answers it with
+// [ErrVersionNotSupported] rather than serve it as the nearest version it knows.
 func headerDialect(r *http.Request) (d Dialect, version string, ok bool) {
 	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
 	if v == "" {
 		v = strings.TrimSpace(r.URL.Query().Get("A2A-Version"))
 	}
-	switch {
-	case v == "":
+	if v == "" {
 		return V03, v, true
-	case v == "1" || strings.HasPrefix(v, "1."):
+	}
+	switch majorMinor(v) {
+	case "1.0":
 		return V1, v, true
-	case v == "0.3" || strings.HasPrefix(v, "0.3."):
+	case "0.3":
 		return V03, v, true
 	}
 	return V03, v, false
+}
+
+// majorMinor returns the Major.Minor of a version "Major.Minor" or
+// "Major.Minor.Patch..." whose Major and Minor are decimal numbers without a sign, and
+// "" for anything else. The patch is not looked at.
+func majorMinor(v string) string {
+	major, rest, ok := strings.Cut(v, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	if !ok || !decimal(major) || !decimal(minor) {
+		return ""
+	}
+	return major + "." + minor
+}
+
+func decimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
