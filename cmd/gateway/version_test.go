@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/a2a-gateway/gateway/ledger"
@@ -69,5 +70,26 @@ func TestA2AVersionUnsupportedRefused(t *testing.T) {
 		if !slices.Contains(top, k) {
 			t.Errorf("the card with A2A-Version 1.1 lacks %q: want the union card", k)
 		}
+	}
+}
+
+// TestV1SendPushConfigV03FieldRefused (issue 35, "also seen"): a v1.0 SendMessage with
+// configuration.pushNotificationConfig (the v0.3 name) used to run the turn and register
+// no webhook. It is refused with -32602 naming configuration.taskPushNotificationConfig,
+// and nothing is stored; a v0.3 message/send keeps its field.
+func TestV1SendPushConfigV03FieldRefused(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, testConfig(t))
+	c := newHTTPClient(t)
+	r := postRPC(t, c, s.URL(), true, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"configuration":{"pushNotificationConfig":{"url":"https://hooks.example/a2a"}},"message":{"role":"ROLE_USER","messageId":"m1","contextId":"push-v03-field","parts":[{"text":"hi"}]}}}`)
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "configuration.taskPushNotificationConfig") {
+		t.Fatalf("SendMessage with configuration.pushNotificationConfig: error %+v result %s, want -32602 naming configuration.taskPushNotificationConfig", r.Error, r.Result)
+	}
+	convs, err := s.ledger.List(t.Context(), ledger.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cv := range convs {
+		t.Errorf("conversation %q stored; want none", cv.ContextID)
 	}
 }
