@@ -278,8 +278,11 @@ func CardJSONFor(cfg CardConfig, r *http.Request, d Dialect) ([]byte, error) {
 
 // NewCardHandler serves the agent card with caching headers (Cache-Control, ETag,
 // Last-Modified; If-None-Match and If-Modified-Since answer 304). A request whose
-// A2A-Version header (or query parameter) names 1.x gets the pure v1.0 card; any other
-// gets the union card.
+// A2A-Version header (or query parameter) is 1.0 (Major.Minor; any patch) gets the pure
+// v1.0 card; any other gets the union card: no version and 0.3, and also a version the
+// gateway does not speak (1.1, 2.0), which is not refused: the card is how a client
+// learns the versions served (supportedInterfaces[].protocolVersion), and answering 1.1
+// in the 1.0 format would claim a version the gateway does not implement.
 func NewCardHandler(cfg CardConfig) http.Handler {
 	modified := cfg.Modified
 	if modified.IsZero() {

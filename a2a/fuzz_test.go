@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2a-gateway/gateway/internal/jsonenc"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -123,6 +124,13 @@ var fuzzSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":null}]}}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x","metadata":{"n":1e308,"big":12345678901234567890}}]}}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","role":"user","parts":[{"kind":"data","data":{"html":"<b>&amp;</b>"}}]}}}`,
+	// Surrogate escapes (issue 35 item 6): lone ones anywhere, pairs, look-alikes.
+	`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","contextId":"u8-\ud800","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","contextId":"u8-\udc00","taskId":"\uDBFF\uDFFF","role":"ROLE_USER","parts":[{"text":"\ud83d\ude00 \\ud800"}]}}}`,
+	`{"jsonrpc":"2.0","id":"\ud800","method":"GetTask","params":{"id":"t"}}`,
+	`{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id\udc00":"t","x":["\ud800\ud800"]}}`,
+	`{"jsonrpc":"2.0","method":"tasks/get","params":{"id":"\ufffd\ud800"}}`,
+	"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/get\",\"params\":{\"id\":\"\\ud800\xff\"}}",
 }
 
 // FuzzDecodeRequest: decoding never panics; a decoded request re-encodes to an equal
@@ -142,10 +150,16 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("DecodeRequest(%q).ID = %q, not JSON", body, req.ID)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrParseError) && !errors.Is(err, ErrInvalidRequest) {
-				t.Fatalf("DecodeRequest(%q) error = %v, want ErrParseError or ErrInvalidRequest", body, err)
+			if !errors.Is(err, ErrParseError) && !errors.Is(err, ErrInvalidRequest) && !errors.Is(err, ErrInvalidParams) {
+				t.Fatalf("DecodeRequest(%q) error = %v, want ErrParseError, ErrInvalidRequest or ErrInvalidParams", body, err)
+			}
+			if _, p := jsonenc.CheckText(body); errors.Is(err, ErrInvalidParams) && (p != jsonenc.LoneSurrogate || !strings.Contains(err.Error(), "lone UTF-16 surrogate")) {
+				t.Fatalf("DecodeRequest(%q) error = %v: invalid params other than a lone surrogate", body, err)
 			}
 		} else {
+			if _, p := jsonenc.CheckText(body); p != jsonenc.NoProblem {
+				t.Fatalf("DecodeRequest(%q) accepted a body with a lone surrogate or invalid UTF-8", body)
+			}
 			checkRequestRoundTrip(t, body, req)
 			checkParams(t, body, req)
 		}

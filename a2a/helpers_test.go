@@ -106,13 +106,14 @@ func (f *fakeHandler) SubscribeToTask(ctx context.Context, p *SubscribeParams) (
 }
 
 // fakeStream yields events, then err (io.EOF when nil). No event is ready before readyAt;
-// with block set, Next waits for its ctx only. Next is called by one goroutine at a time
-// (the transport's), as the Stream contract allows.
+// with block set, Next waits for its ctx only, and so do its first idle calls. Next is
+// called by one goroutine at a time (the transport's), as the Stream contract allows.
 type fakeStream struct {
 	events  []Event
 	err     error
 	readyAt time.Time
 	block   bool
+	idle    int
 
 	i      int
 	closes atomic.Int64
@@ -125,7 +126,8 @@ func newFakeStream(events ...Event) *fakeStream {
 }
 
 func (s *fakeStream) Next(ctx context.Context) (Event, error) {
-	if s.block {
+	if s.block || s.idle > 0 {
+		s.idle--
 		<-ctx.Done()
 		return Event{}, ctx.Err()
 	}

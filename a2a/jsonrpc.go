@@ -46,9 +46,17 @@ var nullID = json.RawMessage("null")
 // conversation. It is a parse error (-32700) rather than invalid params: JSON text must
 // be UTF-8 (RFC 8259 §8.1), the bad byte may be anywhere (the id, the method), and the id
 // cannot be read from such a body with certainty, so the answer has a null id.
+//
+// A lone surrogate escape ("u8-\ud800", "u8-\udc00": encoding/json reads both as
+// "u8-\uFFFD") is found by the same scan (jsonenc.CheckText) and refused once the
+// envelope is known good, naming the field: in params an [ErrInvalidParams] whose Field
+// is the params path (the Request then carries its id, method and params), in the
+// envelope an [ErrInvalidRequest]. It is reported before a missing id. A literal U+FFFD
+// and surrogate pairs are valid.
 func DecodeRequest(body []byte) (*Request, error) {
-	if off := jsonenc.FirstInvalidUTF8(body); off >= 0 {
-		return &Request{ID: nullID}, Errorf(ErrParseError, "invalid JSON: invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", off)
+	surrogate, problem := jsonenc.CheckText(body)
+	if problem == jsonenc.InvalidUTF8 {
+		return &Request{ID: nullID}, Errorf(ErrParseError, "invalid JSON: invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", surrogate)
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -87,6 +95,9 @@ func DecodeRequest(body []byte) (*Request, error) {
 	}
 	if string(req.Params) == "null" {
 		req.Params = nil
+	}
+	if problem == jsonenc.LoneSurrogate {
+		return req, loneSurrogateError(body, surrogate)
 	}
 	if len(env.ID) == 0 {
 		return req, Errorf(errNoID, "id is required (notifications are not supported)")
@@ -213,22 +224,50 @@ func NewJSONRPCHandler(h Handler, cfg TransportConfig) http.Handler {
 	return &transport{d: NewDispatcher(h, cfg)}
 }
 
-// headerDialect reads A2A-Version: "" and 0.x mean 0.3, 1.x means 1.0; ok is false for a
-// version this gateway does not speak.
+// headerDialect reads A2A-Version (the header, else the query parameter) as the
+// specification says: Major.Minor, with any patch ignored ("1.0.3" is 1.0). Empty means
+// 0.3; 1.0 is V1 and 0.3 is V03; ok is false for any other version (1.1, a bare 1, 2.0,
+// garbage), which the gateway does not speak: the caller answers it with
+// [ErrVersionNotSupported] rather than serve it as the nearest version it knows.
 func headerDialect(r *http.Request) (d Dialect, version string, ok bool) {
 	v := strings.TrimSpace(r.Header.Get("A2A-Version"))
 	if v == "" {
 		v = strings.TrimSpace(r.URL.Query().Get("A2A-Version"))
 	}
-	switch {
-	case v == "":
+	if v == "" {
 		return V03, v, true
-	case v == "1" || strings.HasPrefix(v, "1."):
+	}
+	switch majorMinor(v) {
+	case "1.0":
 		return V1, v, true
-	case v == "0.3" || strings.HasPrefix(v, "0.3."):
+	case "0.3":
 		return V03, v, true
 	}
 	return V03, v, false
+}
+
+// majorMinor returns the Major.Minor of a version "Major.Minor" or
+// "Major.Minor.Patch..." whose Major and Minor are decimal numbers without a sign, and
+// "" for anything else. The patch is not looked at.
+func majorMinor(v string) string {
+	major, rest, ok := strings.Cut(v, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	if !ok || !decimal(major) || !decimal(minor) {
+		return ""
+	}
+	return major + "." + minor
+}
+
+func decimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -261,7 +300,8 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := DecodeRequest(body)
 	noID := errors.Is(err, errNoID)
-	if err != nil && !noID {
+	badParams := errors.Is(err, ErrInvalidParams) // a lone surrogate in params
+	if err != nil && !noID && !badParams {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, "", hd, err, start))
 		return
 	}
@@ -270,11 +310,14 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, hd, methodNotFound(req.Method), start))
 		return
 	}
-	if noID {
-		// A request without an id is refused, but only once its method and params
-		// are known good: those errors come first (JSON-RPC 2.0 validation order).
-		if perr := validateParams(req, spec); perr != nil {
-			err = perr
+	if noID || badParams {
+		// A request without an id, or with params the decoder refused, is answered
+		// once its method is known (an unknown method comes first), and one without an
+		// id once its params are known good too (JSON-RPC 2.0 validation order).
+		if noID {
+			if perr := validateParams(req, spec); perr != nil {
+				err = perr
+			}
 		}
 		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, spec.dialect, err, start))
 		return

@@ -286,11 +286,17 @@ func pushNotSupported(d Dialect) error {
 	return Errorf(ErrPushNotSupported, "push notifications are not supported by this gateway; use message/stream or tasks/resubscribe")
 }
 
-// decodeSendPush decodes the push config of a send's configuration in dialect d (the
-// other dialect's field is ignored, as unknown fields are).
+// decodeSendPush decodes the push config of a send's configuration in dialect d. The
+// other dialect's field is refused (-32602 naming it and the right one), not ignored as
+// other unknown fields are: a client that used it asked for a webhook and would get
+// none without a word.
 func decodeSendPush(v03 *wirePushV03, v1 *wireTaskPushV1, d Dialect) (*PushConfig, error) {
 	var c PushConfig
 	switch {
+	case d == V1 && v03 != nil:
+		return nil, InvalidParams("configuration.pushNotificationConfig", "is the v0.3 field; a v1.0 send takes its push config in configuration.taskPushNotificationConfig (nothing was stored)")
+	case d == V03 && v1 != nil:
+		return nil, InvalidParams("configuration.taskPushNotificationConfig", "is the v1.0 field; a v0.3 send takes its push config in configuration.pushNotificationConfig (nothing was stored)")
 	case d == V1 && v1 != nil:
 		c = pushFromV1(v1)
 		return &c, checkPush(&c, "configuration.taskPushNotificationConfig.")

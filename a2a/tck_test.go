@@ -166,13 +166,14 @@ func TestCardLastModified(t *testing.T) {
 }
 
 // TestCardByVersionHeader (issue 19, defect 3): the well-known card asked for with
-// A2A-Version 1.x (header or query) is the pure v1.0 card, with its own ETag; without a
-// version it stays the union of both versions.
+// A2A-Version 1.0 (header or query, any patch) is the pure v1.0 card, with its own ETag;
+// without a version it stays the union of both versions (TestCardVersionMajorMinor has
+// the versions the gateway does not speak).
 func TestCardByVersionHeader(t *testing.T) {
 	t.Parallel()
 	h := NewCardHandler(CardConfig{BearerAuth: true})
 	union := getCard(t, h, "gw.example")
-	for _, hv := range []string{"A2A-Version: 1.0", "A2A-Version: 1"} {
+	for _, hv := range []string{"A2A-Version: 1.0", "A2A-Version: 1.0.1"} {
 		w := getCard(t, h, "gw.example", hv)
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {

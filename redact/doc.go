@@ -5,9 +5,10 @@
 // ledger stores and the streams send.
 //
 // A credential becomes a placeholder naming its kind, "[redacted:<kind>]" (see [Prefix]).
-// Format characters (Unicode Cf: zero-width space, joiners, soft hyphen, BOM) cannot hide
-// a credential: Text and Stream drop a run of them between two printable ASCII characters
-// before matching. [Texts] redacts the parts of one message as one text, so a
+// Invisible characters (Unicode Default_Ignorable_Code_Point and category Cf: zero-width
+// space, joiners, soft hyphen, BOM, the combining grapheme joiner, variation selectors,
+// Hangul fillers, tags) cannot hide a credential: Text and Stream drop a run of them
+// between two printable ASCII characters before matching. [Texts] redacts the parts of one message as one text, so a
 // credential split across parts is found too.
 // The package is pure: no I/O, no project imports.
 package redact

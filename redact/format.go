@@ -5,16 +5,24 @@ import (
 	"unicode/utf8"
 )
 
-// Format characters (Unicode category Cf: zero-width space, joiners, word joiner, BOM,
-// soft hyphen, bidi controls, tags) are invisible, so a credential with one inside still
-// reads as the credential while no pattern matches it. Text therefore normalises before
-// matching: a run of format characters between two printable ASCII characters (where a
-// credential's characters all are, and where a format character has no visible effect)
-// is dropped. Format characters elsewhere (joiners in an emoji sequence, a non-joiner in
-// Persian text, a BOM at the start) are kept.
+//go:generate go run gen_invisible.go
 
-// isFormat reports whether r is a format character (category Cf; all are outside ASCII).
-func isFormat(r rune) bool { return r >= utf8.RuneSelf && unicode.Is(unicode.Cf, r) }
+// Invisible characters (Unicode Default_Ignorable_Code_Point: zero-width space, joiners,
+// word joiner, BOM, soft hyphen, bidi controls, the combining grapheme joiner U+034F,
+// variation selectors U+FE00..U+FE0F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
+// tags; and the rest of category Cf) draw nothing, so a credential with one inside still
+// reads as the credential while no pattern matches it. Text therefore normalises before
+// matching: a run of invisible characters between two printable ASCII characters (where
+// a credential's characters all are, and where an invisible character has no visible
+// effect) is dropped. Invisible characters elsewhere (joiners and variation selectors in
+// an emoji sequence, a non-joiner in Persian text, a BOM at the start) are kept. The
+// functions below say "format" for them all, the name of the category the rule first
+// covered.
+
+// isFormat reports whether r is invisible: in invisibleTable (all of it is outside
+// ASCII). Unicode defines Default_Ignorable_Code_Point as the code points to draw as
+// nothing when a font lacks them; category Cf alone missed U+034F, U+3164 and U+FE0F.
+func isFormat(r rune) bool { return r >= utf8.RuneSelf && unicode.Is(invisibleTable, r) }
 
 // isGraphicASCII reports whether r is a printable ASCII character other than the space.
 func isGraphicASCII(r rune) bool { return r > ' ' && r < 0x7f }

@@ -3,12 +3,15 @@ package redact
 import (
 	"strings"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/redact/redacttest"
 )
 
 // FuzzRedact: Text is deterministic and idempotent and never panics.
 func FuzzRedact(f *testing.F) {
-	for _, c := range credentialCorpus {
+	for i, c := range credentialCorpus {
 		f.Add(c.Text)
+		f.Add(redacttest.Hidden(c, redacttest.Invisible[i%len(redacttest.Invisible)]).Text)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Text(s)

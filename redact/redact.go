@@ -32,10 +32,11 @@ const Prefix = "[redacted:"
 //	basic-credentials   the credentials of "Authorization: Basic …"
 //	jwt                 eyJ….eyJ….…
 //
-// A credential with format characters inside (zero-width space, joiners, soft hyphen,
-// BOM: Unicode category Cf) is recognised too: before the patterns run, a run of format
-// characters between two printable ASCII characters is dropped, so the text is matched as
-// it reads (format characters elsewhere are kept). "x\u200bsk-…" is therefore matched as
+// A credential with invisible characters inside (zero-width space, joiners, soft hyphen,
+// BOM, the combining grapheme joiner U+034F, variation selectors, Hangul fillers such as
+// U+3164, tags: Unicode Default_Ignorable_Code_Point, and category Cf) is recognised too:
+// before the patterns run, a run of them between two printable ASCII characters is
+// dropped, so the text is matched as it reads (invisible characters elsewhere are kept). "x\u200bsk-…" is therefore matched as
 // "xsk-…": a key glued to a word, which no pattern anchored at a word boundary takes.
 // [Texts] finds a credential split across the parts of a message.
 //

@@ -6,10 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/redact/redacttest"
 )
 
 func init() { streamSelfCheck = true }
@@ -536,9 +537,10 @@ func TestStreamRedactor_SmallBound(t *testing.T) {
 // bytes of splits give the chunk lengths (0 to 16, cycled; an empty chunk is a Write("")).
 func FuzzStreamRedactor(f *testing.F) {
 	f.Add("hello world", []byte{3, 0, 5})
-	for _, c := range credentialCorpus {
+	for i, c := range credentialCorpus {
 		f.Add(c.Text, []byte{1})
 		f.Add(c.Text, []byte{7, 3})
+		f.Add(redacttest.Hidden(c, redacttest.Invisible[i%len(redacttest.Invisible)]).Text, []byte{2, 5})
 	}
 	for _, c := range readSecretCorpus(f) {
 		if len(c.text) < 400 {

@@ -66,7 +66,16 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 				return
 			}
 		}
-		c.fail(ctx, req, "", a2a.V1, err, start)
+		// Params the decoder refused (a lone surrogate escape) are answered naming the
+		// method, in its dialect; everything else before the method is known, in v1.0.
+		method, dl := "", a2a.V1
+		if errors.Is(err, a2a.ErrInvalidParams) {
+			method = req.Method
+			if d, ok := a2a.MethodDialect(req.Method); ok {
+				dl = d
+			}
+		}
+		c.fail(ctx, req, method, dl, err, start)
 		return
 	}
 	switch req.Method {

@@ -8,7 +8,8 @@ import (
 )
 
 // redactParts returns ps with the credentials in their text, in the strings of their
-// data, in file URLs, names and media types, and in their metadata replaced (X-3: the
+// data, in file URLs, names and media types, in a file's inline bytes when they are text
+// (redact.File: a text/* media type, or valid UTF-8), and in their metadata replaced (X-3: the
 // ledger never holds a pasted secret in clear), and how many parts changed. Each run of
 // consecutive text parts is also redacted as the one text the agent reads
 // (redact.Texts): a credential split across two parts is recognised. ps is not modified.
@@ -65,8 +66,10 @@ func redactPart(p a2a.Part) (a2a.Part, bool) {
 	if len(p.Data) > 0 {
 		p.Data = redactJSON(p.Data)
 	}
+	p.Raw, _ = redact.File(orig.MediaType, p.Raw)
 	return p, p.Text != orig.Text || p.URL != orig.URL || p.Filename != orig.Filename ||
-		p.MediaType != orig.MediaType || string(p.Data) != string(orig.Data) || metaChanged
+		p.MediaType != orig.MediaType || string(p.Data) != string(orig.Data) || metaChanged ||
+		string(p.Raw) != string(orig.Raw)
 }
 
 // credentialIDs refuses a message whose contextId, messageId or taskId holds what looks

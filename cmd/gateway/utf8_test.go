@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -98,5 +99,66 @@ func TestAdminOutboundInvalidUTF8(t *testing.T) {
 	}
 	for _, cv := range convs {
 		t.Errorf("conversation %q (owner %q) stored; want none", cv.ContextID, cv.Owner)
+	}
+}
+
+// TestLoneSurrogateEscapesRefused (issue 35 item 6): contextIds "u8-\ud800" and
+// "u8-\udc00" (JSON escapes) used to decode both to "u8-\uFFFD" and share one
+// conversation with a literal U+FFFD. Now each lone surrogate escape is refused with
+// -32602 naming the field, over HTTP (both dialects) and over the WebSocket, and nothing
+// is stored; a literal U+FFFD stays a valid contextId of its own conversation.
+func TestLoneSurrogateEscapesRefused(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, testConfig(t))
+	c := newHTTPClient(t)
+	check := func(t *testing.T, transport, ctxID string, code int, msg string) {
+		t.Helper()
+		if code != -32602 || !strings.Contains(msg, "message.contextId: ") || !strings.Contains(msg, "lone UTF-16 surrogate") {
+			t.Errorf("%s send with contextId %s: error %d %q, want -32602 naming message.contextId", transport, ctxID, code, msg)
+		}
+	}
+	v1Body := func(ctxID, messageID string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"` +
+			messageID + `","contextId":"` + ctxID + `","parts":[{"text":"hi"}]}}}`
+	}
+	for i, ctxID := range []string{`u8-\ud800`, `u8-\udc00`} {
+		for _, v1 := range []bool{false, true} {
+			body := rawSendBody(ctxID, fmt.Sprintf("m-http-%d", i))
+			if v1 {
+				body = v1Body(ctxID, fmt.Sprintf("m-http-v1-%d", i))
+			}
+			resp := postRPC(t, c, s.URL(), v1, body)
+			if resp.Error == nil {
+				check(t, "HTTP", ctxID, 0, string(resp.Result))
+				continue
+			}
+			check(t, "HTTP", ctxID, resp.Error.Code, resp.Error.Message)
+		}
+	}
+	ws := wsDial(t, s, "")
+	for i, ctxID := range []string{`u8-ws-\ud800`, `u8-ws-\udc00`} {
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(rawSendBody(ctxID, fmt.Sprintf("m-ws-%d", i))))
+		f, err := wsReadFrame(ws)
+		if err != nil {
+			t.Fatalf("WebSocket answer: %v", err)
+		}
+		if f.Error == nil {
+			check(t, "WebSocket", ctxID, 0, string(f.Result))
+			continue
+		}
+		check(t, "WebSocket", ctxID, f.Error.Code, f.Error.Message)
+	}
+	if resp := postRPC(t, c, s.URL(), false, rawSendBody("u8-\uFFFD", "m-literal")); resp.Error != nil {
+		t.Fatalf("send with a literal U+FFFD: %+v, want it served", resp.Error)
+	}
+	convs, err := s.ledger.List(t.Context(), ledger.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 1 || convs[0].ContextID != "u8-\uFFFD" || convs[0].Turns != 1 {
+		for _, cv := range convs {
+			t.Errorf("conversation %q stored with %d turns", cv.ContextID, cv.Turns)
+		}
+		t.Errorf("%d conversations, want only %q with one turn", len(convs), "u8-\uFFFD")
 	}
 }

@@ -6,7 +6,8 @@
 // that the ledger does not import the protocol layer for them. Their tests compare them
 // with json.Marshal; a2a's FuzzWireEncoding and ledger's FuzzAppendEntryJSON fuzz them
 // through the encoders. FirstInvalidUTF8 finds the byte where a request body stops being
-// UTF-8, which decoders check before encoding/json replaces such bytes with U+FFFD.
+// UTF-8, and CheckText also the first lone surrogate escape (\ud800): decoders check
+// them before encoding/json replaces either with U+FFFD.
 //
 // # Imports
 //

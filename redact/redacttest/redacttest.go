@@ -3,6 +3,11 @@
 // kind of credential. It is imported by tests only.
 package redacttest
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Credential is a text holding one credential: Secret is the part that must never be
 // stored or reach a model, Want the placeholder that replaces it.
 type Credential struct {
@@ -39,4 +44,45 @@ var Credentials = []Credential{
 	{"url password", "DATABASE_URL=postgres://app:s3cr3t-P@ss@db.internal:5432/app", "s3cr3t-P", "[redacted:url-password]"},
 	{"url password redis", "redis://default:hunter2hunter2@cache:6379", "hunter2hunter2", "[redacted:url-password]"},
 	{"jwt", "session=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "[redacted:jwt]"},
+}
+
+// Invisible has one code point of each kind that draws nothing (Unicode
+// Default_Ignorable_Code_Point, and format characters): inserted inside a credential,
+// it must not hide it from redaction (issue 35 item 7). The first three are the ones
+// found passing: U+034F, U+3164, U+FE0F.
+var Invisible = []rune{
+	'\u034f',     // COMBINING GRAPHEME JOINER (Mn)
+	'\u3164',     // HANGUL FILLER (Lo)
+	'\ufe0f',     // VARIATION SELECTOR-16 (Mn)
+	'\u00ad',     // SOFT HYPHEN (Cf)
+	'\u061c',     // ARABIC LETTER MARK (Cf)
+	'\u115f',     // HANGUL CHOSEONG FILLER (Lo)
+	'\u1160',     // HANGUL JUNGSEONG FILLER (Lo)
+	'\u17b4',     // KHMER VOWEL INHERENT AQ (Mn)
+	'\u180b',     // MONGOLIAN FREE VARIATION SELECTOR ONE (Mn)
+	'\u180e',     // MONGOLIAN VOWEL SEPARATOR (Cf)
+	'\u200b',     // ZERO WIDTH SPACE (Cf)
+	'\u202e',     // RIGHT-TO-LEFT OVERRIDE (Cf)
+	'\u2064',     // INVISIBLE PLUS (Cf)
+	'\u2065',     // reserved, default ignorable (Cn)
+	'\ufe00',     // VARIATION SELECTOR-1 (Mn)
+	'\ufeff',     // ZERO WIDTH NO-BREAK SPACE (Cf)
+	'\uffa0',     // HALFWIDTH HANGUL FILLER (Lo)
+	'\ufff0',     // reserved, default ignorable (Cn)
+	'\U0001bca0', // SHORTHAND FORMAT LETTER OVERLAP (Cf)
+	'\U0001d173', // MUSICAL SYMBOL BEGIN BEAM (Cf)
+	'\U000e0041', // TAG LATIN CAPITAL LETTER A (Cf)
+	'\U000e0100', // VARIATION SELECTOR-17 (Mn)
+	'\U000e0fff', // reserved, default ignorable (Cn)
+}
+
+// Hidden returns c with r inserted in the middle of its secret: the text still reads
+// as the credential, and Secret becomes what must not survive (with r inside).
+func Hidden(c Credential, r rune) Credential {
+	k := len(c.Secret) / 2
+	hidden := c.Secret[:k] + string(r) + c.Secret[k:]
+	c.Name += " with " + fmt.Sprintf("U+%04X", r)
+	c.Text = strings.Replace(c.Text, c.Secret, hidden, 1)
+	c.Secret = hidden
+	return c
 }
