@@ -290,9 +290,13 @@ func decodeOutbound(c echo.Context) (conversations.OutboundRecord, error) {
 		}
 		return rec, &conversations.FieldError{Field: "body", Reason: "could not be read"}
 	}
-	// encoding/json would turn invalid UTF-8 into U+FFFD (two contextIds into one).
-	if off := jsonenc.FirstInvalidUTF8(body); off >= 0 {
+	// encoding/json would turn invalid UTF-8 and lone surrogate escapes into U+FFFD (two
+	// contextIds into one).
+	switch off, p := jsonenc.CheckText(body); p {
+	case jsonenc.InvalidUTF8:
 		return rec, &conversations.FieldError{Field: "body", Reason: fmt.Sprintf("invalid UTF-8 at byte offset %d (JSON text must be UTF-8)", off)}
+	case jsonenc.LoneSurrogate:
+		return rec, &conversations.FieldError{Field: "body", Reason: fmt.Sprintf("a lone UTF-16 surrogate escape at byte offset %d (it would be read as U+FFFD)", off)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -165,3 +165,36 @@ func TestSendRecordsThroughTokenFile(t *testing.T) {
 		t.Errorf("B's conversations = %v, want out:a/%s", got, ctxID)
 	}
 }
+
+// TestAdminOutboundRefusesLoneSurrogates: POST /admin/v1/outbound refuses a record whose
+// JSON holds a lone surrogate escape (the decoder would read "\ud800" and "\udc00" as
+// the same U+FFFD and merge two contextIds), and stores nothing; a pair is fine.
+func TestAdminOutboundRefusesLoneSurrogates(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, testConfig(t))
+	c := newHTTPClient(t)
+	post := func(contextID string) (int, string) {
+		rec := `{"peer":"a","peerUrl":"http://127.0.0.1:1/","contextId":"` + contextID + `","state":"completed","text":"hi","reply":"echo: hi"}`
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"admin/v1/outbound", strings.NewReader(rec))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+s.localToken)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, id := range []string{`u8-\ud800`, `u8-\udc00`} {
+		if status, body := post(id); status != http.StatusBadRequest || !strings.Contains(body, "surrogate") {
+			t.Errorf("contextId %s: %d %s, want 400 naming the surrogate", id, status, body)
+		}
+	}
+	if n := len(outboundContexts(t, s, "out:a")); n != 0 {
+		t.Errorf("%d outbound conversations stored after refused records, want 0", n)
+	}
+	if status, body := post(`u8-\ud83d\ude00`); status != http.StatusOK {
+		t.Errorf("a surrogate pair: %d %s, want 200", status, body)
+	}
+}
