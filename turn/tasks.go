@@ -138,8 +138,8 @@ func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *
 			if p.Status != "" && t.Status.State != p.Status {
 				continue
 			}
-			if !p.StatusTimestampAfter.IsZero() && !t.Status.Timestamp.After(p.StatusTimestampAfter) {
-				continue
+			if !p.StatusTimestampAfter.IsZero() && t.Status.Timestamp.Before(p.StatusTimestampAfter) {
+				continue // kept at or after it (a2a.proto: "greater than or equal to this value")
 			}
 			if !p.IncludeArtifacts {
 				t.Artifacts = nil

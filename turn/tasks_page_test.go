@@ -142,3 +142,27 @@ func TestPageOfTies(t *testing.T) {
 		t.Errorf("token round trip = %+v, %v; want %+v", got, err, c)
 	}
 }
+
+// TestListTasksStatusTimestampAfterInclusive: statusTimestampAfter keeps the tasks whose
+// status timestamp is at or after it (a2a.proto ListTasksRequest: "greater than or equal
+// to this value"), so a client that lists again from the newest timestamp it saw misses
+// no task updated at that very instant.
+func TestListTasksStatusTimestampAfterInclusive(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, parkingAgent)
+	ctx := t.Context()
+	for i := range 2 {
+		if _, err := send(ctx, r, fmt.Sprint("since-", i), "", fmt.Sprint("park ", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := r.ListTasks(ctx, &a2a.ListTasksParams{PageSize: 10})
+	if err != nil || len(all.Tasks) != 2 {
+		t.Fatalf("ListTasks = %+v, %v", all, err)
+	}
+	newest := all.Tasks[0]
+	got, err := r.ListTasks(ctx, &a2a.ListTasksParams{PageSize: 10, StatusTimestampAfter: newest.Status.Timestamp})
+	if err != nil || !slices.Equal(taskIDs(got.Tasks), []string{newest.ID}) || got.TotalSize != 1 {
+		t.Errorf("ListTasks(statusTimestampAfter = the newest task's) = %v (total %d), %v; want that task", taskIDs(got.Tasks), got.TotalSize, err)
+	}
+}
