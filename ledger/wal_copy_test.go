@@ -295,6 +295,7 @@ func TestWAL_DamageReported(t *testing.T) {
 		{"cut inside a record", func(b []byte) []byte { return b[:last+lens[logged-1]/2] }, logged, "ERROR", "ends inside a record", true},
 		{"cut after the records", func(b []byte) []byte { return b[:last+lens[logged-1]] }, 1 + logged, "WARN", "shorter than it was written", false},
 		{"damaged newest header", func(b []byte) []byte { b[int(gen%2)*walSlot+20] ^= 0x01; return b }, 1 + logged, "ERROR", "records_lost=6", true},
+		{"crash while it grew", func(b []byte) []byte { return b[:64<<10] }, 1 + logged, "", "", false}, // zeros after the records
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := cpDataDir(t, src)
@@ -311,7 +312,10 @@ func TestWAL_DamageReported(t *testing.T) {
 					report = l
 				}
 			}
-			if !strings.Contains(report, tc.says) || !strings.Contains(report, walPath(path)) {
+			switch {
+			case tc.level == "" && (strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR")):
+				t.Errorf("a log a crash can leave was reported:\n%s", logs)
+			case tc.level != "" && (!strings.Contains(report, tc.says) || !strings.Contains(report, walPath(path))):
 				t.Errorf("no %s report saying %q about %s in Open's log:\n%s", tc.level, tc.says, walPath(path), logs)
 			}
 			kept, _ := filepath.Glob(walPath(path) + ".damaged-*")

@@ -30,8 +30,8 @@ import (
 //   - Records of a later generation than the newest valid header's, or no valid header
 //     but records: the newest header is damaged; its records cannot be replayed (the
 //     base they follow is in it). Likewise an error.
-//   - The file ends right after the records and is not a multiple of walGrowBytes: it
-//     was truncated, and commits after its end may be lost. Warned.
+//   - The file is not a multiple of walGrowBytes and does not end in zeros: it was
+//     truncated, and commits after its end may be lost. Warned.
 
 // walEndKind is why a log's records end where they do.
 type walEndKind int
@@ -42,7 +42,7 @@ const (
 	walEndDamaged                   // a record fails its checks, and whole records follow it
 	walEndCut                       // the file ends inside a record
 	walEndHeader                    // records of a generation whose header is damaged
-	walEndShort                     // the file ends at the records' end, shorter than it was grown
+	walEndShort                     // the file is shorter than it was grown
 )
 
 // walEnd is where and why a log's records end.
@@ -57,37 +57,30 @@ type walEnd struct {
 // log after its header slots; crc: the chain there; size: the log file's size).
 func recordsEnd(data []byte, off int, crc uint32, h *walHeader, size int64) walEnd {
 	end := walEnd{at: walFirstRecord + int64(off)}
-	if off == 0 {
-		if g, ok := genAt(data, 0); ok && g > h.gen { // written after a header that is now damaged
-			end.kind = walEndHeader
-			end.lost, end.from, end.to = walkGen(data, g)
+	rest := data[off:]
+	if g, ok := genAt(data, 0); off == 0 && ok && g > h.gen { // written after a header that is now damaged
+		end.kind = walEndHeader
+		end.lost, end.from, end.to = walkGen(data, g)
+		return end
+	}
+	if len(rest) >= walRecordHead && binary.BigEndian.Uint64(rest) != 0 { // a length or a CRC: not the end
+		if n, from, to := laterRecords(data, off, crc, h.gen); n > 0 {
+			end.kind, end.lost, end.from, end.to = walEndDamaged, n, from, to
+			return end
+		}
+		if ofGeneration(rest, crc, h.gen) {
+			end.kind = walEndTorn
+			if n := int(binary.BigEndian.Uint32(rest)); n+8 > len(rest) { // a record is written where the file has grown
+				end.kind = walEndCut
+			}
 			return end
 		}
 	}
-	rest := data[off:]
-	switch {
-	case len(rest) == 0:
-		if size%walGrowBytes != 0 {
-			end.kind = walEndShort
-		}
-		return end
-	case len(rest) < walRecordHead:
-		if !allZero(rest) {
-			end.kind = walEndCut
-		}
-		return end
-	case binary.BigEndian.Uint64(rest) == 0: // no length, no CRC: never written, or taken back
-		return end
-	}
-	if n, from, to := laterRecords(data, off, crc, h.gen); n > 0 {
-		end.kind, end.lost, end.from, end.to = walEndDamaged, n, from, to
-		return end
-	}
-	if ofGeneration(rest, crc, h.gen) {
-		end.kind = walEndTorn
-		if n := int(binary.BigEndian.Uint32(rest)); n+8 > len(rest) { // a record is written where the file has grown
-			end.kind = walEndCut
-		}
+	// The file grows by walGrowBytes of zeros (a crash while it grows leaves zeros after
+	// the records): ending elsewhere, right after the records or in other bytes, it was
+	// cut short.
+	if size%walGrowBytes != 0 && (len(rest) == 0 || !allZero(rest)) {
+		end.kind = walEndShort
 	}
 	return end
 }
