@@ -110,7 +110,7 @@ func checkOwner(path string, dbf *os.File, l *walLog) (fileTx uint64, valid bool
 }
 
 // errForeignLog marks the refusal of a log whose records belong to another ledger file.
-var errForeignLog = errors.New("the write-ahead log belongs to another ledger file")
+var errForeignLog = errors.New("not the log of this ledger file")
 
 // foreignLog is the refusal of the log l of the ledger file at path: what it is and
 // what to do.
