@@ -255,11 +255,22 @@ func logRecords(t *testing.T, wal []byte) (offs, lens []int) {
 	return offs, lens
 }
 
+// damageCase is a damage TestWAL_DamageReported does to a log, and what Open must say.
+type damageCase struct {
+	name    string
+	damage  func(b []byte) []byte
+	entries int    // entries of "c" after Open
+	level   string // of the report ("": none)
+	says    string
+	kept    bool // the log kept as it was
+}
+
 // TestWAL_DamageReported: a damaged log opens with the whole records before the damage
 // replayed, and says in the gateway's log what was not replayed and why: a record cut
 // short at the end (a crash's torn write: a warning), damage with whole records after it
 // (acknowledged commits lost: an error, the log kept as it was), a file cut short inside
-// a record or after the records, a damaged newest header.
+// a record or after the records, a damaged newest header. A log a crash can leave (one
+// that stopped growing) is not reported.
 func TestWAL_DamageReported(t *testing.T) {
 	const logged = 6
 	s := walStore(t, t.TempDir())
@@ -277,62 +288,60 @@ func TestWAL_DamageReported(t *testing.T) {
 	if len(offs) != logged {
 		t.Fatalf("%d records in the log, want %d (one per append)", len(offs), logged)
 	}
-	last := offs[logged-1]
+	last, lastLen := offs[logged-1], lens[logged-1]
 	gen := binary.BigEndian.Uint64(wal[offs[0]+8:])
-	for _, tc := range []struct {
-		name    string
-		damage  func(b []byte) []byte
-		entries int    // entries of "c" after Open
-		level   string // of the report
-		says    string
-		kept    bool
-	}{
+	for _, tc := range []damageCase{
 		{"flipped body byte", func(b []byte) []byte { b[offs[2]+30] ^= 0x40; return b }, 1 + 2, "ERROR", "records_lost=4", true},
 		{"flipped length", func(b []byte) []byte { b[offs[2]] ^= 0x10; return b }, 1 + 2, "ERROR", "records_lost=4", true},
 		{"flipped CRC", func(b []byte) []byte { b[offs[2]+5] ^= 0x01; return b }, 1 + 2, "ERROR", "records_lost=4", true},
-		{"flipped generation", func(b []byte) []byte { b[offs[logged-1]+15] ^= 0x02; return b }, logged, "WARN", "not whole", false},
-		{"torn last record", func(b []byte) []byte { clear(b[last+lens[logged-1]/2 : last+lens[logged-1]]); return b }, logged, "WARN", "not whole", false},
-		{"cut inside a record", func(b []byte) []byte { return b[:last+lens[logged-1]/2] }, logged, "ERROR", "ends inside a record", true},
-		{"cut after the records", func(b []byte) []byte { return b[:last+lens[logged-1]] }, 1 + logged, "WARN", "shorter than it was written", false},
+		{"flipped generation", func(b []byte) []byte { b[last+15] ^= 0x02; return b }, logged, "WARN", "not whole", false},
+		{"torn last record", func(b []byte) []byte { clear(b[last+lastLen/2 : last+lastLen]); return b }, logged, "WARN", "not whole", false},
+		{"cut inside a record", func(b []byte) []byte { return b[:last+lastLen/2] }, logged, "ERROR", "ends inside a record", true},
+		{"cut after the records", func(b []byte) []byte { return b[:last+lastLen] }, 1 + logged, "WARN", "shorter than it was written", false},
 		{"damaged newest header", func(b []byte) []byte { b[int(gen%2)*walSlot+20] ^= 0x01; return b }, 1 + logged, "ERROR", "records_lost=6", true},
 		{"crash while it grew", func(b []byte) []byte { return b[:64<<10] }, 1 + logged, "", "", false}, // zeros after the records
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := cpDataDir(t, src)
-			if err := os.WriteFile(walPath(path), tc.damage(bytes.Clone(wal)), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			st, logs, err := openLogged(t, path)
-			if err != nil {
-				t.Fatalf("Open of a damaged log = %v, want it open", err)
-			}
-			var report string
-			for _, l := range strings.Split(logs.String(), "\n") {
-				if strings.Contains(l, "level="+tc.level) && strings.Contains(l, "write-ahead log") {
-					report = l
-				}
-			}
-			switch {
-			case tc.level == "" && (strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR")):
-				t.Errorf("a log a crash can leave was reported:\n%s", logs)
-			case tc.level != "" && (!strings.Contains(report, tc.says) || !strings.Contains(report, walPath(path))):
-				t.Errorf("no %s report saying %q about %s in Open's log:\n%s", tc.level, tc.says, walPath(path), logs)
-			}
-			kept, _ := filepath.Glob(walPath(path) + ".damaged-*")
-			if tc.kept && (len(kept) != 1 || !strings.Contains(report, kept[0]) || !bytes.Equal(readAll(t, kept[0]), tc.damage(bytes.Clone(wal)))) {
-				t.Errorf("the damaged log was not kept as it was and named (kept %v)", kept)
-			}
-			if !tc.kept && len(kept) != 0 {
-				t.Errorf("a copy of the log was kept: %v", kept)
-			}
-			es, err := st.Range(t.Context(), "o", "c", 0, 0)
-			if err != nil || len(es) != tc.entries {
-				t.Errorf("after Open: %d entries, %v; want %d", len(es), err, tc.entries)
-			}
-			if _, err := st.VerifyAll(t.Context()); err != nil {
-				t.Errorf("VerifyAll = %v", err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { assertDamageReport(t, src, tc.damage(bytes.Clone(wal)), tc) })
+	}
+}
+
+// assertDamageReport opens a copy of the data dir of the ledger file src with the log
+// damaged, and checks what tc says.
+func assertDamageReport(t *testing.T, src string, damaged []byte, tc damageCase) {
+	t.Helper()
+	path := cpDataDir(t, src)
+	if err := os.WriteFile(walPath(path), damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, logs, err := openLogged(t, path)
+	if err != nil {
+		t.Fatalf("Open of a damaged log = %v, want it open", err)
+	}
+	var report string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "level="+tc.level) && strings.Contains(l, "write-ahead log") {
+			report = l
+		}
+	}
+	switch {
+	case tc.level == "" && (strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR")):
+		t.Errorf("a log a crash can leave was reported:\n%s", logs)
+	case tc.level != "" && (!strings.Contains(report, tc.says) || !strings.Contains(report, walPath(path))):
+		t.Errorf("no %s report saying %q about %s in Open's log:\n%s", tc.level, tc.says, walPath(path), logs)
+	}
+	kept, _ := filepath.Glob(walPath(path) + ".damaged-*")
+	if tc.kept && (len(kept) != 1 || !strings.Contains(report, kept[0]) || !bytes.Equal(readAll(t, kept[0]), damaged)) {
+		t.Errorf("the damaged log was not kept as it was and named (kept %v)", kept)
+	}
+	if !tc.kept && len(kept) != 0 {
+		t.Errorf("a copy of the log was kept: %v", kept)
+	}
+	es, err := st.Range(t.Context(), "o", "c", 0, 0)
+	if err != nil || len(es) != tc.entries {
+		t.Errorf("after Open: %d entries, %v; want %d", len(es), err, tc.entries)
+	}
+	if _, err := st.VerifyAll(t.Context()); err != nil {
+		t.Errorf("VerifyAll = %v", err)
 	}
 }
 
