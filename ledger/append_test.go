@@ -207,7 +207,7 @@ func TestAppend_Invalid(t *testing.T) {
 	}
 	want := 6 // tasks, artifacts, byid, push configs, push pending, running tasks
 	if s.Format() == Format2 {
-		want = 12 // and the log's, and the owners list
+		want = 13 // and the log's, the owners list and the file's id (wal_ident.go)
 	}
 	if n := countTopLevel(t, s); n != want {
 		t.Errorf("%d top-level buckets and conversations, want %d (the indexes only)", n, want)

@@ -102,7 +102,7 @@ func createFormat2(tx *bolt.Tx) error {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	return nil
+	return setUpFileID(tx) // wal_ident.go
 }
 
 // convHash returns the 32 bytes a current key names in hex (nil for another key).

@@ -385,7 +385,8 @@ func fileFormat(tx *bolt.Tx) int {
 // index added beside the layout: its keys must not name format-1 locations).
 func copyForeign(src, dst *bolt.DB) error {
 	rebuilt := map[string]bool{string(bucketTasks): true, string(bucketByID): true,
-		string(bucketArtifacts): true, string(bucketQuarantine): true, string(bucketRunning): true}
+		string(bucketArtifacts): true, string(bucketQuarantine): true, string(bucketRunning): true,
+		string(bucketFileID): true} // each file has its own id (wal_ident.go)
 	return src.View(func(stx *bolt.Tx) error {
 		return dst.Update(func(dtx *bolt.Tx) error {
 			return stx.ForEach(func(name []byte, b *bolt.Bucket) error {

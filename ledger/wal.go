@@ -33,19 +33,23 @@ import (
 //     see it). The pages of the base are on disk and unchanged whatever happens after.
 //   - Recovery (Open, before bbolt opens the file): if the log holds records after its
 //     header, the meta pages of the base are written back (so bbolt starts from the base,
-//     not from a later commit whose pages may not all have reached the disk), then every
-//     record is replayed in one fsync'd transaction, and the log gets a new header.
+//     not from a later commit whose pages may not all have reached the disk, even when
+//     that commit's meta page did and its record did not), then every record is replayed
+//     in one fsync'd transaction, and the log gets a new header.
 //
 // A header names its generation; a record carries its generation and a CRC chained to the
 // previous record's, so that bytes left by an earlier generation or a failed write never
 // pass as a record. The two header slots alternate, so that a torn header write leaves the
-// previous one.
+// previous one. A header also names the ledger file, at its base, by what the file holds
+// (wal_ident.go): a copy of the data dir replays its log, another file's log is refused.
+// Where the records end, and why, is reported at recovery (wal_damage.go).
 
 // walPath returns the write-ahead log's path for the ledger file at path.
 func walPath(path string) string { return path + ".wal" }
 
 const (
-	walMagic       = "a2aWAL01"
+	walMagic       = "a2aWAL02" // the header's layout (walMagicV1: earlier builds')
+	walMagicV1     = "a2aWAL01"
 	walSlot        = 4096          // bytes of one header slot (two, alternating)
 	walFirstRecord = 2 * walSlot   // offset of the first record
 	walMetaBytes   = 512           // bytes of each bbolt meta page a header keeps
@@ -158,7 +162,6 @@ type wal struct {
 	dbf        *os.File   // the bbolt file, read for its meta pages
 	pageSize   int
 	gen        uint64                // the current header's generation
-	file       uint64                // the ledger file's identity (fileID)
 	crc        uint32                // the chain: the last record's CRC (the generation's seed at first)
 	off        int64                 // where the next record goes
 	size       int64                 // bytes of the log file
@@ -183,9 +186,15 @@ type wal struct {
 // walHeader is a decoded header slot.
 type walHeader struct {
 	gen, base uint64
-	file      uint64 // the ledger file's identity (fileID)
-	pageSize  uint32
-	metas     [2][]byte
+	// root: the SHA-256 of the base's root page (rootSum), which names the ledger file
+	// the records belong to, at the state they follow (wal_ident.go). A header of the
+	// first layout (v1, magic walMagicV1) has none; its file is the device and inode of
+	// the ledger file (fileID).
+	root     [32]byte
+	v1       bool
+	file     uint64
+	pageSize uint32
+	metas    [2][]byte
 }
 
 // chainSeed is the CRC the first record of h's generation chains to.
@@ -196,32 +205,46 @@ func (h *walHeader) chainSeed() uint32 {
 	return crc32.Checksum(b[:], walCRC)
 }
 
+// encodeHeader encodes h in the current layout: magic, generation, base, root sum, page
+// size, the two metas, CRC.
 func encodeHeader(h *walHeader) []byte {
 	b := append(make([]byte, 0, walSlot), walMagic...)
 	b = binary.BigEndian.AppendUint64(b, h.gen)
 	b = binary.BigEndian.AppendUint64(b, h.base)
-	b = binary.BigEndian.AppendUint64(b, h.file)
+	b = append(b, h.root[:]...)
 	b = binary.BigEndian.AppendUint32(b, h.pageSize)
 	b = append(b, h.metas[0]...)
 	b = append(b, h.metas[1]...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, walCRC))
 }
 
-// decodeHeader decodes a header slot; false: not a whole header.
+// decodeHeader decodes a header slot of either layout (the first one, written by earlier
+// builds, has the ledger file's device and inode where the current one has the root
+// sum); false: not a whole header.
 func decodeHeader(b []byte) (walHeader, bool) {
-	const n = len(walMagic) + 8 + 8 + 8 + 4 + 2*walMetaBytes
-	if len(b) < n+4 || string(b[:len(walMagic)]) != walMagic {
+	v1 := len(b) >= len(walMagicV1) && string(b[:len(walMagicV1)]) == walMagicV1
+	if !v1 && (len(b) < len(walMagic) || string(b[:len(walMagic)]) != walMagic) {
 		return walHeader{}, false
 	}
-	crc := binary.BigEndian.Uint32(b[n:])
-	if crc32.Checksum(b[:n], walCRC) != crc {
+	ident := 32 // the root sum
+	if v1 {
+		ident = 8 // the file's device and inode
+	}
+	n := len(walMagic) + 8 + 8 + ident + 4 + 2*walMetaBytes
+	if len(b) < n+4 || crc32.Checksum(b[:n], walCRC) != binary.BigEndian.Uint32(b[n:]) {
 		return walHeader{}, false
 	}
 	p := b[len(walMagic):]
-	h := walHeader{gen: binary.BigEndian.Uint64(p), base: binary.BigEndian.Uint64(p[8:]),
-		file: binary.BigEndian.Uint64(p[16:]), pageSize: binary.BigEndian.Uint32(p[24:])}
-	h.metas[0] = p[28 : 28+walMetaBytes]
-	h.metas[1] = p[28+walMetaBytes : 28+2*walMetaBytes]
+	h := walHeader{gen: binary.BigEndian.Uint64(p), base: binary.BigEndian.Uint64(p[8:]), v1: v1}
+	if v1 {
+		h.file = binary.BigEndian.Uint64(p[16:])
+	} else {
+		copy(h.root[:], p[16:48])
+	}
+	p = p[16+ident:]
+	h.pageSize = binary.BigEndian.Uint32(p)
+	h.metas[0] = p[4 : 4+walMetaBytes]
+	h.metas[1] = p[4+walMetaBytes : 4+2*walMetaBytes]
 	return h, true
 }
 
@@ -246,49 +269,100 @@ func readHeader(f *os.File) (walHeader, bool, error) {
 	return best, found, nil
 }
 
+// lastGen returns the newest generation the log f shows: its header's, or that of the
+// records at its start when they are newer (written after a header that is now damaged,
+// wal_damage.go), so that the next one is new and no stale record can chain into it.
+func lastGen(f *os.File) (uint64, error) {
+	h, ok, err := readHeader(f)
+	if err != nil {
+		return 0, err
+	}
+	var gen uint64
+	if ok {
+		gen = h.gen
+	}
+	head := make([]byte, walRecordHead)
+	if _, err := f.ReadAt(head, walFirstRecord); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if g := binary.BigEndian.Uint64(head[8:]); binary.BigEndian.Uint32(head) >= walRecordHead-8 && g > gen && g < 1<<62 {
+		gen = g
+	}
+	return gen, nil
+}
+
 // walRecord is a record read back: the transaction id it committed and its operations.
 type walRecord struct {
 	txid uint64
 	ops  []byte
 }
 
-// readLog returns the log f's current header and the whole records of its generation
-// that follow it, in order (ok false: no header, so no record either).
-func readLog(f *os.File) (h walHeader, recs []walRecord, ok bool, err error) {
-	if h, ok, err = readHeader(f); err != nil || !ok {
-		return h, nil, ok, err
-	}
-	recs, err = readRecords(f, &h)
-	return h, recs, ok, err
+// walLog is what a log holds: its current header (ok false: none, so no record either),
+// the whole records of the header's generation that follow it, in order, and how they
+// end (wal_damage.go).
+type walLog struct {
+	h    walHeader
+	ok   bool
+	recs []walRecord
+	end  walEnd
 }
 
-// readRecords returns the whole records of generation h.gen that follow the header, in
-// order.
-func readRecords(f *os.File, h *walHeader) ([]walRecord, error) {
+// readLog reads the log f.
+func readLog(f *os.File) (walLog, error) {
+	var l walLog
+	var err error
+	if l.h, l.ok, err = readHeader(f); err != nil {
+		return l, err
+	}
 	info, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	data := make([]byte, max(info.Size()-walFirstRecord, 0))
 	if _, err := f.ReadAt(data, walFirstRecord); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return l, err
 	}
-	var recs []walRecord
-	crc, off := h.chainSeed(), 0
-	for len(data)-off >= walRecordHead {
-		n := int(binary.BigEndian.Uint32(data[off:]))
-		if n < walRecordHead-8 || n > len(data)-off-8 {
-			break
-		}
-		body := data[off+8 : off+8+n]
-		want := binary.BigEndian.Uint32(data[off+4:])
-		if crc32.Update(crc, walCRC, body) != want || binary.BigEndian.Uint64(body) != h.gen {
-			break
+	if !l.ok {
+		l.end = headerless(data)
+		return l, nil
+	}
+	var off int
+	var crc uint32
+	l.recs, off, crc = readRecords(data, &l.h)
+	l.end = recordsEnd(data, off, crc, &l.h, info.Size())
+	return l, nil
+}
+
+// readRecords returns the whole records of generation h.gen at the start of data (the
+// log after its header slots), in order, and where they end with the chain's CRC there.
+func readRecords(data []byte, h *walHeader) (recs []walRecord, off int, crc uint32) {
+	crc = h.chainSeed()
+	for {
+		body, want, ok := recordAt(data, off, crc, h.gen)
+		if !ok {
+			return recs, off, crc
 		}
 		recs = append(recs, walRecord{txid: binary.BigEndian.Uint64(body[8:]), ops: body[16:]})
-		crc, off = want, off+8+n
+		crc, off = want, off+8+len(body)
 	}
-	return recs, nil
+}
+
+// recordAt returns the body of the record at off of data if it is a whole record of
+// generation gen chained to crc, and its CRC.
+func recordAt(data []byte, off int, crc uint32, gen uint64) (body []byte, sum uint32, ok bool) {
+	if off < 0 || len(data)-off < walRecordHead {
+		return nil, 0, false
+	}
+	n := int(binary.BigEndian.Uint32(data[off:]))
+	if n < walRecordHead-8 || n > len(data)-off-8 {
+		return nil, 0, false
+	}
+	body = data[off+8 : off+8+n]
+	sum = binary.BigEndian.Uint32(data[off+4:])
+	if crc32.Update(crc, walCRC, body) != sum || binary.BigEndian.Uint64(body) != gen {
+		return nil, 0, false
+	}
+	return body, sum, true
 }
 
 // metaTxid returns the transaction id of a bbolt meta page's first bytes, false if the
@@ -374,38 +448,50 @@ func recoverWAL(path string, logger *slog.Logger) (*os.File, error) {
 	return f, nil
 }
 
-// replayWAL is recoverWAL's work on the locked log f.
+// replayWAL is recoverWAL's work on the locked log f. A log whose records do not belong
+// to the file as it is (wal_ident.go) is refused, and nothing is written; damage the
+// log shows is reported (wal_damage.go) before its whole records are replayed.
 func replayWAL(path string, f *os.File, logger *slog.Logger) error {
-	h, recs, _, err := readLog(f)
-	if err != nil || len(recs) == 0 {
+	l, err := readLog(f)
+	if err != nil {
 		return err
+	}
+	if len(l.recs) == 0 {
+		reportEnd(path, &l, logger)
+		return nil
 	}
 	dbf, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		logger.Warn("ledger: write-ahead log without its ledger file: not replayed", "path", walPath(path), "records", len(recs))
+		logger.Warn("ledger: write-ahead log without its ledger file: not replayed", "path", walPath(path), "records", len(l.recs))
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	defer dbf.Close()
-	_, fileTx, valid, err := readMetas(dbf, int(h.pageSize))
+	fileTx, valid, err := checkOwner(path, dbf, &l)
 	if err != nil {
 		return err
 	}
-	if id, err := fileID(dbf); err != nil || id != h.file || (valid && fileTx+1 < h.base) {
-		// The base was fsync'd: the file the log belongs to is at it or past it.
-		return fmt.Errorf("%s holds %d records for another ledger file (was %s replaced?): move it away to open the file without them",
-			walPath(path), len(recs), path)
+	reportEnd(path, &l, logger)
+	// The file may hold commits after the last whole record (bbolt wrote them, unsynced,
+	// before their records were fsync'd, or the log's end is damaged): never acknowledged
+	// (or reported above), and not trusted (their pages may not all be on disk), so the
+	// file goes back to the base and takes the records.
+	if err := applyRecords(path, dbf, &l); err != nil {
+		return err
 	}
-	if last := recs[len(recs)-1].txid; valid && fileTx > last {
-		// Something without this log wrote the file after it (an older build after a crash).
-		logger.Warn("ledger: write-ahead log older than its ledger file: not replayed", "path", walPath(path),
-			"records", len(recs), "log_txid", last, "file_txid", fileTx)
-		return discardRecords(f, &h)
-	}
-	for i, m := range h.metas {
-		if _, err := dbf.WriteAt(m, int64(i)*int64(h.pageSize)); err != nil {
+	logger.Info("ledger: replayed the write-ahead log", "path", walPath(path), "records", len(l.recs),
+		"from_txid", l.h.base, "to_txid", l.recs[len(l.recs)-1].txid, "file_txid", fileTx, "file_meta_valid", valid)
+	return discardRecords(f, &l.h)
+}
+
+// applyRecords writes the base's meta pages of l's header back into the ledger file dbf
+// (at path), so that bbolt starts from the base, and replays l's records in one fsync'd
+// transaction.
+func applyRecords(path string, dbf *os.File, l *walLog) error {
+	for i, m := range l.h.metas {
+		if _, err := dbf.WriteAt(m, int64(i)*int64(l.h.pageSize)); err != nil {
 			return err
 		}
 	}
@@ -422,19 +508,14 @@ func replayWAL(path string, f *os.File, logger *slog.Logger) error {
 				err = fmt.Errorf("replay: %v", r)
 			}
 		}()
-		for _, r := range recs {
+		for _, r := range l.recs {
 			if err := replayRedo(tx, r.ops); err != nil {
 				return fmt.Errorf("record of transaction %d: %w", r.txid, err)
 			}
 		}
 		return nil
 	})
-	if err := errors.Join(err, db.Close()); err != nil {
-		return err
-	}
-	logger.Info("ledger: replayed the write-ahead log", "path", walPath(path), "records", len(recs),
-		"from_txid", h.base, "to_txid", recs[len(recs)-1].txid)
-	return discardRecords(f, &h)
+	return errors.Join(err, db.Close())
 }
 
 // unreplayed returns how many records the write-ahead log of the ledger file at path holds
@@ -445,8 +526,8 @@ func unreplayed(path string) int {
 		return 0
 	}
 	defer f.Close()
-	_, recs, _, _ := readLog(f)
-	return len(recs)
+	l, _ := readLog(f)
+	return len(l.recs)
 }
 
 // discardRecords writes a header of the next generation with h's base and metas: the
@@ -477,14 +558,7 @@ func startWAL(db *bolt.DB, path string, f *os.File, logger *slog.Logger, fault f
 		f.Close()
 		return nil, fmt.Errorf("ledger: write-ahead log: %w", err)
 	}
-	if w.file, err = fileID(w.dbf); err != nil {
-		w.closeFiles()
-		return nil, fmt.Errorf("ledger: write-ahead log: %w", err)
-	}
-	h, ok, err := readHeader(f)
-	if err == nil && ok {
-		w.gen = h.gen
-	}
+	w.gen, err = lastGen(f)
 	if info, serr := f.Stat(); serr == nil {
 		w.size = info.Size()
 	}
@@ -605,7 +679,7 @@ func (w *wal) write(txid uint64, ops []byte) error {
 	binary.BigEndian.PutUint32(b[4:], crc)
 	w.buf = b
 	if _, err := w.f.WriteAt(b, w.off); err != nil {
-		return errors.Join(fmt.Errorf("ledger: write-ahead log: %w", err), w.invalidate(w.off))
+		return errors.Join(fmt.Errorf("ledger: write-ahead log: %w", err), w.invalidate(w.off, int64(len(b))))
 	}
 	w.prevCRC, w.crc = w.crc, crc
 	w.lastLen, w.off = int64(n), w.off+int64(n)
@@ -615,13 +689,14 @@ func (w *wal) write(txid uint64, ops []byte) error {
 // unwrite takes back the last record written, whose transaction failed to commit.
 func (w *wal) unwrite() error {
 	w.off, w.crc = w.off-w.lastLen, w.prevCRC
-	return w.invalidate(w.off)
+	return w.invalidate(w.off, w.lastLen)
 }
 
-// invalidate zeroes the length of a record at off that must not count (its write or its
-// commit failed), so that recovery stops before it; the next record takes its place.
-func (w *wal) invalidate(off int64) error {
-	if _, err := w.f.WriteAt(make([]byte, 8), off); err != nil {
+// invalidate zeroes the n bytes of a record at off that must not count (its write or its
+// commit failed), so that recovery stops before it, and finds zeros there, as at the end
+// of the log (wal_damage.go); the next record takes its place.
+func (w *wal) invalidate(off, n int64) error {
+	if _, err := w.f.WriteAt(make([]byte, n), off); err != nil {
 		return fmt.Errorf("ledger: write-ahead log: take back a record: %w", err)
 	}
 	if err := fdatasync(w.f); err != nil {
@@ -672,7 +747,11 @@ func (w *wal) checkpoint(db *bolt.DB) error {
 		_ = held.Rollback()
 		return fmt.Errorf("the meta pages are at transaction %d, bbolt at %d", txid, held.ID())
 	}
-	h := walHeader{gen: w.gen + 1, base: txid, file: w.file, pageSize: uint32(w.pageSize), metas: metas}
+	h := walHeader{gen: w.gen + 1, base: txid, pageSize: uint32(w.pageSize), metas: metas}
+	if h.root, err = rootSum(w.dbf, metas, txid, w.pageSize); err != nil {
+		_ = held.Rollback()
+		return fmt.Errorf("read the base's root page: %w", err)
+	}
 	b := encodeHeader(&h)
 	if _, err := w.f.WriteAt(b, int64(h.gen%2)*walSlot); err == nil {
 		err = fdatasync(w.f)
@@ -712,7 +791,12 @@ func (w *wal) letRemap() {
 // again (the next Open maps more and starts a log again).
 func (w *wal) turnOff(db *bolt.DB) {
 	if err := w.checkpoint(db); err != nil {
-		w.logger.Error("ledger: write-ahead log: last checkpoint failed", "err", err)
+		// The log's records still follow the last base, whose pages are no longer held:
+		// fsync'd commits without the log could overwrite them, and the next Open, which
+		// replays the records onto the base, would undo those commits. So the log stops
+		// instead (as after a failed fdatasync), and the next Open replays it.
+		_ = w.stop(fmt.Errorf("ledger: write-ahead log: the checkpoint that turns the log off failed (restart to replay the log): %w", err))
+		return
 	}
 	w.release()
 	w.endSnaps() // reads go to bbolt: every commit is on disk when it returns

@@ -103,11 +103,16 @@ func (w *wal) syncOnce() error {
 
 // fail stops the log after a failed fdatasync and returns the error commits get.
 func (w *wal) fail(err error) error {
-	err = fmt.Errorf("ledger: write-ahead log: fdatasync failed, commits after the last one that succeeded are not acknowledged (restart to replay what reached the disk): %w", err)
+	return w.stop(fmt.Errorf("ledger: write-ahead log: fdatasync failed, commits after the last one that succeeded are not acknowledged (restart to replay what reached the disk): %w", err))
+}
+
+// stop stops the log for good (until the Store is opened again): err is what every
+// later commit gets (the first one given, if stopped already).
+func (w *wal) stop(err error) error {
 	w.syncer.mu.Lock()
 	if w.syncer.failed == nil {
 		w.syncer.failed = err
-		w.logger.Error("ledger: the write-ahead log cannot be fsync'd; the ledger refuses commits until it is opened again", "err", err)
+		w.logger.Error("ledger: the write-ahead log stopped; the ledger refuses commits until it is opened again", "err", err)
 	}
 	err = w.syncer.failed
 	w.syncer.mu.Unlock()

@@ -1,14 +1,11 @@
 package turn
 
 import (
-	"cmp"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 
 	"github.com/google/uuid"
 
@@ -70,11 +67,15 @@ func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task
 }
 
 // ListTasks implements a2a.Handler: the caller's tasks, newest status first, optionally of
-// one context; the page token is an opaque offset. Its errors are protocol errors (see
-// protocolError).
+// one context; the page token is a cursor (pagetoken.go). Its errors are protocol errors
+// (see protocolError).
 func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (_ *a2a.ListTasksResult, err error) {
 	defer func() { err = protocolError(err) }()
 	if err := r.admit(ctx); err != nil {
+		return nil, err
+	}
+	after, err := decodePageToken(p)
+	if err != nil {
 		return nil, err
 	}
 	peer := PeerFrom(ctx)
@@ -82,26 +83,19 @@ func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (_ *a2a.
 	if err != nil {
 		return nil, err
 	}
-	offset, err := pageOffset(p.PageToken)
-	if err != nil {
-		return nil, err
-	}
 	tasks, err := r.listTasks(ctx, peer, convs, p)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(tasks, func(a, b a2a.Task) int {
-		if c := b.Status.Timestamp.Compare(a.Status.Timestamp); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	res := &a2a.ListTasksResult{TotalSize: len(tasks), PageSize: p.PageSize}
-	offset = min(offset, len(tasks))
-	end := min(offset+p.PageSize, len(tasks))
-	res.Tasks = tasks[offset:end]
-	if end < len(tasks) {
-		res.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	slices.SortFunc(tasks, func(a, b a2a.Task) int { return compareListed(cursorOf(&a), cursorOf(&b)) })
+	size := p.PageSize
+	if size <= 0 {
+		size = defaultPageSize
+	}
+	page, next := pageOf(tasks, after, size)
+	res := &a2a.ListTasksResult{Tasks: page, TotalSize: len(tasks), PageSize: size}
+	if next != nil {
+		res.NextPageToken = encodePageToken(*next, p)
 	}
 	return res, nil
 }
@@ -125,19 +119,6 @@ func (r *Runner) taskContexts(ctx context.Context, peer, contextID string) ([]st
 	return convs, nil
 }
 
-// pageOffset decodes a ListTasks page token ("" is the first page).
-func pageOffset(token string) (int, error) {
-	if token == "" {
-		return 0, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(token)
-	n, err2 := strconv.Atoi(string(b))
-	if err != nil || err2 != nil || n < 0 {
-		return 0, &paramError{Field: "pageToken", Reason: "is not a token this server issued"}
-	}
-	return n, nil
-}
-
 // listTasks folds peer's tasks in the contexts convs that pass p's filters.
 func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *a2a.ListTasksParams) ([]a2a.Task, error) {
 	var tasks []a2a.Task
@@ -157,8 +138,8 @@ func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *
 			if p.Status != "" && t.Status.State != p.Status {
 				continue
 			}
-			if !p.StatusTimestampAfter.IsZero() && !t.Status.Timestamp.After(p.StatusTimestampAfter) {
-				continue
+			if !p.StatusTimestampAfter.IsZero() && t.Status.Timestamp.Before(p.StatusTimestampAfter) {
+				continue // kept at or after it (a2a.proto: "greater than or equal to this value")
 			}
 			if !p.IncludeArtifacts {
 				t.Artifacts = nil

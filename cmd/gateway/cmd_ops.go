@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"github.com/a2a-gateway/gateway/tools"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +100,7 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 	if !o.quiet {
 		fmt.Fprintf(stderr, "gateway: no gateway answers at %s; reading %s directly\n", o.server, path)
 	}
-	led, err := ledger.Open(path, ledger.Options{OnVerify: o.onVerify}, slog.New(slog.DiscardHandler))
+	led, err := ledger.Open(path, ledger.Options{OnVerify: o.onVerify}, warnLogger(stderr))
 	if errors.Is(err, ledger.ErrInUse) {
 		return nil, nil, fmt.Errorf("open %s: %w (a gateway that serves this data dir does not answer at --server %s: point --server, and --admin-token if needed, at it)", path, err, o.server)
 	}

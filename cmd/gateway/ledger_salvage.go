@@ -34,7 +34,19 @@ Flags:
 // stderrLogger is the logger of an operator command's long ledger work (upgrade,
 // salvage): its warnings and its progress, about once a second, as text lines on w.
 func stderrLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+	return levelLogger(w, slog.LevelInfo)
+}
+
+// warnLogger is the logger of an operator command that opens a data dir's ledger
+// (conversations, ledger verify, ledger copy): what the ledger warns about as it opens
+// (a write-ahead log replayed with damage, a file salvaged), as text lines on w, and
+// nothing of its routine.
+func warnLogger(w io.Writer) *slog.Logger {
+	return levelLogger(w, slog.LevelWarn)
+}
+
+func levelLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.TimeKey {
 			return slog.Attr{}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -46,7 +45,7 @@ func openSendStore(ctx context.Context, o opsFlags, stderr io.Writer) (sendStore
 	}
 	path := filepath.Join(o.dataDir, "ledger.db")
 	fmt.Fprintf(stderr, "gateway: no gateway answers at %s; using the ledger %s directly\n", o.server, path)
-	return dataDirStore{path: path, server: o.server}, nil
+	return dataDirStore{path: path, server: o.server, stderr: stderr}, nil
 }
 
 // knownConversations returns the conversations the store knows, outbound and inbound,
@@ -93,11 +92,15 @@ func (s sendClient) RecordOutbound(ctx context.Context, rec conversations.Outbou
 }
 
 // dataDirStore is the conversations service over the data dir's ledger, opened for each
-// call so that it is held only briefly.
-type dataDirStore struct{ path, server string }
+// call so that it is held only briefly (what the ledger warns about as it opens goes to
+// stderr).
+type dataDirStore struct {
+	path, server string
+	stderr       io.Writer
+}
 
 func (s dataDirStore) open() (*ledger.Store, error) {
-	led, err := ledger.Open(s.path, ledger.Options{}, slog.New(slog.DiscardHandler))
+	led, err := ledger.Open(s.path, ledger.Options{}, warnLogger(s.stderr))
 	if err != nil {
 		return nil, fmt.Errorf("no gateway answers at --server %s, and opening its ledger directly failed (if a gateway runs on that data dir, point --server and --admin-token at it): %w", s.server, err)
 	}

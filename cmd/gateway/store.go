@@ -87,12 +87,12 @@ func runLedgerCopy(ctx context.Context, args []string, lookup func(string) (stri
 			return fmt.Errorf("--from %s: no ledger: %w", from, err)
 		}
 	}
-	src, err := openStore(ctx, from)
+	src, err := openStore(ctx, from, stderr)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := openStore(ctx, to)
+	dst, err := openStore(ctx, to, stderr)
 	if err != nil {
 		return err
 	}
@@ -105,15 +105,16 @@ func runLedgerCopy(ctx context.Context, args []string, lookup func(string) (stri
 	return nil
 }
 
-// openStore opens a store named by a postgres:// URL or a data dir (created if needed).
-func openStore(ctx context.Context, name string) (ledgerStore, error) {
+// openStore opens a store named by a postgres:// URL or a data dir (created if needed);
+// what the ledger warns about as it opens goes to stderr.
+func openStore(ctx context.Context, name string, stderr io.Writer) (ledgerStore, error) {
 	if !isStoreURL(name) {
 		if err := os.MkdirAll(name, 0o750); err != nil {
 			return nil, err
 		}
-		return openLedger(ctx, "", name, ledger.Options{}, nil)
+		return openLedger(ctx, "", name, ledger.Options{}, warnLogger(stderr))
 	}
-	return openLedger(ctx, name, "", ledger.Options{}, nil)
+	return openLedger(ctx, name, "", ledger.Options{}, warnLogger(stderr))
 }
 
 // openStoreService is the conversations service over the PostgreSQL store o.store, read
