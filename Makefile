@@ -6,7 +6,7 @@ PKGS      := ./...
 
 .PHONY: chromium console-screenshot run test test-unit test-load build lint bench conformance fuzz redis postgres clean
 
-## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900)
+## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900); its "gateway listening" log line gives the console URL (/console)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
 # make said "Error 1" after a clean Ctrl-C.
 run: build
