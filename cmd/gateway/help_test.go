@@ -317,3 +317,30 @@ func TestConsoleIsPointedTo(t *testing.T) {
 		t.Errorf("GET / does not link the console %q:\n%s", console, body)
 	}
 }
+
+// TestEchoDelayTextIsTrue (issue #35 item 10): the README, serve --help and the example
+// config said the echo agent streams "one chunk per word", which holds only with a
+// pause: at the default --echo-delay 0 the words arrive faster than a commit and a
+// stream carries one commit's text per chunk, so the reply usually comes in one chunk.
+// Each of the three says what happens with and without the pause.
+func TestEchoDelayTextIsTrue(t *testing.T) {
+	t.Parallel()
+	help, _, _ := runCLI(t, "serve", "--help")
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "deploy", "gateway.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"serve --help": help, "README.md": string(readme), "deploy/gateway.example.yaml": string(example)} {
+		flat := strings.Join(strings.Fields(text), " ")
+		if strings.Contains(flat, "one chunk per word") {
+			t.Errorf("%s still says the echo agent streams one chunk per word (false at --echo-delay 0)", name)
+		}
+		if !strings.Contains(flat, "each word streams as its own chunk") || !strings.Contains(flat, "usually in one chunk") {
+			t.Errorf("%s does not say that with a pause each word streams as its own chunk, and without one the reply usually in one chunk", name)
+		}
+	}
+}
