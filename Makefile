@@ -49,7 +49,9 @@ bench: build
 
 ## conformance: the official A2A TCK (both lines, all scopes) against the gateway with --agent tck.
 # Not part of `make test`: the TCK lives beside the repo in ../shared/tck and needs Debian's
-# python packages (../shared/tck/setup.sh once). See docs/conformance.md.
+# python packages (../shared/tck/setup.sh once). The run is confined to a network namespace
+# with loopback only (unshare --net), so the TCK's webhooks on example.com cannot be posted.
+# See docs/conformance.md.
 conformance:
 	GO=$(GO) ./scripts/conformance.sh
 
