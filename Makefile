@@ -6,16 +6,23 @@ PKGS      := ./...
 
 .PHONY: chromium console-screenshot run test test-unit test-load build lint bench conformance fuzz redis postgres clean
 
-## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900)
+## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900); its "gateway listening" log line gives the console URL (/console)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
 # make said "Error 1" after a clean Ctrl-C.
 run: build
 	$(BIN) serve
 
-## test: every test, integration included, with the race detector
+## test: every test, integration included, with the race detector; then the ledger's
+## tests again on format-1 files. Both passes run and report; make fails if either failed.
+TESTFLAGS := -race -shuffle=on -count=1 -tags=integration -timeout 15m
 test: redis postgres chromium
-	$(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m $(PKGS)
-	LEDGER_TEST_FORMAT=1 $(GO) test -race -shuffle=on -count=1 -tags=integration -timeout 15m ./ledger/
+	@failed=; \
+	echo '$(GO) test $(TESTFLAGS) $(PKGS)'; \
+	$(GO) test $(TESTFLAGS) $(PKGS) || failed="$$failed all"; \
+	echo 'LEDGER_TEST_FORMAT=1 $(GO) test $(TESTFLAGS) ./ledger/'; \
+	LEDGER_TEST_FORMAT=1 $(GO) test $(TESTFLAGS) ./ledger/ || failed="$$failed ledger-format-1"; \
+	for pass in $$failed; do echo "make test: FAILED: $$pass"; done; \
+	[ -z "$$failed" ]
 
 ## test-load: `make test` 3 times (RUNS=N) while two CPU burners keep both cores busy
 test-load:
@@ -42,7 +49,9 @@ bench: build
 
 ## conformance: the official A2A TCK (both lines, all scopes) against the gateway with --agent tck.
 # Not part of `make test`: the TCK lives beside the repo in ../shared/tck and needs Debian's
-# python packages (../shared/tck/setup.sh once). See docs/conformance.md.
+# python packages (../shared/tck/setup.sh once). The run is confined to a network namespace
+# with loopback only (unshare --net), so the TCK's webhooks on example.com cannot be posted.
+# See docs/conformance.md.
 conformance:
 	GO=$(GO) ./scripts/conformance.sh
 

@@ -5,26 +5,166 @@
 #
 # The TCK is not in this repository: it lives beside the repo, in ../shared/tck (set
 # TCK_DIR to use another checkout), and its setup.sh must have been run once per machine.
-# The script builds the gateway, starts it with --agent tck on a free loopback port with a
-# temporary data dir, waits for /readyz, runs `run-tck.sh URL both all`, stops the gateway
-# (by its PID, on every exit path) and exits with the TCK's status: 0 when nothing failed.
+# The script builds the gateway, then runs it and the TCK in a network namespace of their
+# own whose only interface is loopback (unshare --net; --map-root-user when not root): the
+# TCK registers webhooks on https://example.com, and the gateway must not be able to
+# deliver them, nor anything else off loopback. It checks that nothing off loopback can be
+# reached before it starts anything. In there it starts the gateway with --agent tck on a
+# free loopback port with a temporary data dir, waits for /readyz, runs
+# `run-tck.sh URL both all`, stops the gateway (by its PID, on every exit path) and exits
+# with the TCK's status: 0 when nothing failed.
+#
+# CONFORMANCE_SELFCHECK=1 runs no TCK (none is needed): in the same namespace it checks
+# that the gateway delivers a push to a receiver on loopback and cannot deliver one to
+# https://example.com, and exits 0 when both hold.
 #
 # Deselected: exactly the tests docs/conformance.md shows contradict the A2A specification.
-# Env: TCK_DIR, TCK_STREAMING_TIMEOUT (passed to both the TCK and the agent), GO, and the
-# run-tck.sh variables (TCK_RESULTS, TCK_DETAILS, ...).
+# Env: TCK_DIR, TCK_STREAMING_TIMEOUT (passed to both the TCK and the agent), GO,
+# CONFORMANCE_SELFCHECK, and the run-tck.sh variables (TCK_RESULTS, TCK_DETAILS, ...).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+cd "$(dirname "$self")/.."
 GO=${GO:-go}
 TCK_DIR=${TCK_DIR:-../shared/tck}
+SELFCHECK=${CONFORMANCE_SELFCHECK:-}
 
 die() { echo "conformance: $*" >&2; exit 2; }
 
-[ -x "$TCK_DIR/run-tck.sh" ] ||
-  die "no A2A TCK at $TCK_DIR (want $TCK_DIR/run-tck.sh; the TCK lives beside the repo in ../shared/tck, or set TCK_DIR)"
-[ -d "$TCK_DIR/src-0.3/tests" ] && [ -d "$TCK_DIR/src-1.0/tests" ] ||
-  die "the TCK at $TCK_DIR is not set up (src-0.3/ or src-1.0/ missing): run $TCK_DIR/setup.sh once (as root)"
-/usr/bin/python3 -c 'import pytest, pytest_asyncio, httpx, requests, jsonschema' 2>/dev/null ||
-  die "the TCK's python packages are missing: run $TCK_DIR/setup.sh once (as root)"
+# --- Inside the namespace --------------------------------------------------------------
+
+# lo_up brings the namespace's loopback interface up (a new namespace has it down).
+lo_up() {
+  if command -v ip >/dev/null 2>&1; then
+    ip link set lo up && return
+  fi
+  python3 -c '
+import fcntl, socket, struct
+s = socket.socket()
+ifr = fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0))          # SIOCGIFFLAGS
+flags = struct.unpack("16sH", ifr[:18])[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", flags | 1))        # SIOCSIFFLAGS: IFF_UP
+'
+}
+
+# check_isolated fails unless nothing off loopback answers: no route to a public address
+# (IPv4 and IPv6) and no name resolves but through /etc/hosts.
+check_isolated() {
+  python3 -c '
+import socket, sys
+reached = []
+for addr in (("1.1.1.1", 443), ("93.184.215.14", 443), ("2606:4700:4700::1111", 443)):
+    try:
+        socket.create_connection(addr, timeout=3).close()
+        reached.append(addr[0])
+    except OSError:
+        pass
+try:
+    socket.getaddrinfo("example.com", 443)
+    reached.append("DNS (example.com resolves)")
+except OSError:
+    pass
+if reached:
+    sys.exit("reached " + ", ".join(reached))
+'
+}
+
+# metric prints the value of the gateway's counter sample $1 (0 when absent).
+metric() {
+  curl -fs "$url/metrics" | awk -v m="$1" '$1 == m { v = $2 } END { print v + 0 }'
+}
+
+# wait_for polls the shell condition $2 up to 30 s; $1 names it in the failure.
+wait_for() {
+  for _ in $(seq 300); do
+    eval "$2" && return 0
+    sleep 0.1
+  done
+  echo "conformance: self-check: timed out waiting for $1" >&2
+  return 1
+}
+
+# send_with_webhook sends one message whose task registers a webhook at $2 (v0.3).
+send_with_webhook() {
+  curl -fs "$url/" -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"message/send",
+    "params":{"message":{"kind":"message","role":"user","messageId":"tck-complete-task-'"$1"'","parts":[{"kind":"text","text":"hi"}]},
+    "configuration":{"pushNotificationConfig":{"url":"'"$2"'"}}}}' >/dev/null
+}
+
+# selfcheck: a push to a receiver on loopback is delivered (the TCK's receiver is there);
+# one to https://example.com is not, and stays undelivered.
+selfcheck() {
+  local dir=$CONFORMANCE_TMP/receiver delivered
+  mkdir -p "$dir"
+  python3 -c '
+import http.server, os, sys
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        open(os.path.join(d, "got"), "a").write("1\n")
+        self.send_response(204); self.end_headers()
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(os.path.join(d, "port.tmp"), "w").write(str(s.server_port)); os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
+s.serve_forever()' "$dir" &
+  receiver=$!
+  wait_for "the loopback receiver" '[ -s "$dir/port" ]' || return 1
+  send_with_webhook local "http://localhost:$(cat "$dir/port")/webhook" || { echo "conformance: self-check: the send failed" >&2; return 1; }
+  # Three notifications: WORKING, the artifact, COMPLETED.
+  wait_for "3 deliveries to the loopback receiver" '[ -f "$dir/got" ] && [ "$(wc -l <"$dir/got")" -ge 3 ]' || return 1
+  delivered=$(metric 'gateway_push_deliveries_total{outcome="delivered"}')
+  send_with_webhook example "https://example.com/tck-push-webhook" || { echo "conformance: self-check: the send failed" >&2; return 1; }
+  wait_for "a failed delivery attempt to example.com" '[ "$(metric "gateway_push_deliveries_total{outcome=\"retry\"}")" -ge 1 ]' || return 1
+  if [ "$(metric 'gateway_push_deliveries_total{outcome="delivered"}')" != "$delivered" ]; then
+    echo "conformance: self-check: a push to https://example.com was delivered" >&2
+    return 1
+  fi
+  echo "conformance: self-check passed: a push to the loopback receiver was delivered; one to https://example.com cannot be (its attempts fail and are retried)"
+}
+
+isolated() {
+  lo_up || die "could not bring up loopback in the run's network namespace"
+  if ! why=$(check_isolated 2>&1); then
+    die "the run's network is not isolated ($why): refusing to run, since the TCK registers webhooks on https://example.com"
+  fi
+  pid=
+  trap '[ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; [ -n "${receiver:-}" ] && kill "$receiver" 2>/dev/null' EXIT
+  trap 'exit 130' INT TERM
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+  port=$(free_port) || die "no free loopback port"
+  url="http://127.0.0.1:$port"
+  export TCK_STREAMING_TIMEOUT=${TCK_STREAMING_TIMEOUT:-2}
+  # --push-allow: the TCK's webhook receiver is on loopback (http://localhost:PORT), which
+  # the SSRF guard refuses by default. Nothing else is reachable from here.
+  "$CONFORMANCE_TMP/gateway" serve --addr "127.0.0.1:$port" --data-dir "$CONFORMANCE_TMP/data" --agent tck --log-level warn \
+    --push-allow-http --push-allow 127.0.0.0/8 --push-allow ::1/128 \
+    > "$CONFORMANCE_TMP/gateway.log" 2>&1 &
+  pid=$!
+
+  ready=
+  for _ in $(seq 100); do
+    curl -fs "$url/readyz" >/dev/null 2>&1 && { ready=1; break; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$ready" ]; then
+    echo "conformance: the gateway did not become ready at $url; its log:" >&2
+    cat "$CONFORMANCE_TMP/gateway.log" >&2
+    exit 1
+  fi
+
+  if [ -n "$SELFCHECK" ]; then
+    selfcheck
+    rc=$?
+    [ "$rc" = 0 ] || { echo "=== gateway log (warnings and errors)"; cat "$CONFORMANCE_TMP/gateway.log"; }
+    exit "$rc"
+  fi
+  echo "=== gateway --agent tck at $url (pid $pid), in a network namespace with loopback only; deselected: ${#DESELECT[@]} test(s), see docs/conformance.md"
+  "$TCK_DIR/run-tck.sh" "$url" both all
+  rc=$?
+  [ "$rc" = 0 ] || { echo "=== gateway log (warnings and errors)"; cat "$CONFORMANCE_TMP/gateway.log"; }
+  exit "$rc"
+}
 
 # Tests that contradict the specification (docs/conformance.md, "Tests the TCK gets wrong").
 DESELECT=(
@@ -33,48 +173,36 @@ DESELECT=(
   # gets the union card (a request with A2A-Version: 1.0 gets the pure v1.0 card).
   "tests/compatibility/agent_card/test_agent_card.py::TestAgentCardStructure::test_agent_card_validates_against_schema"
 )
+
+if [ -n "${CONFORMANCE_NETNS:-}" ]; then
+  isolated
+fi
+
+# --- Outside: check, build, then run the rest in a new network namespace ----------------
+
+if [ -z "$SELFCHECK" ]; then
+  [ -x "$TCK_DIR/run-tck.sh" ] ||
+    die "no A2A TCK at $TCK_DIR (want $TCK_DIR/run-tck.sh; the TCK lives beside the repo in ../shared/tck, or set TCK_DIR)"
+  [ -d "$TCK_DIR/src-0.3/tests" ] && [ -d "$TCK_DIR/src-1.0/tests" ] ||
+    die "the TCK at $TCK_DIR is not set up (src-0.3/ or src-1.0/ missing): run $TCK_DIR/setup.sh once (as root)"
+  /usr/bin/python3 -c 'import pytest, pytest_asyncio, httpx, requests, jsonschema' 2>/dev/null ||
+    die "the TCK's python packages are missing: run $TCK_DIR/setup.sh once (as root)"
+  TCK_DIR=$(cd "$TCK_DIR" && pwd)
+fi
 addopts=${PYTEST_ADDOPTS:-}
 for t in "${DESELECT[@]}"; do addopts+=" --deselect=$t"; done
 export PYTEST_ADDOPTS="$addopts"
 
+netns=(--net)
+[ "$(id -u)" = 0 ] || netns+=(--map-root-user)
+unshare "${netns[@]}" true 2>/dev/null ||
+  die "cannot make a network namespace (unshare ${netns[*]}): run as root, or enable unprivileged user namespaces; the run needs one so that the gateway cannot post the TCK's webhooks (https://example.com) off loopback"
+
 tmp=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
 echo "=== building the gateway"
 "$GO" build -o "$tmp/gateway" ./cmd/gateway || die "the gateway does not build"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-port=$(free_port) || die "no free loopback port"
-url="http://127.0.0.1:$port"
-export TCK_STREAMING_TIMEOUT=${TCK_STREAMING_TIMEOUT:-2}
-"$tmp/gateway" serve --addr "127.0.0.1:$port" --data-dir "$tmp/data" --agent tck --log-level warn \
-  --push-allow-http --push-allow 127.0.0.0/8 --push-allow ::1/128 \
-  > "$tmp/gateway.log" 2>&1 &
-pid=$!
-
-ready=
-for _ in $(seq 100); do
-  curl -fs "$url/readyz" >/dev/null 2>&1 && { ready=1; break; }
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$ready" ]; then
-  echo "conformance: the gateway did not become ready at $url; its log:" >&2
-  cat "$tmp/gateway.log" >&2
-  exit 1
-fi
-
-echo "=== gateway --agent tck at $url (pid $pid); deselected: ${#DESELECT[@]} test(s), see docs/conformance.md"
-"$TCK_DIR/run-tck.sh" "$url" both all
-rc=$?
-[ "$rc" = 0 ] || { echo "=== gateway log (warnings and errors)"; cat "$tmp/gateway.log"; }
-exit "$rc"
+CONFORMANCE_NETNS=1 CONFORMANCE_TMP=$tmp TCK_DIR=$TCK_DIR unshare "${netns[@]}" -- "$self" "$@"

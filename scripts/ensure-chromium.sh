@@ -12,7 +12,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || true
 fi
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  echo "warning: chromium is not installed; the console's browser tests will be skipped." >&2
+  echo "warning: chromium is not installed; the console's browser tests will be skipped" >&2
+  echo "(they fail instead with GATEWAY_TEST_REQUIRE=all or =chromium)." >&2
   echo "Install it (Debian/Ubuntu: sudo apt-get install chromium) or point the tests at a" >&2
   echo "Chrome or Chromium binary with GATEWAY_TEST_CHROMIUM=/path/to/chrome." >&2
 fi

@@ -5,7 +5,10 @@
 #   2. docker compose config of the compose file (when the compose plugin exists);
 #   3. the Go checks of every deploy file (cmd/gateway: TestDeployFiles, TestDeployLint_*):
 #      /data created and owned by the nonroot user, the exec-agent image variant, the
-#      admin token in compose, prlimit64 allowed by the unit's syscall filter.
+#      admin token in compose, prlimit64 allowed by the unit's syscall filter, the build
+#      context's .dockerignore (no data dir, key or local config; every file the build
+#      needs), the Kubernetes image's build and load steps, and Host names that follow
+#      the namespace.
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}

@@ -234,7 +234,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.Duration(&cfg.AgentTimeout, "agent-timeout", 300*time.Second, "the longest one agent reply may take; exec commands are killed with their process group")
 	e.Int(&cfg.HistoryLimit, "history-limit", 20, "prior messages of the context the agent is given, under the reference-only boundary (0 disables, at most 200)")
 	e.String(&cfg.OperatorPolicy, "operator-policy", "", "operator instructions placed in the agent's instruction stack (below the platform policy, above the peer framing)")
-	e.Duration(&cfg.EchoDelay, "echo-delay", 0, "pause between the echo agent's chunks (one chunk per word)")
+	e.Duration(&cfg.EchoDelay, "echo-delay", 0, "pause between the echo agent's words, to watch streaming: with one (longer than a ledger commit, a few ms) each word streams as its own chunk; at 0 the reply arrives at once, usually in one chunk (a stream carries one commit's text per chunk)")
 	e.Level(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	e.String(&cfg.LogFormat, "log-format", "json", "log format: json or text")
 	e.Duration(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long running turns may finish after SIGINT/SIGTERM before they are canceled; its last second (a tenth, when shorter) is kept for answering the requests waiting on them with their failed tasks")

@@ -182,3 +182,48 @@ func TestDeployFiles(t *testing.T) {
 		t.Errorf("found only %d gateway flags in deploy/: the check is not reading the files", flagsSeen)
 	}
 }
+
+// TestExampleConfigHasEveryKey (issue #35 item 10): deploy/gateway.example.yaml says it
+// holds "every key of `gateway serve`, with its default"; it lacked the agent's tool keys
+// and store. Every serve flag (but config) must be a key of it, set to its default.
+func TestExampleConfigHasEveryKey(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("..", "..", "deploy", "gateway.example.yaml")
+	got, err := loadConfigFile(path, serveFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveFlags().VisitAll(func(f *flag.Flag) {
+		if f.Name == "config" {
+			return
+		}
+		v, ok := got[f.Name]
+		if !ok {
+			t.Errorf("%s has no key %q (the flag --%s): add it with its default, %q", path, f.Name, f.Name, f.DefValue)
+			return
+		}
+		fs := serveFlags()
+		if err := fs.Set(f.Name, v); err != nil {
+			t.Errorf("%s: %s: %q: %v", path, f.Name, v, err)
+			return
+		}
+		if now := fs.Lookup(f.Name).Value.String(); now != f.DefValue {
+			t.Errorf("%s: %s is %q (%s), want the default %q", path, f.Name, v, now, f.DefValue)
+		}
+	})
+}
+
+// TestReadmeNamesEveryServeFlag (issue #35 item 10): the README documented none of the
+// agent's tool flags. Every serve flag must be named (as --name) in README.md.
+func TestReadmeNamesEveryServeFlag(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveFlags().VisitAll(func(f *flag.Flag) {
+		if !regexp.MustCompile(`--` + regexp.QuoteMeta(f.Name) + `\b`).Match(b) {
+			t.Errorf("README.md never names --%s: document it (the serve flags table, at least)", f.Name)
+		}
+	})
+}

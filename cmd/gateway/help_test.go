@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -247,6 +252,95 @@ func TestUnknownFlag(t *testing.T) {
 	for _, tt := range tests {
 		if got, _ := unknownFlag(fs, tt.args, tt.interspersed); got != tt.want {
 			t.Errorf("unknownFlag(%q, interspersed %v) = %q, want %q", tt.args, tt.interspersed, got, tt.want)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestConsoleIsPointedTo (issue #35 item 10): nothing pointed a newcomer to the
+// operator console. `serve --help` names /console, GET / links it with the URL the
+// request reached, and the start-up log line (what `make run` shows) gives its URL.
+func TestConsoleIsPointedTo(t *testing.T) {
+	t.Parallel()
+	stdout, _, err := runCLI(t, "serve", "--help")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout, "GET  /console") {
+		t.Errorf("serve --help (err %v) does not name GET /console:\n%s", err, stdout)
+	}
+
+	var logs lockedBuffer
+	s, err := OpenServer(t.Context(), testConfig(t), slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("Close() error = %v", err)
+		}
+	})
+	console := s.URL() + "console"
+	var listening map[string]any
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"gateway listening"`) {
+			_ = json.Unmarshal([]byte(line), &listening)
+		}
+	}
+	if listening["console"] != console {
+		t.Errorf("the start-up log line %v has console %v, want %q", listening, listening["console"], console)
+	}
+
+	resp, err := newHTTPClient(t).Get(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(body), "GET "+console) {
+		t.Errorf("GET / does not link the console %q:\n%s", console, body)
+	}
+}
+
+// TestEchoDelayTextIsTrue (issue #35 item 10): the README, serve --help and the example
+// config said the echo agent streams "one chunk per word", which holds only with a
+// pause: at the default --echo-delay 0 the words arrive faster than a commit and a
+// stream carries one commit's text per chunk, so the reply usually comes in one chunk.
+// Each of the three says what happens with and without the pause.
+func TestEchoDelayTextIsTrue(t *testing.T) {
+	t.Parallel()
+	help, _, _ := runCLI(t, "serve", "--help")
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile(filepath.Join("..", "..", "deploy", "gateway.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"serve --help": help, "README.md": string(readme), "deploy/gateway.example.yaml": string(example)} {
+		flat := strings.Join(strings.Fields(text), " ")
+		if strings.Contains(flat, "one chunk per word") {
+			t.Errorf("%s still says the echo agent streams one chunk per word (false at --echo-delay 0)", name)
+		}
+		if !strings.Contains(flat, "each word streams as its own chunk") || !strings.Contains(flat, "usually in one chunk") {
+			t.Errorf("%s does not say that with a pause each word streams as its own chunk, and without one the reply usually in one chunk", name)
 		}
 	}
 }

@@ -197,6 +197,9 @@ http://127.0.0.1:9900/ serving:
   GET  /.well-known/agent-card.json   the agent card
   GET  /.well-known/jwks.json      the public key that signs push notifications (with --push)
   GET  /                           a short page for a browser: the agent, these URLs, the docs
+  GET  /console                    the operator console in a browser: conversations, timelines,
+                                   live replies, what the agent saw, health (the admin API's rule:
+                                   loopback, or --admin-token with a login form)
   GET  /healthz, /readyz           liveness and readiness (503 while shutting down or while the ledger cannot commit)
   GET  /metrics                    Prometheus metrics (loopback, or --admin-token)
   GET  /debug/pprof/               Go profiles (same rule)

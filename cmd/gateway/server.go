@@ -329,7 +329,7 @@ func (s *Server) listen(ctx context.Context) error {
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
 	s.closers.add(s.stopServing)
 	logAuthMode(ctx, s.log, s.cfg.Peers, s.tokens)
-	s.log.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(), "config", s.cfg)
+	s.log.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(), "console", consoleURL(s.URL()), "config", s.cfg)
 	return nil
 }
 

@@ -39,7 +39,7 @@ var rules = map[string]rule{
 	"ledger":                      {[]string{"internal/jsonenc", "internal/genmap", "conversations/contextid"}, []string{"go.etcd.io/bbolt", "github.com/google/uuid"}, "the only bbolt user"},
 	"ledger/ledgertest":           {[]string{"ledger"}, []string{"github.com/google/go-cmp"}, "the store contract's conformance suite, run by every backend's tests"},
 	"ledger/postgres":             {[]string{"ledger", "conversations/contextid"}, []string{"github.com/jackc/pgx/v5"}, "the PostgreSQL backend: the ledger's entry model and hashing, stored with pgx"},
-	"internal/pgtest":             {nil, []string{"github.com/jackc/pgx/v5"}, "test helper: a throwaway PostgreSQL cluster or GATEWAY_TEST_POSTGRES_URL"},
+	"internal/pgtest":             {[]string{"internal/testutil"}, []string{"github.com/jackc/pgx/v5"}, "test helper: a throwaway PostgreSQL cluster or GATEWAY_TEST_POSTGRES_URL; skips (testutil.Unavailable) without one"},
 	"locking":                     {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
 	"streaming":                   {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
 	"agent":                       {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},

@@ -3,6 +3,11 @@
 // temporary directory), or the server GATEWAY_TEST_POSTGRES_URL names. The first
 // [Database] call of a test binary starts its one cluster; [Main] (or [Stop]) in TestMain
 // stops it. Each test gets a fresh database.
+//
+// Without PostgreSQL (no initdb and postgres, and no GATEWAY_TEST_POSTGRES_URL) a test
+// that asks for a database is skipped, saying how to install it, unless
+// GATEWAY_TEST_REQUIRE names postgres (or is "all"): then it fails with that reason
+// ([testutil.Unavailable]).
 package pgtest
 
 import (
@@ -24,6 +29,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/a2a-gateway/gateway/internal/testutil"
 )
 
 // EnvURL names a server to use instead of starting one: a URL whose user may create
@@ -63,6 +70,13 @@ func Stop() error {
 	return c.stop()
 }
 
+// binGlob is where Debian's packages put PostgreSQL's binaries (one directory per
+// version); initdb is also looked for on PATH.
+var binGlob = "/usr/lib/postgresql/*/bin"
+
+// errNotInstalled: neither initdb nor postgres can be found.
+var errNotInstalled = errors.New("PostgreSQL's initdb and postgres are not installed: apt-get install postgresql (make test does it through scripts/ensure-postgres.sh when run as root), or set " + EnvURL + "=postgres://user@host/db")
+
 // setup starts the cluster on first use, or takes EnvURL.
 func setup() {
 	if u := os.Getenv(EnvURL); u != "" {
@@ -77,11 +91,16 @@ func setup() {
 
 // Database creates a new empty database for the test and returns its URL; the first call
 // starts the binary's cluster (stopped by [Main] or [Stop]). It fails the test when no
-// PostgreSQL can be had, saying how to install one.
+// PostgreSQL could not be started; without PostgreSQL installed it skips the test,
+// saying how to install it (fails it, with GATEWAY_TEST_REQUIRE=postgres or all).
 func Database(tb testing.TB) string {
 	tb.Helper()
 	once.Do(setup)
-	if startErr != nil {
+	switch {
+	case errors.Is(startErr, errNotInstalled):
+		testutil.Unavailable(tb, testutil.DepPostgres, "pgtest: "+startErr.Error())
+		return ""
+	case startErr != nil:
 		tb.Fatalf("pgtest: %v", startErr)
 	}
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), seq.Add(1))
@@ -120,7 +139,7 @@ type cluster struct {
 
 // binDir finds the newest /usr/lib/postgresql/<version>/bin holding initdb and postgres.
 func binDir() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(binGlob)
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
@@ -130,7 +149,7 @@ func binDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		return filepath.Dir(p), nil
 	}
-	return "", errors.New("PostgreSQL's initdb and postgres are not installed: apt-get install postgresql (scripts/ensure-postgres.sh does it as root), or set " + EnvURL)
+	return "", errNotInstalled
 }
 
 func version(binDir string) int {

@@ -4,9 +4,14 @@
 // (such as one on :6379). If GATEWAY_TEST_REDIS_ADDR is set, that server is used instead
 // and tests must keep to their own keys ([Prefix]).
 //
+// Without redis-server on PATH (and no GATEWAY_TEST_REDIS_ADDR) a test that asks for a
+// server is skipped, saying how to install it, unless GATEWAY_TEST_REQUIRE names redis (or
+// is "all"): then it fails with that reason (testutil.Unavailable, as internal/pgtest and
+// the console's browser tests do).
+//
 // # Imports
 //
-// Standard library only: it speaks just enough RESP to AUTH and PING.
+// The standard library and internal/testutil: it speaks just enough RESP to AUTH and PING.
 //
 // # Caveats
 //

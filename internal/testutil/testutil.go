@@ -1,6 +1,9 @@
 // Package testutil holds helpers for tests that must hold on a busy machine: they wait
 // for a condition, never for a fixed time, and their only clock is a hang guard derived
 // from the test's own deadline (go test -timeout), so a slow run is slow, not red.
+// [Unavailable] is how a test ends when an outside program it needs (redis-server,
+// PostgreSQL, Chromium) is missing: skipped with the reason, or failed when
+// GATEWAY_TEST_REQUIRE says everything must run.
 //
 // # Imports
 //
