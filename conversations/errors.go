@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 

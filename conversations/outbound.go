@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 	"github.com/a2a-gateway/gateway/redact"

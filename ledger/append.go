@@ -18,7 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // AppendRequest asks to append entries to one conversation.

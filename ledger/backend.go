@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // This file exports the entry model's validation, encoding and hashing to other storage

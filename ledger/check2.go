@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // chargeConvs charges a damaged leaf page of a format-2 tree to the conversations whose

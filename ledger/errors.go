@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // Sentinel errors. Every error the package returns for one of these causes wraps the

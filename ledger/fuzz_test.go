@@ -12,7 +12,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // FuzzKey checks the 8-byte seq encoding and the entry keys built on it: they round-trip,

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // TestOpenTime measures Open on a ledger of LEDGER_OPEN_CONVS conversations (4 turns

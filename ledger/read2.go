@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // lastBefore2 is LastBefore's read of a format-2 file: the newest n entries with

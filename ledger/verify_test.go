@@ -8,7 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 func TestVerify_DetectsTampering(t *testing.T) {

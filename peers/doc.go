@@ -38,6 +38,6 @@
 // # Imports
 //
 // internal/netx (the direct-dial rule [NewTransport] applies, shared with every outbound
-// client of the gateway), conversations/contextid (the local owner's name) and the
+// client of the gateway), contextid (the local owner's name) and the
 // standard library (a2a is allowed, not needed).
 package peers

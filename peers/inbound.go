@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // LocalOwner is the ledger owner of the conversations that callers without a token start

@@ -13,7 +13,7 @@
 //
 // # Locks
 //
-// Runner.mu, Runner.streamsMu, then the live feed's (streaming.Feeds; in that order when
+// Runner.mu, Runner.streamsMu, then the live feed's (feed.Feeds; in that order when
 // nested; the others are never held together), chunks.mu. None is held across I/O.
 //
 // # Imports

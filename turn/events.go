@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
+	"github.com/a2a-gateway/gateway/feed"
 	"github.com/a2a-gateway/gateway/ledger"
-	"github.com/a2a-gateway/gateway/streaming"
 )
 
 // Entry metadata of the reply's stream.
@@ -128,7 +128,7 @@ type eventStream struct {
 	pending   []a2a.Event
 	covered   uint64 // every event with seq ≤ covered was delivered or skipped
 	replaying bool
-	cur       *streaming.Cursor
+	cur       *feed.Cursor
 	done      bool
 	release   func()
 	// ended is closed when the turn of taskID has ended (nil: follow on; a context
@@ -223,12 +223,12 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 				s.replaying = true // nothing announced for a while: look in the shared store
 				continue
 			}
-			if errors.Is(err, streaming.ErrEnded) {
+			if errors.Is(err, feed.ErrEnded) {
 				s.done = true
 				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
 					"task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(s.taskID))
 			}
-			if errors.Is(err, streaming.ErrLagged) {
+			if errors.Is(err, feed.ErrLagged) {
 				// Too far behind the feed: rejoin at its end and catch up from the ledger.
 				s.cur.Close()
 				s.cur = s.r.feeds.Join(s.key)

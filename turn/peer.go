@@ -3,7 +3,7 @@ package turn
 import (
 	"context"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 type peerKey struct{}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 )

@@ -15,13 +15,13 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
+	"github.com/a2a-gateway/gateway/feed"
 	"github.com/a2a-gateway/gateway/internal/genmap"
 	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/projection"
-	"github.com/a2a-gateway/gateway/streaming"
 )
 
 // Config configures a Runner. The zero value is usable.
@@ -111,7 +111,7 @@ type Runner struct {
 	// that context waits for the channel to close (awaitHandover).
 	handovers map[string]chan struct{}
 
-	feeds streaming.Feeds // live events by context
+	feeds feed.Feeds // live events by context
 
 	// Rejected requests are audited off the request path, so a busy reply never waits
 	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
@@ -858,9 +858,9 @@ type turnRun struct {
 	metadata  map[string]any // the inbound message's metadata, given to the turn's tools
 	prep      prepared       // what the agent is given
 
-	started time.Time       // when the send arrived
-	key     string          // the context's key
-	feed    *streaming.Feed // the context's live feed, held while the turn runs
+	started time.Time  // when the send arrived
+	key     string     // the context's key
+	feed    *feed.Feed // the context's live feed, held while the turn runs
 
 	stopWatch  func()        // ends watchLease; idempotent
 	leaseGone  bool          // the lease was released (handOver or release)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/a2a-gateway/gateway/a2a"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"

@@ -19,8 +19,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/conversations"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/internal/jsonenc"
 	"github.com/a2a-gateway/gateway/ledger"
 )

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/turn"
 )
 

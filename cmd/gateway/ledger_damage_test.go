@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 

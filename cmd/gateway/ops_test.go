@@ -15,8 +15,8 @@ import (
 	"github.com/labstack/echo/v4"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/conversations"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 

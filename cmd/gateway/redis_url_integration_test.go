@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/internal/redistest"
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/locking"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/a2a-gateway/gateway/a2a"
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/conversations"
-	"github.com/a2a-gateway/gateway/conversations/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )

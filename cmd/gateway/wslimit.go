@@ -4,7 +4,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/turn"
 )
 

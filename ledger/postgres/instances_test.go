@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/a2a-gateway/gateway/conversations/contextid"
+	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/internal/pgtest"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/ledger/postgres"
