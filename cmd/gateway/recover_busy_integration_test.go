@@ -50,9 +50,9 @@ func tryRPC(t *testing.T, c *http.Client, url string, v1 bool, body string) (rpc
 // instances. Every send follows the end of the previous one on an idle context, so none
 // may be refused: before the fix, a sweep that had listed a running task took its lease
 // (holder gateway-recover) just after the turn ended, and the next send was refused
-// CONTEXT_BUSY naming gateway-recover (1 to 5 of ~300 sends in each of six runs; with
-// six workers the window was rarely hit, so the deterministic test is turn's
-// TestRecoverNeverMakesIdleContextBusy).
+// CONTEXT_BUSY naming gateway-recover (1 to 5 of 260 to 440 sends in each of five runs
+// with 12 to 24 workers; six workers rarely hit the window: the deterministic test is
+// turn's TestRecoverNeverMakesIdleContextBusy).
 func TestPostgresRecoverSweepNeverBusy(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	const ttl = 300 * time.Millisecond
