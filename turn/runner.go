@@ -74,7 +74,9 @@ type Config struct {
 	// LeaseTTL is the Locker's lease lifetime. With SharedStore and a positive LeaseTTL
 	// the Runner sweeps every LeaseTTL for tasks that an instance left running when it
 	// stopped (their lease has expired) and marks them failed (see Recover): such a task
-	// is recovered within about twice LeaseTTL of the stop. 0: no sweep.
+	// is recovered within about twice LeaseTTL of the stop. A context kept busy by new
+	// turns is not swept (its lease is held): there the first turn that takes the lease
+	// marks the task failed as it begins (planBegin), within about LeaseTTL. 0: no sweep.
 	LeaseTTL time.Duration
 
 	// PushGuard enables push notifications (issue #20) and checks every webhook URL a
@@ -1187,7 +1189,9 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 		return
 	}
 	r.obs.TurnDone(string(state), time.Since(tr.started))
-	r.seen.turnEnded(tr.key, tr.epoch) // before the lease is handed over: the next turn here reads it (planBegin)
+	if r.cfg.SharedStore {
+		r.seen.turnEnded(tr.key, tr.epoch) // before the lease is handed over: the next turn here reads it (planBegin)
+	}
 	tr.keep(stored.Entries)
 	tr.saveStored()
 	if agentErr == nil && directMessage(res) {
