@@ -19,6 +19,9 @@ type Ledger interface {
 	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
 	// RunningTasks lists the tasks started and not settled since (Recover).
 	RunningTasks(ctx context.Context) ([]ledger.RunningTask, error)
+	// ConversationRunning reads a conversation's head and its running tasks together
+	// (planBegin, over a shared store).
+	ConversationRunning(ctx context.Context, owner, contextID string) (ledger.Conversation, []string, error)
 	Inflate(ctx context.Context, entries []ledger.Entry) error
 	// The push indexes (ledger/push.go): a task's live configs, a peer's config count,
 	// and the pending outbox entries.
@@ -41,6 +44,9 @@ type Locker interface {
 	Acquire(ctx context.Context, key, holder string) (*locking.Lease, error)
 	// Wait blocks until key looks free (or ctx is done); used by the wait busy policy.
 	Wait(ctx context.Context, key string) error
+	// Holder returns the holder of key, "" when it is free, without taking it; Recover
+	// looks with it, so that it never makes a context busy.
+	Holder(ctx context.Context, key string) (string, error)
 }
 
 // RateLimiter admits a peer's requests. Allow reports whether one more request of

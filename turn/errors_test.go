@@ -268,6 +268,9 @@ func (failingLocker) Acquire(context.Context, string, string) (*locking.Lease, e
 	return nil, fmt.Errorf("%w: connection refused", locking.ErrUnavailable)
 }
 func (failingLocker) Wait(context.Context, string) error { return nil }
+func (failingLocker) Holder(context.Context, string) (string, error) {
+	return "", fmt.Errorf("%w: connection refused", locking.ErrUnavailable)
+}
 
 // newLoggedRunner is a Runner over a new ledger that logs to h.
 func newLoggedRunner(t *testing.T, locks Locker, ag agent.Agent, h slog.Handler) *Runner {

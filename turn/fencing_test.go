@@ -23,6 +23,8 @@ func (expiringLocker) Acquire(ctx context.Context, key, holder string) (*locking
 
 func (expiringLocker) Wait(context.Context, string) error { return nil }
 
+func (expiringLocker) Holder(context.Context, string) (string, error) { return "", nil }
+
 // TestFencingStaleHolder: a turn whose lease was taken over cannot append after the newer
 // holder began; the newer turn is intact.
 func TestFencingStaleHolder(t *testing.T) {

@@ -12,11 +12,21 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
-	"github.com/a2a-gateway/gateway/locking"
 )
 
-// recoverHolder is the lease holder Recover names while it marks a task failed.
-const recoverHolder = "gateway-recover"
+// textStopped is the status text of a task marked failed because the turn running it
+// stopped with its instance (Recover, and a turn that finds one on beginning: planBegin).
+const textStopped = "the gateway stopped during this turn; send the message again"
+
+// stoppedEntry is the FAILED status that settles task taskID, left running by a turn that
+// stopped with its instance.
+func stoppedEntry(taskID string) ledger.Entry {
+	return ledger.Entry{
+		TaskID: taskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
+		Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
+		Parts: []ledger.Part{{Kind: ledger.PartText, Text: textStopped}},
+	}
+}
 
 // Recover marks tasks that were running when the gateway last stopped as FAILED, so that
 // no task stays "working" forever, and returns how many it marked. Call it before serving.
@@ -27,10 +37,14 @@ const recoverHolder = "gateway-recover"
 // stops that conversation only, and the errors are returned joined.
 //
 // With Config.SharedStore another instance may be running the task right now: Recover
-// then marks a task only while it holds the task's context lease (free means no instance
-// runs a turn there), and leaves alone a task whose lease is held. A stopped instance's
+// then marks a task only when its context lease is free (no instance runs a turn there),
+// and leaves alone a task whose lease is held. It never takes the lease itself, so that it
+// never makes a live, idle context busy (a send arriving meanwhile is admitted): it only
+// looks (Locker.Holder), and its mark is a compare-and-bump on the epoch it read, which a
+// turn begun since fences off (recoverTask says why that is safe). A stopped instance's
 // lease stays held until its TTL expires; the Runner's sweep (Config.LeaseTTL) recovers
-// those tasks later. Its errors are the ledger's and the Locker's (other than held).
+// those tasks later, and a turn that takes the lease first settles them as it begins
+// (planBegin). Its errors are the ledger's and the Locker's.
 func (r *Runner) Recover(ctx context.Context) (int, error) {
 	tasks, err := r.led.RunningTasks(ctx)
 	if err != nil {
@@ -94,32 +108,49 @@ func (r *Runner) eachConcurrently(keys []string, fn func(key string)) {
 
 // recoverTask marks task rt failed when it is still running (see Recover); it reports
 // whether it did.
+//
+// With a shared store it never takes the context's lease; why its mark cannot fail a
+// live turn: (1) it reads the task running at epoch e, (2) finds the lease free, (3)
+// reads the task again, still running and still at epoch e, (4) appends the FAILED status
+// with BeginTurn and Epoch e, a compare-and-bump that the ledger refuses (ErrFenced) if
+// any turn began (bumped the epoch) since (1). A live turn holds its context's lease from
+// before its first append until after the append that settles its task (turnRun.finish
+// stores the end, then hands the lease over). So the turn T that left the task running
+// at (1) was no longer live at (2), or the lease would have been held: T had either
+// settled the task, which needs no new epoch, so (3) sees it and nothing is marked; or T
+// stopped with its instance; or T lost its lease (Redis emptied, or T stalled past the
+// TTL) and is being canceled: its appends carry epoch e, so one made after (4) is fenced,
+// and one made between (3) and (4) is followed by the mark, as when Recover took the
+// lease (a lease no longer protects a holder that lost it: DESIGN L-2). A new turn N
+// that takes the lease after (2):
+//   - if N's first append (BeginTurn) commits before (4), the epoch has moved and (4) is
+//     refused: N itself settles the task as it begins (planBegin);
+//   - if it has not yet (N took the lease but has not appended its message), (4) marks
+//     the task of T, which is not N's turn, and N's BeginTurn follows in the next epoch:
+//     N runs unharmed. (If N continues that very task, N's message makes it working
+//     again after the mark.)
+//
+// A held lease is left alone: a turn runs there, here or elsewhere, or a stopped one's
+// lease has not expired yet (the sweep comes back; a turn taking the lease settles it).
 func (r *Runner) recoverTask(ctx context.Context, rt ledger.RunningTask) (bool, error) {
 	conv, running, err := r.taskRunning(ctx, rt.TaskID)
 	if err != nil || !running {
 		return false, err
 	}
 	if r.cfg.SharedStore {
-		lease, err := r.locks.Acquire(ctx, contextid.Key(conv.Owner, conv.ContextID), recoverHolder)
-		if errors.Is(err, locking.ErrHeld) {
-			return false, nil // a turn runs there (here or elsewhere), or a stopped one's lease has not expired yet
-		}
-		if err != nil {
+		holder, err := r.locks.Holder(ctx, contextid.Key(conv.Owner, conv.ContextID))
+		if err != nil || holder != "" {
 			return false, err
 		}
-		defer r.releaseLease(ctx, lease)
-		// The task may have ended between the first read and the lease.
-		if _, running, err = r.taskRunning(ctx, rt.TaskID); err != nil || !running {
-			return false, err
+		again, running, err := r.taskRunning(ctx, rt.TaskID)
+		if err != nil || !running || again.Epoch != conv.Epoch {
+			return false, err // ended, or a turn began since the first read: it is that turn's to settle
 		}
 	}
-	// Compare-and-bump on the epoch read: of several instances recovering one shared
+	// Compare-and-bump on the epoch read first: of several instances recovering one shared
 	// ledger together, one wins; the others (and a turn begun since) are fenced off.
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID, BeginTurn: true, Epoch: conv.Epoch, Entries: []ledger.Entry{{
-		TaskID: rt.TaskID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
-		Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
-		Parts: []ledger.Part{{Kind: ledger.PartText, Text: "the gateway stopped during this turn; send the message again"}},
-	}}})
+	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID, BeginTurn: true, Epoch: conv.Epoch,
+		Entries: []ledger.Entry{stoppedEntry(rt.TaskID)}})
 	if errors.Is(err, ledger.ErrFenced) {
 		return false, nil
 	}

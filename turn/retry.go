@@ -50,6 +50,18 @@ type latestSeen struct {
 type seenMessage struct {
 	id    string // its messageId
 	epoch uint64 // the epoch of the turn it began
+	// ended: that turn has stored its end (its task settled), so that while the
+	// conversation's epoch is still epoch no task runs there (planBegin).
+	ended bool
+}
+
+// turnEnded records that the turn of key that began in epoch has stored its end, unless
+// the Runner has forgotten that turn (a newer epoch was announced, or it left the map).
+func (l *latestSeen) turnEnded(key string, epoch uint64) {
+	if m, ok := l.Get(key); ok && m.epoch == epoch {
+		m.ended = true
+		l.Put(key, m)
+	}
 }
 
 // announced forgets key when an append announced in epoch (0: unknown) may hold a user

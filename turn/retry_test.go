@@ -387,17 +387,17 @@ func TestRetryOverASharedStore(t *testing.T) {
 func TestLatestSeenBounded(t *testing.T) {
 	t.Parallel()
 	l := latestSeen{genmap.Map[seenMessage]{Max: latestSeenMax}}
-	l.Put("kept", seenMessage{"m-kept", 1})
+	l.Put("kept", seenMessage{id: "m-kept", epoch: 1})
 	for i := range latestSeenMax - 1 {
-		l.Put(fmt.Sprint("a", i), seenMessage{"m", 1})
+		l.Put(fmt.Sprint("a", i), seenMessage{id: "m", epoch: 1})
 	}
 	// A full generation: the next put begins a new one; "kept" is in the older.
-	l.Put("b0", seenMessage{"m", 1})
+	l.Put("b0", seenMessage{id: "m", epoch: 1})
 	if m, ok := l.Get("kept"); !ok || m.id != "m-kept" { // found, and moved to the newer one
 		t.Fatalf("get(kept) = %q, %v; want m-kept", m.id, ok)
 	}
 	for i := range latestSeenMax {
-		l.Put(fmt.Sprint("c", i), seenMessage{"m", 1})
+		l.Put(fmt.Sprint("c", i), seenMessage{id: "m", epoch: 1})
 	}
 	if l.Has("a0") {
 		t.Fatal("a key unused for two generations is still remembered")
@@ -415,7 +415,7 @@ func TestLatestSeenBounded(t *testing.T) {
 func TestLatestSeenAnnounced(t *testing.T) {
 	t.Parallel()
 	var l latestSeen
-	l.Put("k", seenMessage{"m1", 3})
+	l.Put("k", seenMessage{id: "m1", epoch: 3})
 	l.announced("k", 3) // this Runner's own turn: its reply, its chunks
 	if m, ok := l.Get("k"); !ok || m.id != "m1" {
 		t.Fatalf("after an append in the same epoch: get = %q, %v; want m1", m.id, ok)
@@ -424,7 +424,7 @@ func TestLatestSeenAnnounced(t *testing.T) {
 	if l.Has("k") {
 		t.Fatal("an append in a newer epoch left the message remembered")
 	}
-	l.Put("k", seenMessage{"m2", 5})
+	l.Put("k", seenMessage{id: "m2", epoch: 5})
 	l.announced("k", 0) // an instance of an earlier build names no epoch
 	if l.Has("k") {
 		t.Fatal("an append without an epoch left the message remembered")

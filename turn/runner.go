@@ -74,7 +74,9 @@ type Config struct {
 	// LeaseTTL is the Locker's lease lifetime. With SharedStore and a positive LeaseTTL
 	// the Runner sweeps every LeaseTTL for tasks that an instance left running when it
 	// stopped (their lease has expired) and marks them failed (see Recover): such a task
-	// is recovered within about twice LeaseTTL of the stop. 0: no sweep.
+	// is recovered within about twice LeaseTTL of the stop. A context kept busy by new
+	// turns is not swept (its lease is held): there the first turn that takes the lease
+	// marks the task failed as it begins (planBegin), within about LeaseTTL. 0: no sweep.
 	LeaseTTL time.Duration
 
 	// PushGuard enables push notifications (issue #20) and checks every webhook URL a
@@ -470,7 +472,7 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out 
 	case retry != "":
 		return &accepted{retryTask: retry}, nil // undone: nothing of the turn began
 	}
-	r.seen.Put(in.key, seenMessage{in.m.MessageID, res.Epoch})
+	r.seen.Put(in.key, seenMessage{id: in.m.MessageID, epoch: res.Epoch})
 	acc.lt, acc.first = r.launch(ctx, in, tr, res)
 	if acc.es != nil {
 		acc.es.ended = acc.lt.finished
@@ -481,25 +483,110 @@ func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out 
 // storeInbound appends the entries that begin the turn of the send in (its message
 // first), checked for a repeat unless the Runner knows the message to be new (Dedup,
 // retry.go): a repeat stores nothing and returns the task it repeats as retry, unless
-// that task failed, was canceled or rejected (sentAgain): then the message is stored
-// again, a new turn.
+// that task failed, was canceled or rejected (sentAgain) or is one this append settles:
+// then the message is stored again, a new turn.
+//
+// With a shared store the same append first settles the conversation's other running
+// tasks (planBegin): the turn holds the lease, so none of them is live. It is a
+// compare-and-bump on the epoch the plan rests on; when another turn began meanwhile (a
+// recovery mark, a cancel) it is planned again from the head. The settling entries are
+// published here; the result holds the turn's own entries only.
 func (r *Runner) storeInbound(ctx context.Context, in *inbound, entries []ledger.Entry) (_ ledger.AppendResult, retry string, _ error) {
-	req := ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true, Dedup: r.mayRepeat(in), Entries: entries}
+	req := ledger.AppendRequest{Owner: in.peer, ContextID: in.m.ContextID, BeginTurn: true, Dedup: r.mayRepeat(in)}
+	for attempt := 1; ; attempt++ {
+		plan, err := r.planBegin(ctx, in, attempt > 1)
+		if err != nil {
+			return ledger.AppendResult{}, "", err
+		}
+		req.Epoch, req.Entries = plan.epoch, append(plan.settle, entries...)
+		res, retry, err := r.appendInbound(ctx, in, req, len(plan.settle))
+		switch {
+		case errors.Is(err, ledger.ErrFenced) && attempt < beginAttempts:
+			continue
+		case err != nil:
+			return ledger.AppendResult{}, "", fmt.Errorf("append inbound message: %w", err)
+		case retry != "":
+			return ledger.AppendResult{}, retry, nil
+		}
+		if n := len(plan.settle); n > 0 {
+			r.log.WarnContext(ctx, "marked tasks of a stopped turn as failed as a new turn began in their conversation", "tasks", n)
+			r.publish(ctx, in.peer, in.m.ContextID, res.Entries[:n])
+			res.Entries = res.Entries[n:]
+		}
+		return res, "", nil
+	}
+}
+
+// beginAttempts bounds how often storeInbound plans and appends the beginning of a turn
+// that another turn's beginning fenced off. Only a recovery mark or a cancel can begin
+// one while this turn holds the lease, and each settles what it marks, so two suffice
+// but for a stale memory of the Runner's (planBegin).
+const beginAttempts = 4
+
+// appendInbound appends req, the beginning of the turn of in whose first settled entries
+// settle other tasks (see storeInbound); retry names the task a repeated message belongs
+// to (nothing was stored).
+func (r *Runner) appendInbound(ctx context.Context, in *inbound, req ledger.AppendRequest, settled int) (_ ledger.AppendResult, retry string, _ error) {
 	res, err := r.led.Append(ctx, req)
 	var repeat *ledger.RepeatError
-	if errors.As(err, &repeat) {
-		if !sentAgain(repeat) {
-			return ledger.AppendResult{}, repeat.TaskID, nil
+	if !errors.As(err, &repeat) {
+		return res, "", err
+	}
+	settles := slices.ContainsFunc(req.Entries[:settled], func(e ledger.Entry) bool { return e.TaskID == repeat.TaskID })
+	if !sentAgain(repeat) && !settles {
+		return ledger.AppendResult{}, repeat.TaskID, nil
+	}
+	r.log.InfoContext(ctx, "a message sent again after its task ended unsuccessfully; running it as a new task",
+		"message_id", in.m.MessageID, "earlier_task_id", repeat.TaskID, "earlier_state", repeat.State)
+	req.Dedup = false
+	res, err = r.led.Append(ctx, req)
+	return res, "", err
+}
+
+// beginPlan is how the append that begins a turn keeps one running task per conversation
+// (see planBegin): the epoch it compares and bumps (0: none) and the FAILED statuses of
+// the tasks it settles.
+type beginPlan struct {
+	epoch  uint64
+	settle []ledger.Entry
+}
+
+// planBegin plans the append that begins the turn of in, whose lease the Runner holds.
+// Without a shared store it is a plain BeginTurn: Recover settled every task left running
+// before serving, and this Runner alone runs turns on the ledger.
+//
+// With a shared store a task the ledger still shows running in the conversation cannot be
+// live (the lease is ours): its turn stopped with its instance, or lost its lease and is
+// fenced by this append. Such a task is marked FAILED in the same append, so that the
+// conversation never shows two running tasks once a new turn has begun, however busy the
+// context keeps the lease (the recovery sweep skips a held lease). Finding them costs a
+// read (ConversationRunning), which the Runner skips when it knows there is none: the
+// last turn it began here, in epoch e, has stored its end (seenMessage.ended) and every
+// turn's beginning settles the others, so while the epoch is still e nothing runs. The
+// append then compares and bumps e; if the epoch moved, the ledger refuses it (ErrFenced)
+// and storeInbound calls again with reread. After a read the append compares the epoch
+// read, so a recovery mark made between the read and the append is not made twice.
+func (r *Runner) planBegin(ctx context.Context, in *inbound, reread bool) (beginPlan, error) {
+	if !r.cfg.SharedStore {
+		return beginPlan{}, nil
+	}
+	if m, ok := r.seen.Get(in.key); ok && m.ended && !reread {
+		return beginPlan{epoch: m.epoch}, nil
+	}
+	conv, running, err := r.led.ConversationRunning(ctx, in.peer, in.m.ContextID)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return beginPlan{}, nil // a new conversation: nothing runs there (and no turn can begin it but ours)
+	case err != nil:
+		return beginPlan{}, fmt.Errorf("read the conversation's running tasks: %w", err)
+	}
+	plan := beginPlan{epoch: conv.Epoch}
+	for _, id := range running {
+		if id != in.taskID { // a follow-up to a task its stopped turn left running continues it
+			plan.settle = append(plan.settle, stoppedEntry(id))
 		}
-		r.log.InfoContext(ctx, "a message sent again after its task ended unsuccessfully; running it as a new task",
-			"message_id", in.m.MessageID, "earlier_task_id", repeat.TaskID, "earlier_state", repeat.State)
-		req.Dedup = false
-		res, err = r.led.Append(ctx, req)
 	}
-	if err != nil {
-		return ledger.AppendResult{}, "", fmt.Errorf("append inbound message: %w", err)
-	}
-	return res, "", nil
+	return plan, nil
 }
 
 // newInbound validates a send of the caller's message m and makes it what is stored: its
@@ -1105,6 +1192,9 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 		return
 	}
 	r.obs.TurnDone(string(state), time.Since(tr.started))
+	if r.cfg.SharedStore {
+		r.seen.turnEnded(tr.key, tr.epoch) // before the lease is handed over: the next turn here reads it (planBegin)
+	}
 	tr.keep(stored.Entries)
 	tr.saveStored()
 	if agentErr == nil && directMessage(res) {

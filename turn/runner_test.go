@@ -399,7 +399,8 @@ type heldByUnknown struct{}
 func (heldByUnknown) Acquire(_ context.Context, key, _ string) (*locking.Lease, error) {
 	return nil, &locking.HeldError{Key: key}
 }
-func (heldByUnknown) Wait(context.Context, string) error { return nil }
+func (heldByUnknown) Wait(context.Context, string) error             { return nil }
+func (heldByUnknown) Holder(context.Context, string) (string, error) { return "", nil }
 
 // countingObserver counts Busy calls.
 type countingObserver struct {
