@@ -297,3 +297,58 @@ func (s *Store) runningTask(tx *bolt.Tx, id, key string) (RunningTask, string) {
 	}
 	return RunningTask{TaskID: id, Key: key, Owner: m.Owner, ContextID: m.ContextID}, ""
 }
+
+// ConversationRunning returns the summary of the conversation that owner opened under
+// contextID and the ids of its tasks in the running-task index (started and not settled
+// since), ordered by task id, both read in one transaction: what a turn that holds the
+// conversation's lease settles when it begins (turn.Runner). The index is keyed by task,
+// so this reads every running task's key (the tasks running now, not the ledger's size).
+// Errors as [Store.Conversation]: [ErrNotFound], [ErrInvalid], a [*ChainError], a
+// [*QuarantinedError], [ErrClosed].
+func (s *Store) ConversationRunning(ctx context.Context, owner, contextID string) (Conversation, []string, error) {
+	key, err := convKey(owner, contextID)
+	if err != nil {
+		return Conversation{}, nil, err
+	}
+	var (
+		c   Conversation
+		ids []string
+	)
+	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
+		_, m, err := openConv(tx, key)
+		if err != nil {
+			return err
+		}
+		c = m.conversation(key)
+		ids, err = runningOf(tx, key)
+		return err
+	})
+	if err != nil {
+		return Conversation{}, nil, err
+	}
+	return c, ids, nil
+}
+
+// runningOf returns the ids of the tasks of conversation key in tx's running-task index
+// (worked out from the task index when the file has none), ordered by task id.
+func runningOf(tx *bolt.Tx, key string) ([]string, error) {
+	var ids []string
+	b := tx.Bucket(bucketRunning)
+	if b == nil {
+		pairs, err := scanRunning(tx)
+		for _, p := range pairs {
+			if p[1] == key {
+				ids = append(ids, p[0])
+			}
+		}
+		slices.Sort(ids)
+		return ids, err
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		if string(v) == key {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	return ids, err
+}

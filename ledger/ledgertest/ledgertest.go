@@ -37,6 +37,9 @@ type Store interface {
 	VerifyAll(ctx context.Context) (checked int, err error)
 	// RunningTasks lists the running-task index (ledger/running.go).
 	RunningTasks(ctx context.Context) ([]ledger.RunningTask, error)
+	// ConversationRunning reads a conversation's head and its running tasks together
+	// (ledger/running.go).
+	ConversationRunning(ctx context.Context, owner, contextID string) (ledger.Conversation, []string, error)
 	Close() error
 }
 

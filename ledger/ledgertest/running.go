@@ -16,6 +16,7 @@ import (
 func RunRunning(t *testing.T, open func(t *testing.T) PushStore, reopen func(t *testing.T, s PushStore) PushStore) {
 	t.Run("RunningStartedAndEnded", func(t *testing.T) { t.Parallel(); testRunningStartEnd(t, open(t)) })
 	t.Run("RunningRefusedChangesNothing", func(t *testing.T) { t.Parallel(); testRunningRefused(t, open(t)) })
+	t.Run("RunningOfOneConversation", func(t *testing.T) { t.Parallel(); testConversationRunning(t, open(t)) })
 	t.Run("RunningSurvivesReopen", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
@@ -127,4 +128,36 @@ func testRunningReopen(t *testing.T, s Store, reopen func() PushStore) {
 	wantRunning(t, s, "after reopen", "a1", "a3")
 	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "c-a1", BeginTurn: true, Entries: []ledger.Entry{status("a1", "failed")}})
 	wantRunning(t, s, "after reopen and an end", "a3")
+}
+
+// testConversationRunning: ConversationRunning returns a conversation's head with the
+// running tasks of that conversation only, ordered by task id, and ErrNotFound for a
+// conversation that does not exist.
+func testConversationRunning(t *testing.T, s Store) {
+	ctx := context.Background()
+	if _, _, err := s.ConversationRunning(ctx, "o", "none"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("ConversationRunning(missing) error = %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.ConversationRunning(ctx, "o", ""); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("ConversationRunning(empty contextId) error = %v, want ErrInvalid", err)
+	}
+	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "c", BeginTurn: true, Entries: []ledger.Entry{taskMsg("t2"), status("t2", "working")}})
+	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "other", BeginTurn: true, Entries: []ledger.Entry{taskMsg("t0"), status("t0", "working")}})
+	mustAppend(t, s, ledger.AppendRequest{Owner: "p", ContextID: "c", BeginTurn: true, Entries: []ledger.Entry{taskMsg("t5")}})
+	res := mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "c", BeginTurn: true, Entries: []ledger.Entry{
+		taskMsg("t3"), status("t3", "completed"), taskMsg("t1"), status("t1", "working")}})
+	c, ids, err := s.ConversationRunning(ctx, "o", "c")
+	if err != nil {
+		t.Fatalf("ConversationRunning() error = %v", err)
+	}
+	if diff := cmp.Diff([]string{"t1", "t2"}, ids); diff != "" {
+		t.Errorf("ConversationRunning() running (-want +got):\n%s", diff)
+	}
+	if c.Epoch != res.Epoch || c.ContextID != "c" || c.Owner != "o" || c.LastSeq != 6 {
+		t.Errorf("ConversationRunning() head = %+v, want epoch %d, o/c, last seq 6", c, res.Epoch)
+	}
+	mustAppend(t, s, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{status("t1", "failed"), status("t2", "input-required")}})
+	if _, ids, err := s.ConversationRunning(ctx, "o", "c"); err != nil || len(ids) != 0 {
+		t.Errorf("ConversationRunning() after both settled = %v, %v, want none", ids, err)
+	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -94,4 +95,31 @@ func (s *Store) RunningTasks(ctx context.Context) ([]ledger.RunningTask, error) 
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	return out, nil
+}
+
+// ConversationRunning returns the conversation's summary and the ids of its tasks in the
+// running-task index, ordered by task id, read in one statement, as
+// [ledger.Store.ConversationRunning] does. Errors: ErrNotFound, ErrInvalid, a database
+// failure. (running_tasks holds only the tasks running now, so it is scanned, not
+// indexed by conversation.)
+func (s *Store) ConversationRunning(ctx context.Context, owner, contextID string) (ledger.Conversation, []string, error) {
+	key, err := ledger.CheckField(owner, contextID)
+	if err != nil {
+		return ledger.Conversation{}, nil, err
+	}
+	var (
+		h   head
+		ids []string
+	)
+	err = s.pool.QueryRow(ctx, `SELECT `+headCols+`, coalesce((SELECT array_agg(task_id ORDER BY task_id)
+		FROM running_tasks WHERE conv_key = $1), '{}') FROM conversations WHERE key = $1`, key).Scan(
+		&h.key, &h.contextID, &h.owner, &h.createdAt, &h.lastActivity, &h.lastSeq, &h.lastHash,
+		&h.epoch, &h.entries, &h.turns, &h.tasks, &h.lastTaskID, &ids)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ledger.Conversation{}, nil, ledger.ErrNotFound
+	case err != nil:
+		return ledger.Conversation{}, nil, fmt.Errorf("postgres store: %w", err)
+	}
+	return h.conversation(), ids, nil
 }
