@@ -394,3 +394,42 @@ func (l *convLog) positions() ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// setUp creates the index buckets if they are missing and finds the file's format: a new
+// file gets format newFormat, a format-2 file keeps its format (a file of layoutFormat2,
+// written before the owners list, gets an empty list and layoutOwners: owners.go), and
+// any other is format 1, brought to layoutVersion, which the task index's bucket
+// sequence records. A file of layout 1 has its conversations moved to the current layout
+// of format 1 in this transaction, so the upgrade happens once and completely or not at
+// all. It returns how many conversations moved and the format, and refuses a file of a
+// newer layout.
+func setUp(tx *bolt.Tx, newFormat int) (upgraded, format int, err error) {
+	fresh := tx.Bucket(bucketTasks) == nil
+	tasks, err := tx.CreateBucketIfNotExists(bucketTasks)
+	if err != nil {
+		return 0, 0, fmt.Errorf("create bucket %s: %w", bucketTasks, err)
+	}
+	if _, err := tx.CreateBucketIfNotExists(bucketArtifacts); err != nil {
+		return 0, 0, fmt.Errorf("create bucket %s: %w", bucketArtifacts, err)
+	}
+	if fresh && newFormat == Format2 {
+		if err := tasks.SetSequence(layoutOwners); err != nil {
+			return 0, 0, err
+		}
+	}
+	switch v := tasks.Sequence(); {
+	case v == layoutFormat2:
+		if err := tasks.SetSequence(layoutOwners); err != nil {
+			return 0, 0, err
+		}
+		return 0, Format2, createFormat2(tx)
+	case v == layoutOwners:
+		return 0, Format2, createFormat2(tx)
+	case v == layoutVersion:
+		return 0, Format1, nil
+	case v > layoutOwners:
+		return 0, 0, fmt.Errorf("the file has storage layout %d, written by a newer build; this build reads layouts up to %d", v, layoutOwners)
+	}
+	upgraded, err = upgradeLayout1(tx, tasks)
+	return upgraded, Format1, err
+}
