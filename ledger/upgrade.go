@@ -12,16 +12,20 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/a2a-gateway/gateway/contextid"
 )
 
-// The upgrade of a format-1 file to format 2 (D-7). It never writes the old file's
-// conversations in place: it copies them into a new file beside it and swaps the files,
-// so that a kill at any moment leaves either the old file or the verified new one at the
-// data file's path:
+// The upgrade of a format-1 file (earlier builds, format1.go) to format 2 (D-7, D-8: the
+// only reader of format 1). It never writes the old file's conversations in place: it
+// copies them into a new file beside it and swaps the files, so that a kill at any moment
+// leaves either the old file or the verified new one at the data file's path:
 //
-//  1. verify the old file (every conversation, its pages); a failure stops the upgrade
+//  0. a file of layout 1 (the earliest builds) is first moved to layout 2 in place, in one
+//     transaction (format1.go: moveLayout1), as Open of those builds' files always did
+//  1. verify the old file (its pages, bbolt's own check, every conversation); a failure
+//     stops the upgrade
 //  2. copy it into <path>.format2.tmp (removed first if an interrupted upgrade left it):
 //     each conversation's entries, byte for byte, appended to the log in seq order
 //  3. fsync the copy, open it and verify it: every conversation, and each one's head
@@ -66,20 +70,19 @@ func upgrade(ctx context.Context, path string, logger *slog.Logger, now func() t
 	case err != nil:
 		return rep, err
 	case fc.damaged():
-		return rep, fmt.Errorf("ledger: upgrade %s: the file has damaged pages; salvage it first", path)
-	case fc.format == Format2:
+		return rep, fmt.Errorf("ledger: upgrade %s: the file has damaged pages; salvage it first (gateway ledger salvage writes format 2)", path)
+	case !fc.format1:
 		rep.AlreadyDone = true
 		return rep, nil
 	}
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("ledger: upgrade: remove the leftover %s: %w", tmp, err)
 	}
-	src, err := Open(path, Options{Format: Format1, NoGroupCommit: true, Now: now,
-		OnVerify: LogProgress(logger, "upgrade: verifying the format-1 file")}, logger)
+	src, err := openFormat1(path, logger)
 	if err != nil {
 		return rep, err
 	}
-	heads, err := upgradeCopy(ctx, src, tmp, &rep, logger)
+	heads, err := upgradeCopy(ctx, src, tmp, &rep, logger, now)
 	if err == nil {
 		err = verifyCopy(ctx, tmp, heads, logger, now)
 	}
@@ -95,21 +98,44 @@ func upgrade(ctx context.Context, path string, logger *slog.Logger, now func() t
 	return rep, nil
 }
 
-// upgradeCopy verifies src and copies it into a new format-2 file at tmp, fsync'd. It
-// returns the heads of src's conversations by key.
-func upgradeCopy(ctx context.Context, src *Store, tmp string, rep *UpgradeReport, logger *slog.Logger) (map[string]metaRecord, error) {
-	if _, err := src.VerifyAll(ctx); err != nil {
+// openFormat1 opens the format-1 file at path for the upgrade: writable, so that bbolt's
+// lock keeps every other process out of it until the upgrade is done (a gateway, another
+// upgrade), and so that a layout-1 file can be moved to layout 2 (moveLayout1), which is
+// the only write; bbolt rebuilds its freelist in memory (format 1 did not write it), and
+// the page check has passed, so that cannot crash.
+func openFormat1(path string, logger *slog.Logger) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistArrayType})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, inUse(path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger: upgrade %s: %w", path, err)
+	}
+	moved, err := moveLayout1(db)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("ledger: upgrade %s: move layout 1 to layout 2: %w", path, err), db.Close())
+	}
+	if moved > 0 {
+		logger.Info("ledger: upgrade: moved the conversations of a layout-1 file to layout 2", "path", path, "conversations", moved)
+	}
+	return db, nil
+}
+
+// upgradeCopy verifies the format-1 file src and copies it into a new format-2 file at
+// tmp, fsync'd. It returns the heads of src's conversations by key.
+func upgradeCopy(ctx context.Context, src *bolt.DB, tmp string, rep *UpgradeReport, logger *slog.Logger, now func() time.Time) (map[string]metaRecord, error) {
+	if _, err := verifyFormat1(ctx, src, LogProgress(logger, "upgrade: verifying the format-1 file"), now); err != nil {
 		return nil, fmt.Errorf("the format-1 file does not verify, nothing was changed: %w", err)
 	}
-	dst, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true, Format: Format2}, nil)
+	dst, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true}, nil)
 	if err != nil {
 		return nil, err
 	}
-	heads, err := copyFormat1(ctx, src.db, dst.db, rep, LogProgress(logger, "upgrade: copying into format 2"), src.now)
+	heads, err := copyFormat1(ctx, src, dst.db, rep, LogProgress(logger, "upgrade: copying into format 2"), now)
 	if err == nil { // the tasks of conversations a salvage lost stay known (as quarantined)
 		var lost []Quarantine
-		_ = src.db.View(func(tx *bolt.Tx) error { lost = readQuarantine(tx); return nil })
-		err = carryTaskHeads(src.db, dst, lost)
+		_ = src.View(func(tx *bolt.Tx) error { lost = readQuarantine(tx); return nil })
+		err = carryTaskHeads(src, dst, lost)
 	}
 	if err == nil { // the running tasks, from the copied task index (running.go)
 		err = dst.db.Update(buildRunning)
@@ -133,17 +159,7 @@ func copyFormat1(ctx context.Context, src, dst *bolt.DB, rep *UpgradeReport, onC
 		return nil, err
 	}
 	var keys []string
-	err := src.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			if contextid.IsCurrentKey(string(name)) {
-				keys = append(keys, string(name))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
+	_ = src.View(func(tx *bolt.Tx) error { keys = format1Keys(tx); return nil })
 	heads := make(map[string]metaRecord, len(keys))
 	progress := NewVerifyProgress(onCopy, len(keys), now)
 	for i, key := range keys {
@@ -194,37 +210,34 @@ func copyConv(src, dst *bolt.DB, key string) (metaRecord, error) {
 		next    = uint64(1)
 	)
 	for {
-		var kvs [][2][]byte
+		var entries [][]byte
 		err := src.View(func(tx *bolt.Tx) error {
 			conv := tx.Bucket([]byte(key))
 			var err error
 			if m, err = readMeta(conv); err != nil {
 				return err
 			}
-			c := conv.Cursor()
-			for k, v := c.Seek(entryKey(next)); isEntryKey(k) && len(kvs) < copyBatch; k, v = c.Next() {
-				kvs = append(kvs, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
-			}
-			return nil
-		})
-		if err != nil {
-			return m, err
-		}
-		if len(kvs) == 0 {
-			break
-		}
-		err = dst.Update(func(tx *bolt.Tx) error {
-			b, err := buckets2(tx, nil)
-			if err != nil {
-				return err
-			}
-			lastPos, err = b.copyEntries(key, kvs, next, lastPos)
+			entries, err = readEntries1(conv, next, copyBatch)
 			return err
 		})
 		if err != nil {
 			return m, err
 		}
-		next += uint64(len(kvs))
+		if len(entries) == 0 {
+			break
+		}
+		err = dst.Update(func(tx *bolt.Tx) error {
+			b, err := logBuckets(tx, nil)
+			if err != nil {
+				return err
+			}
+			lastPos, err = b.copyEntries(key, entries, next, lastPos)
+			return err
+		})
+		if err != nil {
+			return m, err
+		}
+		next += uint64(len(entries))
 	}
 	if next-1 != m.LastSeq {
 		return m, fmt.Errorf("the metadata says %d entries, %d were copied", m.LastSeq, next-1)
@@ -232,20 +245,18 @@ func copyConv(src, dst *bolt.DB, key string) (metaRecord, error) {
 	return m, dst.Update(func(tx *bolt.Tx) error { return copyHead(src, tx, key, &m, lastPos) })
 }
 
-// copyEntries appends the stored entries kvs (keys entryKey(seq), from seq first) of
-// conversation key to the log, with their sparse index and task index records.
-func (b *log2Tx) copyEntries(key string, kvs [][2][]byte, first, lastPos uint64) (uint64, error) {
+// copyEntries appends the stored entries (from seq first on) of conversation key to the
+// log, after its entry at lastPos, with their sparse index and task index records. It
+// returns the last one's position.
+func (b *logTx) copyEntries(key string, entries [][]byte, first, lastPos uint64) (uint64, error) {
 	hash := convHash(key)
-	for i, kv := range kvs {
+	for i, v := range entries {
 		seq := first + uint64(i)
-		if got, ok := entrySeq(kv[0]); !ok || got != seq {
-			return 0, fmt.Errorf("entry key %x, want seq %d", kv[0], seq)
-		}
 		pos, err := b.log.NextSequence()
 		if err != nil {
 			return 0, err
 		}
-		if err := b.log.Put(encodeSeq(pos), appendLogRecord(nil, hash, seq, lastPos, kv[1])); err != nil {
+		if err := b.log.Put(encodeSeq(pos), appendLogRecord(nil, hash, seq, lastPos, v)); err != nil {
 			return 0, err
 		}
 		if seq%seqIndexEvery == 0 {
@@ -256,7 +267,7 @@ func (b *log2Tx) copyEntries(key string, kvs [][2][]byte, first, lastPos uint64)
 		var e struct {
 			TaskID string `json:"taskId"`
 		}
-		if err := json.Unmarshal(kv[1], &e); err != nil {
+		if err := json.Unmarshal(v, &e); err != nil {
 			return 0, fmt.Errorf("seq %d: %w", seq, err)
 		}
 		if e.TaskID != "" {
@@ -272,7 +283,7 @@ func (b *log2Tx) copyEntries(key string, kvs [][2][]byte, first, lastPos uint64)
 // copyHead writes conversation key's head (metadata m, last entry at lastPos), the task
 // heads of its tasks (read from src's task index), its activity record and its owner.
 func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint64) error {
-	b, err := buckets2(tx, nil)
+	b, err := logBuckets(tx, nil)
 	if err != nil {
 		return err
 	}
@@ -303,15 +314,12 @@ func copyHead(src *bolt.DB, tx *bolt.Tx, key string, m *metaRecord, lastPos uint
 // verifyCopy opens the format-2 file at tmp, verifies every conversation and compares
 // each head with the format-1 file's.
 func verifyCopy(ctx context.Context, tmp string, want map[string]metaRecord, logger *slog.Logger, now func() time.Time) error {
-	s, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: now,
+	s, err := Open(tmp, Options{NoSync: true, NoGroupCommit: true, Now: now,
 		OnVerify: LogProgress(logger, "upgrade: verifying the copy")}, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if s.Format() != Format2 {
-		return fmt.Errorf("the copy is not in format 2")
-	}
 	n, err := s.VerifyAll(ctx)
 	if err != nil {
 		return fmt.Errorf("the copy does not verify: %w", err)
@@ -321,7 +329,7 @@ func verifyCopy(ctx context.Context, tmp string, want map[string]metaRecord, log
 	}
 	return s.db.View(func(tx *bolt.Tx) error {
 		for key, m := range want {
-			got, _, err := readHead2(tx, key)
+			got, _, err := readHead(tx, key)
 			if err != nil {
 				return err
 			}
@@ -366,18 +374,6 @@ func removeIfExists(path string) error {
 	return nil
 }
 
-// fileFormat returns the format of the bbolt file open in tx: 0 for a file the ledger
-// has not set up (new, or holding only buckets of others).
-func fileFormat(tx *bolt.Tx) int {
-	switch t := tx.Bucket(bucketTasks); {
-	case t == nil:
-		return 0
-	case t.Sequence() == layoutFormat2 || t.Sequence() == layoutOwners:
-		return Format2
-	}
-	return Format1
-}
-
 // copyForeign copies, key by key, every top-level bucket of src that the copy does not
 // rebuild (the conversations, the task and by-contextId indexes) or copy itself
 // (artifacts, quarantine records): data outside the namespace is never read, but an
@@ -420,14 +416,25 @@ func copyTree(src, dst *bolt.Bucket) error {
 	})
 }
 
-// upgradeOnOpen upgrades the format-1 file at path to format 2 for Open and reports
-// whether it did. A failure is logged, and the file stays in format 1 (it opens and works
-// as before).
-func (s *Store) upgradeOnOpen(path string) bool {
-	s.logger.Info("upgrading the ledger to format 2", "path", path)
-	if _, err := Upgrade(context.Background(), path, s.logger); err != nil {
-		s.logger.Error("ledger upgrade to format 2 failed; the file stays in format 1", "path", path, "err", err)
-		return false
+// upgradeOnOpen upgrades the format-1 file at path (fc: its page check) to format 2 for
+// Open. A file the upgrade cannot take whole (damaged pages, a conversation that does not
+// verify) is salvaged into format 2 instead with Options.SalvageDamaged (the server: the
+// intact conversations are served, the others refused as lost, the old file is kept
+// beside the new one); otherwise, and after any other failure, Open fails with an error
+// that names the commands that take it from there, and the file is as it was.
+func (s *Store) upgradeOnOpen(path string, fc *fileCheck) error {
+	err := errors.New("the file has damaged pages")
+	if !fc.damaged() {
+		s.logger.Info("upgrading the ledger to format 2", "path", path)
+		if _, err = Upgrade(context.Background(), path, s.logger); err == nil {
+			return nil
+		}
 	}
-	return true
+	if s.opts.SalvageDamaged && (fc.damaged() || errors.Is(err, ErrChainBroken)) {
+		s.logger.Error("the format-1 ledger cannot be upgraded whole; salvaging its intact conversations into format 2",
+			"path", path, "err", err)
+		return s.salvageInPlace(path)
+	}
+	return fmt.Errorf("ledger: open %s: %w, and the upgrade failed (the file stays in format 1): %w; "+
+		"gateway ledger salvage copies its intact conversations into a format-2 file", path, errFormat1, err)
 }
