@@ -21,9 +21,10 @@ import (
 )
 
 // The page check. bbolt asserts that a page it reads says its own id and has a valid type,
-// and panics when it does not; with NoFreelistSync (see Open) a writable bolt.Open walks
-// every page to rebuild the freelist in a goroutine of its own, so one damaged page
-// header crashes the process at Open before any caller can recover. bbolt's own
+// and panics when it does not; for a file whose freelist is not synced (format 1, which
+// the upgrade opens writable) a writable bolt.Open walks every page to rebuild the
+// freelist in a goroutine of its own, so one damaged page header crashes the process at
+// Open before any caller can recover, and any read of such a page panics. bbolt's own
 // consistency check (Tx.Check) cannot run before that walk either: it loads the freelist
 // first. So the ledger walks the pages itself, from the raw bytes of the file, before it
 // lets bbolt open a file writable: the checks of Tx.Check (each page says its id, has a
@@ -31,12 +32,14 @@ import (
 // within each page and between the keys of the branch above), plus one it lacks: a branch
 // key equals the first key of its child (bbolt writes it so whenever it writes the
 // child), which catches a damaged branch key that still sorts. Each fault is charged to
-// the top-level bucket whose tree holds the page, so one damaged conversation does not
-// condemn the others. The walk reads each page once, into one buffer per tree level: on
+// the top-level bucket whose tree holds the page and, for a page of the log or the heads,
+// to the conversations whose data it holds (chargeConvs; in a format-1 file, to the
+// conversation whose bucket holds it), so one damaged conversation does not condemn the
+// others. The walk reads each page once, into one buffer per tree level: on
 // a ledger of 10,000 conversations (195 MiB) it takes ~33 ms, bbolt's own open ~26 ms
 // (TestOpenTime). The leaves of the log (most of the file) are checked from their header
-// and first and last keys only (logLeaf), apart from the right edge
-// that appends rewrite: their content is checked against the entries' hashes when read.
+// and first and last keys only (logLeaf), apart from the right edge that appends
+// rewrite: their content is checked against the entries' hashes when read.
 //
 // The page layout is bbolt's file format (internal/common/page.go and bucket.go of
 // go.etcd.io/bbolt, unchanged since bbolt's first release; little-endian as bbolt writes

@@ -155,8 +155,8 @@ type Store struct {
 // logger may be nil (logs are discarded).
 //
 // Before bbolt opens the file writable, Open checks its pages (check.go): each damaged
-// page is charged to the conversation whose tree holds it. A file with damaged pages
-// cannot be opened writable (bbolt would crash the process). Without
+// page is charged to the conversations whose entries or heads it holds. A file with
+// damaged pages is not opened writable. Without
 // Options.SalvageDamaged it is opened read-only: reads of the intact conversations work,
 // the damaged ones are quarantined, appends fail with [ErrReadOnly]. With it, Open first
 // salvages the file (see [Salvage]): the intact conversations go to a new file that takes

@@ -17,13 +17,14 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 )
 
-// The upgrade of a format-1 file (earlier builds, format1.go) to format 2 (D-7, D-8: the
-// only reader of format 1). It never writes the old file's conversations in place: it
-// copies them into a new file beside it and swaps the files, so that a kill at any moment
-// leaves either the old file or the verified new one at the data file's path:
+// The upgrade of a format-1 file (earlier builds, format1.go) to format 2 (D-7; D-8: it
+// and a salvage are the only readers of format 1). It only reads the old file (the one
+// exception: step 0): it copies it into a new file beside it and swaps the files, so that
+// a kill at any moment leaves either the old file or the verified new one at the data
+// file's path:
 //
 //  0. a file of layout 1 (the earliest builds) is first moved to layout 2 in place, in one
-//     transaction (format1.go: moveLayout1), as Open of those builds' files always did
+//     transaction (format1.go: moveLayout1), as Open always did with such a file
 //  1. verify the old file (its pages, bbolt's own check, every conversation); a failure
 //     stops the upgrade
 //  2. copy it into <path>.format2.tmp (removed first if an interrupted upgrade left it):
@@ -33,7 +34,8 @@ import (
 //  4. link the old file as <path>.format1.bak, then rename the copy onto <path> (atomic),
 //     fsyncing the directory after each step
 //
-// The old file stays as <path>.format1.bak; the operator deletes it when satisfied.
+// The old file stays as <path>.format1.bak, as it was; the operator deletes it when
+// satisfied.
 
 // UpgradeReport is what [Upgrade] did.
 type UpgradeReport struct {
