@@ -12,17 +12,10 @@ PKGS      := ./...
 run: build
 	$(BIN) serve
 
-## test: every test, integration included, with the race detector; then the ledger's
-## tests again on format-1 files. Both passes run and report; make fails if either failed.
+## test: every test, integration included, with the race detector
 TESTFLAGS := -race -shuffle=on -count=1 -tags=integration -timeout 15m
 test: redis postgres chromium
-	@failed=; \
-	echo '$(GO) test $(TESTFLAGS) $(PKGS)'; \
-	$(GO) test $(TESTFLAGS) $(PKGS) || failed="$$failed all"; \
-	echo 'LEDGER_TEST_FORMAT=1 $(GO) test $(TESTFLAGS) ./ledger/'; \
-	LEDGER_TEST_FORMAT=1 $(GO) test $(TESTFLAGS) ./ledger/ || failed="$$failed ledger-format-1"; \
-	for pass in $$failed; do echo "make test: FAILED: $$pass"; done; \
-	[ -z "$$failed" ]
+	$(GO) test $(TESTFLAGS) $(PKGS)
 
 ## test-load: `make test` 3 times (RUNS=N) while two CPU burners keep both cores busy
 test-load:

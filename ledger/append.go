@@ -9,14 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/a2a-gateway/gateway/contextid"
 )
@@ -370,57 +368,78 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr erro
 		// Before the write: a PushConfigs that still answers "none" began before it (outbox.go).
 		s.noPushConfigs.Store(false)
 	}
-	if s.format == Format2 {
-		return s.apply2(tx, p)
+	b, err := logBuckets(tx, s.redo)
+	if err != nil {
+		return outcome{}, nil, err
 	}
-	tasks, artifacts := tx.Bucket(bucketTasks), tx.Bucket(bucketArtifacts)
-	if tasks == nil || artifacts == nil {
-		return outcome{}, nil, errors.New("ledger: index buckets missing")
-	}
-
 	// Checks: nothing is written until all of them pass.
 	if err := s.quarantined(p.key); err != nil {
 		return outcome{}, err, nil
 	}
-	conv, m, err := loadHead(tx, p)
+	m, lastPos, found, err := loadHead(tx, p)
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	if conv != nil {
-		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) { return lastBefore1(conv, p.key, 0, 1, keep) }); err != nil {
+	if found {
+		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) {
+			return lastBeforeHead(tx, p.key, m, lastPos, 0, 1, keep)
+		}); err != nil {
 			return outcome{}, err, nil
 		}
 	}
 	if err := fence(p, &m); err != nil {
 		return outcome{}, err, nil
 	}
-	newTasks, err := newTaskIDs(tasks, p)
+	newTasks, err := newTaskIDs(b.tasks.Bucket, p)
 	if err != nil {
 		return outcome{}, err, nil
 	}
-	encoded, entries := s.chain(p, &m)
+	encoded, entries := s.chainFrames(p, &m)
 
 	// Writes.
-	if conv == nil {
-		if conv, reqErr, txErr = createConv(tx, p); conv == nil {
-			return outcome{}, reqErr, txErr
+	if !found {
+		if err := registerOwner(tx, s.redo, p.owner); err != nil {
+			return outcome{}, nil, fmt.Errorf("list the owner: %w", err)
 		}
 	}
-	if err := putBeside(tx, nil, wbucket{Bucket: artifacts}, wbucket{Bucket: tasks}, p, newTasks, entries, &m); err != nil {
+	if err := putBeside(tx, s.redo, b.artifacts, b.tasks, p, newTasks, entries, &m); err != nil {
 		return outcome{}, nil, err
 	}
-	if err := putEntries(conv, tasks, p.entries, encoded, &m); err != nil {
+	if lastPos, err = b.putEntries(p.key, entries, encoded, &m, lastPos); err != nil {
 		return outcome{}, nil, err
 	}
 	advance(&m, entries, p.now)
-	if err := conv.Put(keyMeta, appendMeta(nil, &m)); err != nil {
-		return outcome{}, nil, fmt.Errorf("put meta: %w", err)
+	if err := b.putHead(p.key, &m, lastPos); err != nil {
+		return outcome{}, nil, err
+	}
+	if b.newRecent > 0 {
+		n := b.newRecent
+		tx.OnCommit(func() { s.recentN.Add(int64(n)) })
 	}
 	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
 }
 
-// putBeside writes what both formats' appends store beside a request's entries, in the
-// commit that stores them: its artifacts, the heads of its new tasks (counted in m), and
+// loadHead reads the conversation's head (new metadata and found false for a new
+// conversation). A [*ChainError] refuses the request: the head does not decode or names
+// another conversation.
+func loadHead(tx *bolt.Tx, p *prepared) (metaRecord, uint64, bool, error) {
+	m, pos, err := readHead(tx, p.key)
+	switch {
+	case err == ErrNotFound:
+		return metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}, 0, false, nil
+	case err != nil:
+		ce := err.(*ChainError)
+		ce.ContextID, ce.Owner = p.contextID, p.owner
+		return metaRecord{}, 0, false, ce
+	case m.ContextID != p.contextID || m.Owner != p.owner:
+		return metaRecord{}, 0, false, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
+			Reason: fmt.Sprintf("head names contextId %q owner %q", m.ContextID, m.Owner)}
+	}
+	return m, pos, true, nil
+}
+
+// putBeside writes what an append stores beside a request's entries, in the commit that
+// stores them: its artifacts, the heads of its new tasks (counted in m), and
 // the indexes derived from the entries (the push indexes, outbox.go; the running-task
 // index, running.go). Its writes go to r too (nil: not recorded).
 func putBeside(tx *bolt.Tx, r *redo, artifacts, tasks wbucket, p *prepared, newTasks []string, entries []Entry, m *metaRecord) error {
@@ -446,7 +465,7 @@ func advance(m *metaRecord, entries []Entry, now time.Time) {
 }
 
 // fence refuses p if it carries an epoch that is not the conversation's (ErrFenced) and
-// bumps the epoch for a request that begins a turn; both formats' appends use it.
+// bumps the epoch for a request that begins a turn.
 func fence(p *prepared, m *metaRecord) error {
 	if p.epoch != 0 && p.epoch != m.Epoch {
 		return fmt.Errorf("append to %q: epoch %d, current %d: %w", p.contextID, p.epoch, m.Epoch, ErrFenced)
@@ -455,25 +474,6 @@ func fence(p *prepared, m *metaRecord) error {
 		m.Epoch++
 	}
 	return nil
-}
-
-// loadHead reads the conversation's bucket (nil for a new conversation) and metadata (new
-// metadata for a new conversation). A [*ChainError] refuses the request: the metadata does
-// not decode or names another conversation.
-func loadHead(tx *bolt.Tx, p *prepared) (*bolt.Bucket, metaRecord, error) {
-	conv := tx.Bucket([]byte(p.key))
-	if conv == nil {
-		return nil, metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}, nil
-	}
-	m, err := readMeta(conv)
-	if err != nil {
-		return nil, metaRecord{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: err.Error()}
-	}
-	if m.ContextID != p.contextID || m.Owner != p.owner {
-		return nil, metaRecord{}, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
-			Reason: fmt.Sprintf("metadata names contextId %q owner %q", m.ContextID, m.Owner)}
-	}
-	return conv, m, nil
 }
 
 // newTaskIDs returns the request's task ids the task index does not know yet; a task id
@@ -504,7 +504,8 @@ func (s *Store) chain(p *prepared, m *metaRecord) (encoded [][]byte, entries []E
 	return encoded, entries
 }
 
-// chainFrames is chain with the encodings in their frames, for format 2's log records.
+// chainFrames is chain with the encodings in their frames, for the log's records
+// (logRecordIn).
 func (s *Store) chainFrames(p *prepared, m *metaRecord) (encoded []frame, entries []Entry) {
 	encoded = make([]frame, len(p.entries))
 	entries = make([]Entry, len(p.entries))
@@ -529,23 +530,6 @@ func (s *Store) chainFrames(p *prepared, m *metaRecord) (encoded []frame, entrie
 		entries[i], prev = e, e.Hash
 	}
 	return encoded, entries
-}
-
-// createConv creates the conversation's bucket. That can only fail if a non-bucket value
-// sits at its name, before anything was written: a [*ChainError] refusing the request
-// (reqErr); any other failure is the transaction's (txErr).
-func createConv(tx *bolt.Tx, p *prepared) (conv *bolt.Bucket, reqErr, txErr error) {
-	conv, err := tx.CreateBucket([]byte(p.key))
-	switch {
-	case errors.Is(err, bolterrors.ErrIncompatibleValue):
-		return nil, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner, Reason: "a non-bucket value holds the conversation's key"}, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("create conversation bucket: %w", err)
-	}
-	if err := indexByID(tx, nil, p.contextID, p.key); err != nil {
-		return nil, nil, fmt.Errorf("put by-contextId index: %w", err)
-	}
-	return conv, nil, nil
 }
 
 // putArtifacts stores the artifacts the store does not hold yet (content-addressed:
@@ -576,161 +560,4 @@ func putTaskHeads(tasks wbucket, key string, newTasks []string, m *metaRecord) e
 		m.Counters.Tasks++
 	}
 	return nil
-}
-
-// putEntries stores the encoded entries after m's last seq, indexes those of a task, and
-// advances m's last seq and counters.
-func putEntries(conv, tasks *bolt.Bucket, entries []Entry, encoded [][]byte, m *metaRecord) error {
-	// Entries go in at the right edge of the conversation, and a leaf left behind by a
-	// split there is never written again: fill it.
-	conv.FillPercent = 1
-	for i := range entries {
-		e := &entries[i]
-		seq := m.LastSeq + uint64(i) + 1
-		if err := conv.Put(entryKey(seq), encoded[i]); err != nil {
-			return fmt.Errorf("put entry: %w", err)
-		}
-		if e.TaskID != "" {
-			if err := tasks.Put(taskKey(e.TaskID, seq), nil); err != nil {
-				return fmt.Errorf("put task index: %w", err)
-			}
-		}
-		m.Counters.Entries++
-		if e.Kind == KindUserMessage && e.Visibility == VisibilityModel {
-			m.Counters.Turns++
-		}
-	}
-	m.LastSeq += uint64(len(entries))
-	return nil
-}
-
-// template is an entry's canonical JSON cut where the fields that only the write
-// transaction knows (seq, epoch, prevHash, hash) go, so that the expensive encoding runs in
-// the caller's goroutine and the committer only splices and hashes. The first fill splices
-// in place and hands the buffer out in its frame; a later one (the head moved since the
-// guess, heads.go) copies head and tail into a new buffer.
-type template struct {
-	b         []byte // frameRoom bytes of room, then the encoding
-	head      int    // b[frameRoom:head] is {"id":…,"contextId":…,"owner":…[,"taskId":…]
-	tail, end int    // b[tail:end] is ,"kind":… up to the last field before prevHash, without the closing brace
-	used      bool   // b went out in a frame: fills copy
-}
-
-// frameRoom is the room in front of an entry's encoding in a frame: at least a format-2
-// log record's prefix (1+hashLen+2 uvarints: 53 bytes) and a prevHash (64 hex digits).
-const frameRoom = 64
-
-// fillRoom is what a fill adds to a template's encoding, at most: the digits of seq and
-// epoch, the prevHash and hash members.
-const fillRoom = 2*20 + len(prevHashField) + 64 + 1 + hashSuffixLen
-
-// frame is an entry's stored encoding, b[frameRoom:], with room in front of it, where
-// format 2 writes the log record's prefix so that the encoding is stored without a copy
-// (logRecordIn).
-type frame struct{ b []byte }
-
-// stored returns the entry's stored encoding.
-func (f frame) stored() []byte { return f.b[frameRoom:] }
-
-// entrySizeHint is a capacity that usually holds e's encoding: its strings and part
-// content, escaping aside, and the field names.
-func entrySizeHint(e *Entry) int {
-	n := 320 + len(e.ID) + len(e.ContextID) + len(e.Owner) + len(e.TaskID) + len(e.Actor) +
-		len(e.MessageID) + len(e.State) + len(e.Metadata) + len(e.CorrelationID) + len(e.CausationID)
-	for i := range e.Parts {
-		p := &e.Parts[i]
-		n += 120 + len(p.Text) + len(p.Data) + len(p.Raw)*4/3 + len(p.URL) + len(p.MediaType) +
-			len(p.Filename) + len(p.Metadata) + len(p.ArtifactRef)
-	}
-	return n
-}
-
-// seqEpochZero is how encoding/json writes Seq and Epoch when both are zero. A JSON string
-// never holds an unescaped quote, so its first occurrence is the fields themselves.
-var seqEpochZero = []byte(`,"seq":0,"epoch":0`)
-
-// newTemplate encodes e (whose Seq, Epoch, PrevHash and Hash must be zero) into a template.
-func newTemplate(e *Entry) (template, error) {
-	b, err := appendEntryJSON(make([]byte, frameRoom, frameRoom+entrySizeHint(e)+fillRoom), e)
-	if err != nil {
-		return template{}, err
-	}
-	enc := b[frameRoom:]
-	i := bytes.Index(enc, seqEpochZero)
-	if i < 0 || enc[len(enc)-1] != '}' {
-		return template{}, fmt.Errorf("unexpected encoding %.80q", enc)
-	}
-	if int64(len(enc))+200 > bolt.MaxValueSize {
-		return template{}, fmt.Errorf("%d bytes encoded, the limit is %d", len(enc), bolt.MaxValueSize)
-	}
-	return template{b: b, head: frameRoom + i, tail: frameRoom + i + len(seqEpochZero), end: len(b) - 1}, nil
-}
-
-// fill returns the stored JSON of the entry with seq, epoch and prevHash (hex, or "" for
-// seq 1) set, in its frame, and its hash:
-// hash = hex(sha256(prevHash ‖ canonical JSON with hash empty)), and the stored JSON is that
-// canonical JSON with the "hash" member added. Both equal encoding/json's encoding of the
-// entry (hash is Entry's last field, prevHash the one before it, both omitted when empty);
-// the tests and Verify check it.
-func (t *template) fill(seq, epoch uint64, prevHash string) (frame, string) {
-	var buf [64]byte
-	mid := append(buf[:0], `,"seq":`...)
-	mid = strconv.AppendUint(mid, seq, 10)
-	mid = append(mid, `,"epoch":`...)
-	mid = strconv.AppendUint(mid, epoch, 10)
-	tailLen := t.end - t.tail
-	n := t.head + len(mid) + tailLen
-	size := n + len(prevHashField) + len(prevHash) + 1 + hashSuffixLen
-	var b []byte
-	if !t.used && size <= cap(t.b) { // in place: the tail moves right to make room for the digits
-		b = t.b[:n]
-		copy(b[t.head+len(mid):], t.b[t.tail:t.end])
-		copy(b[t.head:], mid)
-	} else {
-		b = make([]byte, frameRoom, size)
-		b = append(b, t.b[frameRoom:t.head]...)
-		b = append(b, mid...)
-		b = append(b, t.b[t.tail:t.end]...)
-	}
-	if !t.used { // b is the template's buffer from now on; nothing writes its head or tail again
-		t.b, t.tail, t.end, t.used = b, t.head+len(mid), n, true
-	}
-	if prevHash != "" {
-		b = append(b, prevHashField...)
-		b = append(b, prevHash...)
-		b = append(b, '"')
-	}
-	sum := canonicalSum(b, prevHash)
-	b = append(b, hashField...)
-	at := len(b)
-	b = hex.AppendEncode(b, sum[:])
-	b = append(b, `"}`...)
-	return frame{b}, string(b[at : at+2*sha256.Size])
-}
-
-// canonicalSum returns sha256(prevHash ‖ b[frameRoom:] ‖ "}"), b being a frame's canonical
-// JSON without its closing brace and with room for it: in one piece, prevHash copied into
-// the room right before the encoding and the brace after it, where the hash member goes
-// next.
-func canonicalSum(b []byte, prevHash string) [sha256.Size]byte {
-	if len(prevHash) > frameRoom || len(b) == cap(b) {
-		var sum [sha256.Size]byte
-		h := sha256.New()
-		h.Write([]byte(prevHash))
-		h.Write(b[frameRoom:])
-		h.Write([]byte{'}'})
-		return [sha256.Size]byte(h.Sum(sum[:0]))
-	}
-	start := frameRoom - len(prevHash)
-	copy(b[start:frameRoom], prevHash)
-	b = append(b, '}')
-	return sha256.Sum256(b[start:])
-}
-
-// chainHash is hex(sha256(prevHash ‖ canonical)).
-func chainHash(prevHash string, canonical []byte) string {
-	h := sha256.New()
-	h.Write([]byte(prevHash))
-	h.Write(canonical)
-	return hex.EncodeToString(h.Sum(nil))
 }

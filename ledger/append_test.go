@@ -94,14 +94,17 @@ func TestAppend_RoundTrip(t *testing.T) {
 // TestAppend_StoredForm checks that the stored bytes are encoding/json's encoding of the
 // entry (so re-encoding is stable) and that hash = sha256(prevHash ‖ JSON without hash).
 func TestAppend_StoredForm(t *testing.T) {
-	format1Only(t)
 	t.Parallel()
 	s := mustOpen(t, testOpts)
 	res := mustAppend(t, s, "local", "c", userMsg("a <b> & \u2028 c"), agentMsg("d"))
 	err := s.db.View(func(tx *bolt.Tx) error {
-		conv := tx.Bucket([]byte(contextid.Key("local", "c")))
+		key := contextid.Key("local", "c")
 		for i, e := range res.Entries {
-			stored := conv.Get(entryKey(e.Seq))
+			r, err := decodeLogRecord(tx.Bucket(bucketLog).Get(encodeSeq(logPos(t, tx, key, e.Seq))))
+			if err != nil || r.seq != e.Seq {
+				t.Fatalf("log record of seq %d: %+v, %v", e.Seq, r, err)
+			}
+			stored := r.entry
 			want, err := json.Marshal(&e)
 			if err != nil {
 				return err
@@ -205,10 +208,9 @@ func TestAppend_Invalid(t *testing.T) {
 	if st := s.Stats(); st.Commits != 0 || st.Rejected != uint64(len(tests)) {
 		t.Errorf("Stats() = %+v, want 0 commits and %d rejected", st, len(tests))
 	}
-	want := 6 // tasks, artifacts, byid, push configs, push pending, running tasks
-	if s.Format() == Format2 {
-		want = 13 // and the log's, the owners list and the file's id (wal_ident.go)
-	}
+	// tasks, artifacts, byid, push configs, push pending, running tasks, the log's five,
+	// the owners list and the file's id (wal_ident.go)
+	want := 13
 	if n := countTopLevel(t, s); n != want {
 		t.Errorf("%d top-level buckets and conversations, want %d (the indexes only)", n, want)
 	}

@@ -168,30 +168,27 @@ var turnText = strings.Repeat("y", 1024)
 // meta page not counted) and its time spilling nodes to pages and writing them (both fsyncs
 // included) in ms.
 //
-// format=1 and format=2 run side by side; idle=N first creates N one-turn conversations
-// (without fsync, before the measured part) that the measured turns never touch.
-// BenchmarkTurnPatternRatio prints the format 2 / format 1 ratio of one run.
+// idle=N first creates N one-turn conversations (without fsync, before the measured part)
+// that the measured turns never touch.
 func BenchmarkTurnPattern(b *testing.B) {
 	for _, writers := range []int{1, 64} {
-		for _, format := range []int{Format1, Format2} {
-			b.Run(fmt.Sprintf("writers=%d/format=%d", writers, format), func(b *testing.B) {
-				benchTurns(b, writers, format, 0)
-			})
-		}
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			benchTurns(b, writers, 0)
+		})
 	}
 	for _, idle := range []int{100_000} {
-		b.Run(fmt.Sprintf("writers=64/format=2/idle=%d", idle), func(b *testing.B) {
-			benchTurns(b, 64, Format2, idle)
+		b.Run(fmt.Sprintf("writers=64/idle=%d", idle), func(b *testing.B) {
+			benchTurns(b, 64, idle)
 		})
 	}
 }
 
 // makeIdle creates n one-turn conversations in the ledger file at path (no fsync).
-func makeIdle(b *testing.B, path string, format, n int) { makeIdleText(b, path, format, n, turnText) }
+func makeIdle(b *testing.B, path string, n int) { makeIdleText(b, path, n, turnText) }
 
 // makeIdleText is makeIdle with text as the user message and the reply of each turn.
-func makeIdleText(b *testing.B, path string, format, n int, text string) {
-	s, err := Open(path, Options{NoSync: true, Format: format}, nil)
+func makeIdleText(b *testing.B, path string, n int, text string) {
+	s, err := Open(path, Options{NoSync: true}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -215,12 +212,12 @@ func makeIdleText(b *testing.B, path string, format, n int, text string) {
 	}
 }
 
-func benchTurns(b *testing.B, writers, format, idle int) {
+func benchTurns(b *testing.B, writers, idle int) {
 	path := filepath.Join(b.TempDir(), "ledger.db")
 	if idle > 0 {
-		makeIdle(b, path, format, idle)
+		makeIdle(b, path, idle)
 	}
-	s := mustOpenPath(b, path, Options{Format: format})
+	s := mustOpenPath(b, path, Options{})
 	turn := turnFunc(s)
 	// One warm-up turn per conversation, so that creating it is not measured.
 	for w := range writers {

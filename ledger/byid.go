@@ -20,21 +20,15 @@ import (
 //	    sha256(contextId) ‖ conversation key   → empty
 //
 // The raw contextId is never part of a key (D-1): its hash is, fixed-length, so that the
-// keys of one contextId sort together and a prefix scan lists its conversations. The entry
-// is written in the transaction that creates the conversation, so the index holds every
-// conversation of the file exactly when the conversation exists. A file written before
-// the index existed gets it built at Open, in the transaction that creates the bucket
-// (setUpByID).
+// keys of one contextId sort together and a prefix scan lists its conversations.
 //
-// Why an index rather than probing the derived keys of known owners: an owner is known
-// only to whoever configured it (peer tokens in the server's config, "out:<url>" for a
-// raw-URL send), so an operator reading a data dir offline, or after a peer left the
-// config, would not find those conversations without scanning them all.
-//
-// A format-2 file lists its owners in the file instead (owners.go), which makes probing
-// work offline too and spares each new conversation a write at a random place of this
-// index; there the index holds only the conversations opened before the file had the
-// list, and ConversationsByID reads both.
+// The file lists its owners instead (owners.go), which finds the conversations of a
+// contextId by probing the keys derived from each owner, offline too, and spares each new
+// conversation a write at a random place of this index. The index holds only the
+// conversations opened before the file had the list (layout layoutFormat2, and format 1
+// before it, which indexed every conversation when it created it); it is no longer
+// written, and ConversationsByID reads both. A file without it gets it built at Open from
+// the heads (setUpByID).
 var bucketByID = []byte("v1.byid")
 
 // byIDPrefix returns the index prefix of contextID: its SHA-256.
@@ -48,10 +42,9 @@ func byIDKey(contextID, convKey string) []byte {
 	return append(byIDPrefix(contextID), convKey...)
 }
 
-// setUpByID creates the by-contextId index if it is missing and fills it from the
-// conversations of the current namespace (their metadata names their contextId). A
-// conversation whose metadata does not decode or does not hash to its key is left out,
-// as List leaves it out.
+// setUpByID creates the by-contextId index if it is missing and fills it from the heads
+// (each names its contextId). A conversation whose head does not decode or does not hash
+// to its key is left out, as List leaves it out.
 func setUpByID(tx *bolt.Tx) error {
 	if tx.Bucket(bucketByID) != nil {
 		return nil
@@ -60,45 +53,22 @@ func setUpByID(tx *bolt.Tx) error {
 	if err != nil {
 		return fmt.Errorf("create bucket %s: %w", bucketByID, err)
 	}
-	if isFormat2(tx) {
-		for _, key := range headKeys(tx) {
-			m, _, err := readHead2(tx, key)
-			if err != nil || contextid.Key(m.Owner, m.ContextID) != key {
-				continue
-			}
-			if err := idx.Put(byIDKey(m.ContextID, key), nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-		key := string(name)
-		if b == nil || !contextid.IsCurrentKey(key) {
-			return nil
-		}
-		m, err := readMeta(b)
+	for _, key := range headKeys(tx) {
+		m, _, err := readHead(tx, key)
 		if err != nil || contextid.Key(m.Owner, m.ContextID) != key {
-			return nil
+			continue
 		}
-		return idx.Put(byIDKey(m.ContextID, key), nil)
-	})
-}
-
-// indexByID records, inside the transaction that creates it, the conversation at convKey
-// opened under contextID, recorded in r (nil: not).
-func indexByID(tx *bolt.Tx, r *redo, contextID, convKey string) error {
-	idx := wb(tx, r, bucketByID)
-	if idx.Bucket == nil {
-		return fmt.Errorf("ledger: bucket %s missing", bucketByID)
+		if err := idx.Put(byIDKey(m.ContextID, key), nil); err != nil {
+			return err
+		}
 	}
-	return idx.Put(byIDKey(contextID, convKey), nil)
+	return nil
 }
 
 // ConversationsByID returns every conversation opened under contextID, whatever its owner,
-// ordered by owner. It reads the by-contextId index, in a format-2 file also the head of
-// contextID's conversation for each listed owner (owners.go), and the metadata of those
-// conversations only, never the others. No conversation is not an error (an empty
+// ordered by owner. It reads the by-contextId index, the head of contextID's conversation
+// for each listed owner (owners.go), and the heads of those conversations only, never the
+// others. No conversation is not an error (an empty
 // slice). Errors: [ErrInvalid] (a [*FieldError] on "contextId") for an invalid contextId; a
 // [ChainError] for a listed conversation whose metadata is unreadable or names another
 // contextId; [ErrClosed] after Close.
@@ -113,7 +83,7 @@ func (s *Store) ConversationsByID(ctx context.Context, contextID string) ([]Conv
 			return err
 		}
 		for _, key := range keys {
-			_, m, err := openConv(tx, key)
+			m, err := openConv(tx, key)
 			if err != nil {
 				return err
 			}
@@ -133,8 +103,7 @@ func (s *Store) ConversationsByID(ctx context.Context, contextID string) ([]Conv
 }
 
 // keysByID returns the keys of the conversations opened under contextID: those the
-// by-contextId index lists and, in a format-2 file, those of the listed owners, each
-// once.
+// by-contextId index lists and those of the listed owners, each once.
 func keysByID(tx *bolt.Tx, contextID string) ([]string, error) {
 	idx := tx.Bucket(bucketByID)
 	if idx == nil {
@@ -146,10 +115,7 @@ func keysByID(tx *bolt.Tx, contextID string) ([]string, error) {
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		keys = append(keys, string(k[len(prefix):]))
 	}
-	if isFormat2(tx) {
-		keys = append(keys, keysByOwners(tx, contextID)...)
-		slices.Sort(keys)
-		keys = slices.Compact(keys)
-	}
-	return keys, nil
+	keys = append(keys, keysByOwners(tx, contextID)...)
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
 }

@@ -21,9 +21,10 @@ import (
 )
 
 // The page check. bbolt asserts that a page it reads says its own id and has a valid type,
-// and panics when it does not; with NoFreelistSync (see Open) a writable bolt.Open walks
-// every page to rebuild the freelist in a goroutine of its own, so one damaged page
-// header crashes the process at Open before any caller can recover. bbolt's own
+// and panics when it does not; for a file whose freelist is not synced (format 1, which
+// the upgrade opens writable) a writable bolt.Open walks every page to rebuild the
+// freelist in a goroutine of its own, so one damaged page header crashes the process at
+// Open before any caller can recover, and any read of such a page panics. bbolt's own
 // consistency check (Tx.Check) cannot run before that walk either: it loads the freelist
 // first. So the ledger walks the pages itself, from the raw bytes of the file, before it
 // lets bbolt open a file writable: the checks of Tx.Check (each page says its id, has a
@@ -31,12 +32,14 @@ import (
 // within each page and between the keys of the branch above), plus one it lacks: a branch
 // key equals the first key of its child (bbolt writes it so whenever it writes the
 // child), which catches a damaged branch key that still sorts. Each fault is charged to
-// the top-level bucket whose tree holds the page, so one damaged conversation does not
-// condemn the others. The walk reads each page once, into one buffer per tree level: on
+// the top-level bucket whose tree holds the page and, for a page of the log or the heads,
+// to the conversations whose data it holds (chargeConvs; in a format-1 file, to the
+// conversation whose bucket holds it), so one damaged conversation does not condemn the
+// others. The walk reads each page once, into one buffer per tree level: on
 // a ledger of 10,000 conversations (195 MiB) it takes ~33 ms, bbolt's own open ~26 ms
-// (TestOpenTime). In a format-2 file the leaves of the log (most of the file) are checked
-// from their header and first and last keys only (check2.go), apart from the right edge
-// that appends rewrite: their content is checked against the entries' hashes when read.
+// (TestOpenTime). The leaves of the log (most of the file) are checked from their header
+// and first and last keys only (logLeaf), apart from the right edge that appends
+// rewrite: their content is checked against the entries' hashes when read.
 //
 // The page layout is bbolt's file format (internal/common/page.go and bucket.go of
 // go.etcd.io/bbolt, unchanged since bbolt's first release; little-endian as bbolt writes
@@ -111,7 +114,7 @@ func (s *pageScan) tree(id uint64, owner string, lo, hi []byte, depth int) []byt
 	}
 	s.seen[id] = true
 	if s.edges && owner != rootTree && hi != nil {
-		return nil // off the right edge of a big format-2 file: not read at Open
+		return nil // off the right edge of a big file: not read at Open
 	}
 	if owner == string(bucketLog) && hi != nil { // the log's right edge, which appends rewrite, is read whole
 		if first, done := s.logLeaf(id, lo, hi); done {
@@ -188,7 +191,7 @@ func (s *pageScan) node(buf []byte, id uint64, owner string, lo, hi []byte, dept
 	before := len(s.faults[owner])
 	first := s.leaf(buf, id, owner, count, lo, hi, depth, fault)
 	if fault != "" || len(s.faults[owner]) > before {
-		s.chargeConvs(buf, id, owner, count) // format 2: the conversations the page holds
+		s.chargeConvs(buf, id, owner, count) // the conversations the page holds
 	}
 	return first
 }
@@ -349,72 +352,11 @@ func entryHashes(v []byte) (prev, stored, fault string) {
 	return prev, stored, ""
 }
 
-// quickCheck checks conversation key in tx from its stored bytes alone: its metadata
-// reads and hashes to key, its entries' seqs run from 1 without a gap, each entry matches
-// its own hash (entryHashes) and links to the previous one, and the metadata's last seq
-// and hash are the last entry's. It costs a hash of the conversation's bytes, no
-// decoding. A missing conversation passes. Errors: a [*ChainError].
-func quickCheck(tx *bolt.Tx, key string) error {
-	if isFormat2(tx) {
-		return quickCheck2(tx, key)
-	}
-	conv := tx.Bucket([]byte(key))
-	if conv == nil {
-		return nil
-	}
-	m, err := readMeta(conv)
-	if err != nil {
-		return &ChainError{Key: key, Reason: err.Error()}
-	}
-	fail := func(seq uint64, format string, args ...any) error {
-		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
-	}
-	if contextid.Key(m.Owner, m.ContextID) != key {
-		return fail(0, "metadata does not hash to the bucket's key")
-	}
-	want, last := uint64(1), ""
-	c := conv.Cursor()
-	for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
-		if seq, ok := entrySeq(k); !ok || seq != want {
-			return fail(want, "seq %d missing (next stored key is %x)", want, k)
-		}
-		prev, hash, fault := entryHashes(v)
-		switch {
-		case fault != "":
-			return fail(want, "%s", fault)
-		case prev != last:
-			return fail(want, "prevHash %q, previous entry's hash is %q", prev, last)
-		}
-		last = hash
-		want++
-	}
-	if m.LastSeq != want-1 || m.LastHash != last {
-		return fail(0, "metadata says lastSeq %d hash %q, the entries end at %d hash %q", m.LastSeq, m.LastHash, want-1, last)
-	}
-	return nil
-}
-
-// checkOnce runs quickCheck on conversation key in tx the first time the Store uses the
-// conversation (a read or an append), so that no damaged entry is served or appended to
-// even when no read has met it, without a check of every conversation at Open. (The
-// Store's memory of what passed is bounded, checkedSet: a conversation unused for long
-// is checked again.)
-func (s *Store) checkOnce(tx *bolt.Tx, key string) error {
-	if s.checked.Has(key) {
-		return nil
-	}
-	if err := quickCheck(tx, key); err != nil {
-		return err
-	}
-	s.checked.Put(key, struct{}{})
-	return nil
-}
-
 // fileCheck is what the page check found in a data file.
 type fileCheck struct {
-	faults map[string][]string // by top-level bucket; rootTree: the file's own tree
-	names  []string            // the top-level buckets found
-	format int                 // the file's format; 0 for a missing or empty file
+	faults  map[string][]string // by top-level bucket; rootTree: the file's own tree
+	names   []string            // the top-level buckets found (a format-1 file's conversations among them)
+	format1 bool                // the file is in format 1 (format1.go): Open upgrades it
 }
 
 // damaged reports whether the check found anything wrong.
@@ -450,8 +392,8 @@ func checkFile(path string) (*fileCheck, error) {
 	}
 	defer f.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		fc.format = fileFormat(tx)
-		fc.faults, fc.names = safeScan(tx, f, rightEdgesOnly(fc.format, info.Size()))
+		fc.format1 = isFormat1(tx)
+		fc.faults, fc.names = safeScan(tx, f, !fc.format1 && rightEdgesOnly(info.Size()))
 		return nil
 	})
 	return fc, err
@@ -474,20 +416,19 @@ var errRollback = errors.New("ledger: rollback")
 // checkPages runs the page check on the Store's file in one read transaction and, on a
 // Store opened writable, bbolt's own consistency check (Tx.Check, in a write transaction
 // that is rolled back: bbolt's check is not safe beside a writer otherwise). It returns
-// the faults by top-level bucket (bbolt's findings under rootTree) and the names of the
-// top-level buckets.
-func (s *Store) checkPages(ctx context.Context) (faults map[string][]string, names []string, err error) {
+// the faults by top-level bucket (bbolt's findings under rootTree).
+func (s *Store) checkPages(ctx context.Context) (faults map[string][]string, err error) {
 	f, err := os.Open(s.db.Path())
 	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: check pages: %w", err)
+		return nil, fmt.Errorf("ledger: check pages: %w", err)
 	}
 	defer f.Close()
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		faults, names = safeScan(tx, f, false)
+		faults, _ = safeScan(tx, f, false)
 		return nil
 	})
 	if err != nil || s.readOnly {
-		return faults, names, err
+		return faults, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for e := range tx.Check() {
@@ -496,12 +437,12 @@ func (s *Store) checkPages(ctx context.Context) (faults map[string][]string, nam
 		return errRollback
 	})
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		return nil, nil, ErrClosed
+		return nil, ErrClosed
 	}
 	if !errors.Is(err, errRollback) {
-		return nil, nil, fmt.Errorf("ledger: check pages: %w", err)
+		return nil, fmt.Errorf("ledger: check pages: %w", err)
 	}
-	return faults, names, nil
+	return faults, nil
 }
 
 // faultErrors returns a [*ChainError] per tree with faults, in key order, and
@@ -516,7 +457,7 @@ func (s *Store) faultErrors(ctx context.Context, faults map[string][]string) []e
 		case !contextid.IsCurrentKey(key):
 			out = append(out, &ChainError{Key: key, Reason: fmt.Sprintf("the %s index: %s", key, reason)})
 		default:
-			q := describe(s.db, key)
+			q := describeConv(s.db, key)
 			q.Reason = reason
 			if q.ContextID == "" {
 				reason += " (its metadata is unreadable; key " + key + ")"
@@ -526,4 +467,106 @@ func (s *Store) faultErrors(ctx context.Context, faults map[string][]string) []e
 		}
 	}
 	return out
+}
+
+// chargeConvs charges a damaged leaf page of a tree to the conversations whose
+// data it holds, as far as its elements can be read: a log page to the conversations of
+// its records, a heads page to the conversations of its keys. The fault stays charged to
+// the tree too. Other trees charge nobody.
+func (s *pageScan) chargeConvs(buf []byte, id uint64, owner string, count int) {
+	var convOf func(k, v []byte) string
+	switch owner {
+	case string(bucketLog):
+		convOf = func(_, v []byte) string {
+			if len(v) < 1+hashLen || v[0] != logRecordVersion {
+				return ""
+			}
+			return "v1/" + hex.EncodeToString(v[1:1+hashLen])
+		}
+	case string(bucketHeads), string(bucketRecent):
+		convOf = func(k, _ []byte) string { return string(k) }
+	default:
+		return
+	}
+	seen := map[string]bool{}
+	for i := range count {
+		off := pageHeaderSize + i*pageElemSize
+		if off+pageElemSize > len(buf) {
+			return
+		}
+		pos, ksize := binary.LittleEndian.Uint32(buf[off+4:]), binary.LittleEndian.Uint32(buf[off+8:])
+		vsize := binary.LittleEndian.Uint32(buf[off+12:])
+		kv := slice(buf, off+int(pos), int(ksize)+int(vsize))
+		if kv == nil {
+			continue
+		}
+		key := convOf(kv[:ksize], kv[ksize:])
+		if !contextid.IsCurrentKey(key) || seen[key] {
+			continue
+		}
+		seen[key] = true
+		s.fail(key, "its data lies in damaged page %d of %s", id, owner)
+	}
+}
+
+// logLeaf checks leaf page id of the log from its header and its first and last keys
+// only (the log is most of the file, and reading every byte of it would make Open
+// take time proportional to the ledger): its id, type, element count and key bounds.
+// done is false, and nothing is recorded, when the page is not such a leaf or any of
+// that fails: the full check (tree's read and node) runs then and names the fault.
+func (s *pageScan) logLeaf(id uint64, lo, hi []byte) (first []byte, done bool) {
+	var head [pageHeaderSize + pageElemSize]byte
+	if _, err := s.r.ReadAt(head[:], int64(id)*int64(s.pageSize)); err != nil {
+		return nil, false
+	}
+	count := int(binary.LittleEndian.Uint16(head[10:]))
+	if binary.LittleEndian.Uint64(head[:]) != id || binary.LittleEndian.Uint16(head[8:]) != leafPageFlag ||
+		binary.LittleEndian.Uint32(head[12:]) != 0 || count == 0 || pageHeaderSize+count*pageElemSize > s.pageSize {
+		return nil, false
+	}
+	firstKey, ok := s.elemKey(id, 0, head[pageHeaderSize:])
+	if !ok {
+		return nil, false
+	}
+	last := make([]byte, pageElemSize)
+	if _, err := s.r.ReadAt(last, int64(id)*int64(s.pageSize)+int64(pageHeaderSize+(count-1)*pageElemSize)); err != nil {
+		return nil, false
+	}
+	lastKey, ok := s.elemKey(id, count-1, last)
+	if !ok || (lo != nil && bytes.Compare(firstKey, lo) < 0) || (hi != nil && bytes.Compare(lastKey, hi) >= 0) ||
+		bytes.Compare(firstKey, lastKey) > 0 {
+		return nil, false
+	}
+	return firstKey, true
+}
+
+// elemKey reads the key of leaf element i of page id, whose 16-byte element is elem: a
+// log key is 8 bytes.
+func (s *pageScan) elemKey(id uint64, i int, elem []byte) ([]byte, bool) {
+	pos, ksize := binary.LittleEndian.Uint32(elem[4:]), binary.LittleEndian.Uint32(elem[8:])
+	off := pageHeaderSize + i*pageElemSize + int(pos)
+	if ksize != seqLen || off+seqLen > s.pageSize {
+		return nil, false
+	}
+	k := make([]byte, seqLen)
+	if _, err := s.r.ReadAt(k, int64(id)*int64(s.pageSize)+int64(off)); err != nil {
+		return nil, false
+	}
+	return k, true
+}
+
+// fullCheckMax is the size of file up to which Open checks every page (about 40 ms here); a bigger one gets rightEdgesOnly.
+const fullCheckMax = 256 << 20
+
+// rightEdgesOnly reports whether Open's page check of a file of this size reads only the
+// file's tree of buckets and the right edge of each bucket's tree (what the first appends
+// write), so that Open does not take time proportional to the ledger (1.8 s for 1,000,000
+// conversations): a file over fullCheckMax (a format-1 file, which Open upgrades, is
+// always checked whole). bbolt reads its
+// freelist from the file then (the Store syncs it) instead of walking every page, so no
+// damaged page can crash Open. A damaged page elsewhere is met by the read that needs it
+// (the conversation is quarantined, as when a read meets damage) and by VerifyAll and
+// `gateway ledger verify`, which check every page.
+func rightEdgesOnly(size int64) bool {
+	return size > fullCheckMax
 }

@@ -16,26 +16,13 @@ import (
 	"unicode/utf8"
 )
 
-// decodeStored decodes a stored entry (what appendEntryJSON wrote) into e, as
-// json.Unmarshal does into a zero Entry, without reflection: reads decode every entry
-// they return, and encoding/json's decoder was most of the cost of reading the last 20
-// entries. Anything it does not expect (an escaped string, null, an empty array, an
-// unknown field) makes it fall back to json.Unmarshal, so the result is always
-// json.Unmarshal's; FuzzDecodeStored compares the two. e is overwritten.
-func decodeStored(v []byte, e *Entry) error {
-	*e = Entry{}
-	scratch := spanPool.Get().(*[]strSpan)
-	spans, err := decodeInto(v, e, nil, *scratch)
-	*scratch = spans[:0]
-	spanPool.Put(scratch)
-	return err
-}
-
-// spanPool holds decodeStored's scratch (an entryReader keeps its own).
-var spanPool = sync.Pool{New: func() any { s := make([]strSpan, 0, 32); return &s }}
-
-// decodeInto is decodeStored into a zero e, reusing the strings of known (nil: none), with
-// spans as the decoder's scratch; it returns the scratch as the entry left it.
+// decodeInto decodes a stored entry (what appendEntryJSON wrote) into a zero e, as
+// json.Unmarshal does, without reflection: reads decode every entry they return, and
+// encoding/json's decoder was most of the cost of reading the last 20 entries. Anything
+// it does not expect (an escaped string, null, an empty array, an unknown field) makes it
+// fall back to json.Unmarshal, so the result is always json.Unmarshal's
+// (FuzzDecodeStored compares the two). It reuses the strings of known (nil: none), with
+// spans as the decoder's scratch, and returns the scratch as the entry left it.
 func decodeInto(v []byte, e *Entry, known *knownStrings, spans []strSpan) ([]strSpan, error) {
 	d := entryDecoder{b: v, known: known, spans: spans[:0]}
 	if d.entry(e) && d.i == len(v) {
@@ -52,8 +39,8 @@ type knownStrings struct {
 	link             [2]string // hash and prevHash of the entry decoded last: a neighbour's prevHash or hash
 }
 
-// entryReader decodes the entries one read of a conversation returns (decodeEntry, for
-// many entries): the hash state, the decoder's scratch and the known strings go from one
+// entryReader decodes the entries one read of a conversation returns, checking each
+// against its hash: the hash state, the decoder's scratch and the known strings go from one
 // entry to the next.
 type entryReader struct {
 	key   string
@@ -83,9 +70,8 @@ func (r *entryReader) release() {
 
 var readerPool = sync.Pool{New: func() any { return &entryReader{h: sha256.New(), spans: make([]strSpan, 0, 32)} }}
 
-// decode is decodeEntry(key, entryKey(seq), v, e) for the entry at seq: the entry's bytes
-// match its hash, it decodes, and it says seq. Errors: a [*ChainError] naming seq, with
-// decodeEntry's reasons.
+// decode decodes the stored entry v at seq into e: the entry's bytes match its hash, it
+// decodes, and it says seq. Errors: a [*ChainError] naming seq and what is wrong.
 func (r *entryReader) decode(seq uint64, v []byte, e *Entry) error {
 	if !r.hashMatches(v) {
 		reason := entryBytesFault(v)

@@ -1,7 +1,7 @@
 // Package ledger is the single source of truth for every conversation: an append-only,
 // hash-chained, fsync'd log per conversation, stored in bbolt (DESIGN D-2..D-5, seed 000).
 //
-// Format 2 (DESIGN D-7, the default for new files): every entry of every conversation is
+// The storage format is format 2 (DESIGN D-7, D-8): every entry of every conversation is
 // stored once, in one append-ordered log ("v1.log", keyed by a global position), and each
 // conversation keeps a head under contextid.Key(owner, contextId) ("v1/<64 hex>": original
 // contextId and owner, last seq, hash and log position, epoch, counters, last task) from
@@ -10,17 +10,19 @@
 // writes at the right edge of the log and of the task index (time-ordered task ids), plus
 // the heads of the conversations it touches, which live in a small tree of recent heads
 // until a checkpoint moves them, and their keys in the activity index that List reads
-// (List merges the recent heads in). log2.go has the details. A global task index ("v1.tasks") finds a task's conversation and entries and
-// lists a conversation's tasks, and a content-addressed artifact store ("v1.artifacts")
-// holds parts larger than Options.LargePartBytes. The running-task index ("v1.running",
-// running.go, both formats) holds the tasks started and not settled since, so that a
-// restart reads those tasks only. Nothing outside this namespace (older
-// versions, legacy names) is ever read, listed or written.
+// (List merges the recent heads in). log.go has the details. A global task index
+// ("v1.tasks") finds a task's conversation and entries and lists a conversation's tasks,
+// and a content-addressed artifact store ("v1.artifacts") holds parts larger than
+// Options.LargePartBytes. The running-task index ("v1.running", running.go) holds the
+// tasks started and not settled since, so that a restart reads those tasks only. Nothing
+// outside this namespace (older versions, legacy names) is ever read, listed or written.
 //
-// Format 1 (earlier builds, Options.Format = Format1): each conversation is one flat
-// top-level bucket named by its key, holding its entries keyed by seq and its metadata
-// (keys.go). Open upgrades a format-1 file to format 2 unless Options.Format says Format1
-// ([Upgrade], upgrade2.go: verify, copy beside it, verify, keep the old file, rename).
+// Format 1, of earlier builds (each conversation one flat top-level bucket named by its
+// key, holding its entries keyed by seq and its metadata), is only read, by the upgrade
+// to format 2 ([Upgrade], upgrade.go: verify, copy beside it, verify, keep the old file,
+// rename), which Open runs on a format-1 file before serving it, and by [Salvage], which
+// copies the intact conversations of a damaged one into a format-2 file. format1.go holds
+// that reader; no read, write or check of the Store touches format 1.
 //
 // Every entry carries seq (1, 2, ... without gaps), the conversation's epoch and
 // hash = hex(sha256(prevHash ‖ canonical JSON of the entry with hash empty)), so
@@ -35,7 +37,7 @@
 // every append of the batch. There is no timer, so a lone append commits at once. bbolt's
 // DB.Batch is not used. Options.NoGroupCommit falls back to one transaction per append.
 //
-// A format-2 file with fsync commits through a write-ahead log, <file>.wal (wal.go): the
+// With fsync, the Store commits through a write-ahead log, <file>.wal (wal.go): the
 // transaction's writes, recorded as it makes them (redo.go), go to the log as one record,
 // then bbolt commits without fsync and the committer goes on with the next batch while a
 // syncer goroutine fdatasyncs the log (one fsync of the bytes the commits add) and only
@@ -47,14 +49,14 @@
 // commit whose pages did not all reach the disk is not read) before bbolt reads the file.
 // bbolt maps 64 GiB of address space ahead for the log's file; under an address-space
 // limit (ulimit -v) less (openMapped), and below 1 GiB the Store runs without a log.
-// A format-1 file, or Options.NoSync, commits as bbolt does (two fsyncs, or none).
+// With Options.NoSync it commits as bbolt does, without fsync.
 //
 // # Imports
 //
-// conversations (the pure contextId and key rules), internal/jsonenc (the JSON byte
-// helpers the hand-written encoder of entries shares with a2a's wire encoders),
-// go.etcd.io/bbolt, google/uuid; nothing else of the project (not a2a, turn or another
-// adapter).
+// contextid (the pure contextId and key rules), internal/jsonenc (the JSON byte helpers
+// the hand-written encoder of entries shares with a2a's wire encoders), internal/genmap
+// (the bounded set of checked conversations), go.etcd.io/bbolt, google/uuid; nothing else
+// of the project (not a2a, turn or another adapter).
 //
 // # Concurrency
 //
@@ -76,8 +78,8 @@
 // instances need a shared backend.
 //
 // "Acknowledged" means Append returned a nil error. That happens only after the commit
-// holding the entries returned, which fsyncs its log record (format 2) or the data and
-// the meta page (format 1) unless Options.NoSync is set, so an acknowledged entry
+// holding the entries returned, which fsyncs its log record (or, without a log, the data
+// and the meta page) unless Options.NoSync is set, so an acknowledged entry
 // survives kill -9 and power loss (as far as the disk honours fsync). An Append that returns an error appended nothing that can be
 // read (a failed final fsync is the one exception: see [Store.Append]); once its request was
 // queued it waits for the commit even if its context is canceled, so a caller never
@@ -97,10 +99,10 @@
 // replaced by U+FFFD, empty slices nil.
 //
 // A data file written by an earlier build (conversations with sub-buckets and JSON
-// metadata) is moved to format 1's current layout by the first Open, in one transaction,
-// and then to format 2; entries and their hashes do not change. Earlier builds do not
-// understand the file after that: do not downgrade (the upgrade keeps the format-1 file
-// as ledger.db.format1.bak). Open refuses a file of a newer layout.
+// metadata, layout 1) is moved to format 1's layout 2 in one transaction by the upgrade,
+// and then copied to format 2; entries and their hashes do not change. Earlier builds do
+// not understand the file after that: do not downgrade (the upgrade keeps the format-1
+// file as ledger.db.format1.bak). Open refuses a file of a newer layout.
 //
 // # Damage
 //
@@ -108,8 +110,8 @@
 // one. Open checks the file's pages from their raw bytes before bbolt opens it writable
 // (check.go: bbolt crashes the process on a damaged page header while it rebuilds its
 // freelist); a file with damaged pages opens read-only, or is salvaged first with
-// Options.SalvageDamaged ([Salvage], salvage.go). In format 2 a damaged page of the log
-// is charged to the conversations whose entries it holds (check2.go). The conversations
+// Options.SalvageDamaged ([Salvage], salvage.go). A damaged page of the log is charged
+// to the conversations whose entries it holds (check.go: chargeConvs). The conversations
 // found damaged — by
 // the page check, by a check of a conversation's bytes against its hashes before its first
 // use since Open, by a read that meets a bad entry, or by [Store.VerifyAll] — are

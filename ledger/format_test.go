@@ -1,11 +1,13 @@
 package ledger
 
-// Ledger format 1 pinned: the hash format by one frozen entry (testdata/frozen_entry.json
-// and .hash), and the whole file format by a small ledger written by this build
-// (testdata/v1-ledger.db) that Verify must accept and whose entries must read back as
-// listed in testdata/v1-ledger.golden. A change to Entry's fields or their order, to the
-// hand-written encoder, to the hash, or to the storage layout fails here. Regenerate
-// (only for a deliberate, versioned format change) with
+// The entry and file formats pinned: the hash format by one frozen entry
+// (testdata/frozen_entry.json and .hash), and format 1 by a small ledger written by a
+// build that wrote it (testdata/v1-ledger.db, frozen: no build writes format 1 any
+// more), which Open upgrades to format 2 and whose entries must then verify and read back
+// as listed in testdata/v1-ledger.golden, as the same appends made now read back. A
+// change to Entry's fields or their order, to the hand-written encoder, to the hash, or
+// to what the upgrade reads fails here. Regenerate the frozen entry and the listing (only
+// for a deliberate, versioned format change) with
 //
 //	go test ./ledger -run 'TestFrozen|TestV1Ledger' -update
 
@@ -25,7 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var update = flag.Bool("update", false, "rewrite the format-1 fixtures in testdata/ (a deliberate format change only)")
+var update = flag.Bool("update", false, "rewrite the frozen entry and the v1 ledger's listing in testdata/ (a deliberate format change only)")
 
 const (
 	frozenEntryFile = "testdata/frozen_entry.json"
@@ -96,7 +98,7 @@ func TestFrozenEntry(t *testing.T) {
 
 	// The encoder Append uses.
 	if diff := cmp.Diff(string(wantStored), string(stored)); diff != "" {
-		t.Errorf("the stored encoding of the frozen entry changed: ledger format 1 would no longer be written (-want +got):\n%s", diff)
+		t.Errorf("the stored encoding of the frozen entry changed: the ledger's entry format would no longer be written (-want +got):\n%s", diff)
 	}
 	if hash != wantHash {
 		t.Errorf("the hash of the frozen entry = %s, want %s: every existing ledger would fail verify", hash, wantHash)
@@ -187,15 +189,9 @@ func v1Options() Options {
 	return Options{NoSync: true, LargePartBytes: 200, Now: fakeClock()}
 }
 
-func writeV1Ledger(t *testing.T, path string) {
+// appendV1Fixture appends the fixture's turns to s (opened with v1Options).
+func appendV1Fixture(t *testing.T, s *Store) {
 	t.Helper()
-	opts := v1Options()
-	opts.Format = Format1 // the fixture pins format 1; Open upgrades it
-	s, err := Open(path, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	for _, c := range v1Fixture() {
 		for _, turn := range c.turns {
 			if _, err := s.Append(t.Context(), AppendRequest{Owner: c.owner, ContextID: c.contextID, BeginTurn: true, Entries: turn}); err != nil {
@@ -230,13 +226,7 @@ func listLedger(ctx context.Context, t *testing.T, s *Store) string {
 }
 
 func TestV1Ledger(t *testing.T) {
-	if *update {
-		if err := os.Remove(v1LedgerFile); err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		writeV1Ledger(t, v1LedgerFile)
-	}
-	// A copy: opening a bbolt file writes to it.
+	// A copy: Open upgrades it to format 2.
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	copyFile(t, v1LedgerFile, path)
 	s := mustOpenPath(t, path, Options{NoSync: true})
@@ -262,13 +252,7 @@ func TestV1Ledger(t *testing.T) {
 	// The same content written by this build lists the same (the fixture is what the
 	// current code writes, not only what it reads).
 	fresh := mustOpen(t, v1Options())
-	for _, c := range v1Fixture() {
-		for _, turn := range c.turns {
-			if _, err := fresh.Append(ctx, AppendRequest{Owner: c.owner, ContextID: c.contextID, BeginTurn: true, Entries: turn}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	appendV1Fixture(t, fresh)
 	if diff := cmp.Diff(got, listLedger(ctx, t, fresh)); diff != "" {
 		t.Errorf("this build writes the fixture differently from the v1 ledger (-v1 +now):\n%s", diff)
 	}

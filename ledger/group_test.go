@@ -91,10 +91,9 @@ func TestGroupCommit_SameConversation(t *testing.T) {
 
 // TestGroupCommit_RefusedRequestFailsAlone commits one batch directly: the requests refused
 // inside the transaction (stale epoch, a task of another conversation, a conversation whose
-// stored metadata is corrupt) fail alone, the others commit together, in queue order, in
+// stored head is corrupt) fail alone, the others commit together, in queue order, in
 // one commit.
 func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
-	format1Only(t)
 	t.Parallel()
 	s := mustOpen(t, testOpts)
 	ctx := t.Context()
@@ -102,7 +101,7 @@ func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 	mustAppend(t, s, "local", "owner-of-t", withTask(userMsg("t"), "t"))
 	mustAppend(t, s, "local", "d", userMsg("d1"))
 	if err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(contextid.Key("local", "d"))).Put(keyMeta, []byte("{corrupt"))
+		return tx.Bucket(bucketRecent).Put([]byte(contextid.Key("local", "d")), []byte("{corrupt"))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +158,10 @@ func TestGroupCommit_RefusedRequestFailsAlone(t *testing.T) {
 	if _, err := s.Conversation(ctx, "local", "c"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Conversation(c) error = %v, want %v (refused requests leave nothing)", err, ErrNotFound)
 	}
-	if got, err := s.Range(ctx, "local", "d", 0, 0); err != nil || len(got) != 1 {
-		t.Errorf("Range(d) = %d entries, %v, want only d1", len(got), err)
+	if _, err := s.Range(ctx, "local", "d", 0, 0); !errors.Is(err, ErrChainBroken) {
+		t.Errorf("Range(d) error = %v, want ErrChainBroken (its head, the way to its entries, is corrupt)", err)
 	}
-	// a, b and owner-of-t verify; d's corrupt metadata is reported.
+	// a, b and owner-of-t verify; d's corrupt head is reported.
 	if n, err := s.VerifyAll(ctx); n != 4 || !errors.Is(err, ErrChainBroken) {
 		t.Errorf("VerifyAll() = %d, %v, want 4 and ErrChainBroken for d", n, err)
 	}

@@ -7,46 +7,16 @@ import (
 	"strings"
 )
 
-// Storage layout (bbolt), seq as 8 bytes big-endian:
-//
-//	"v1/<64 hex>"/             one flat bucket per conversation, named contextid.Key(owner, contextId)
-//	    "e" ‖ seq              → entry JSON
-//	    "m"                    → metadata (metaRecord, binary)
-//	"v1.tasks"/                task index (its bucket sequence holds layoutVersion)
-//	    taskId                 → conversation key [‖ 0x00 ‖ previous taskId]: the task's
-//	                             conversation and the task the conversation started before it
-//	    taskId ‖ 0x00 ‖ seq    → empty: entry seq of that conversation belongs to the task
-//	"v1.artifacts"/            sha256 hex → content (written once)
-//	"v1.byid"/                 sha256(contextId) ‖ conversation key → empty (byid.go)
-//
-// Every key an append writes lies at or next to the right edge of its tree, so a commit
-// dirties few pages. In a conversation, new entries go next to the metadata that the
-// append rewrites ("e" sorts before "m"), usually in one leaf page. Task ids hold no
-// control characters, so a task's own key and those of its entries sort together, and
-// time-ordered task ids (the gateway's UUIDv7) put the keys of new tasks at the right edge
-// of the task index, where the appends of one commit share their pages. A conversation's
-// tasks are listed by following the previous-task links back from the metadata's last
-// task, one key per task, so the conversation itself keeps no list.
-//
-// Earlier builds (layout 1, task index sequence 0) kept each conversation's entries and
-// task index in sub-buckets and its metadata as JSON: Open moves such a file to this
-// layout (upgrade.go).
-//
-// No other top-level name is ever read, listed or written.
+// Keys shared by the layout (log.go) and its indexes: sequence numbers, the task index,
+// artifact references. Task ids hold no control characters, so a task's own key and
+// those of its entries sort together, and time-ordered task ids (the gateway's UUIDv7)
+// put the keys of new tasks at the right edge of the task index, where the appends of one
+// commit share their pages. A conversation's tasks are listed by following the
+// previous-task links back from its head's last task, one key per task, so the head keeps
+// no list.
 var (
 	bucketTasks     = []byte("v1.tasks")
 	bucketArtifacts = []byte("v1.artifacts")
-
-	keyMeta = []byte{prefixMeta}
-)
-
-// layoutVersion is the storage layout this build reads and writes.
-const layoutVersion = 2
-
-// Key prefixes inside a conversation bucket.
-const (
-	prefixEntry = 'e'
-	prefixMeta  = 'm'
 )
 
 // seqLen is the length of an encoded sequence number.
@@ -67,25 +37,6 @@ func decodeSeq(b []byte) (seq uint64, ok bool) {
 	}
 	return binary.BigEndian.Uint64(b), true
 }
-
-// entryKey returns "e" ‖ seq, the key of entry seq in its conversation's bucket.
-func entryKey(seq uint64) []byte {
-	b := make([]byte, 1+seqLen)
-	b[0] = prefixEntry
-	binary.BigEndian.PutUint64(b[1:], seq)
-	return b
-}
-
-// entrySeq is the inverse of entryKey; ok is false for any other key.
-func entrySeq(k []byte) (seq uint64, ok bool) {
-	if len(k) != 1+seqLen || k[0] != prefixEntry {
-		return 0, false
-	}
-	return decodeSeq(k[1:])
-}
-
-// entryPrefix is the common prefix of every entry key.
-var entryPrefix = []byte{prefixEntry}
 
 // taskKey returns taskID ‖ 0x00 ‖ seq, the key of the global task index that says entry
 // seq belongs to taskID. Task ids hold no control characters, so the 0x00 separator is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -117,24 +116,4 @@ func numbered(prefix string, n int) []Entry {
 		out[i] = userMsg(fmt.Sprintf("%s-%d", prefix, i+1))
 	}
 	return out
-}
-
-// init lets LEDGER_TEST_FORMAT=1 or 2 choose the format of the files the tests create
-// (plain go test runs on the default format; make test runs both).
-func init() {
-	switch os.Getenv("LEDGER_TEST_FORMAT") {
-	case "1":
-		defaultFormat = Format1
-	case "2":
-		defaultFormat = Format2
-	}
-}
-
-// format1Only skips a test that reads or damages format 1's buckets directly when the
-// tests run on format 2 (log2_test.go has the format-2 counterparts).
-func format1Only(tb testing.TB) {
-	tb.Helper()
-	if defaultFormat != Format1 {
-		tb.Skip("format-1 layout internals (LEDGER_TEST_FORMAT=2)")
-	}
 }

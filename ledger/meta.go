@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
-// metaRecord is a conversation's metadata, the value of its keyMeta key. Every append
-// rewrites it, so it has a compact binary encoding (see appendMeta) rather than JSON.
+// metaRecord is a conversation's metadata: in its head (log.go: appendHead), and in
+// format 1 the value of its bucket's keyMeta key (format1.go). Every append rewrites it,
+// so it has a compact binary encoding (see appendMeta) rather than JSON.
 type metaRecord struct {
 	ContextID    string
 	Owner        string
@@ -160,17 +159,4 @@ func (d *metaDecoder) fail(err error) {
 	if d.err == nil {
 		d.err = err
 	}
-}
-
-// readMeta decodes a conversation bucket's metadata (a copy: nothing aliases bbolt memory).
-func readMeta(conv *bolt.Bucket) (metaRecord, error) {
-	v := conv.Get(keyMeta)
-	if v == nil {
-		return metaRecord{}, errors.New("metadata missing")
-	}
-	m, err := decodeMeta(v)
-	if err != nil {
-		return m, fmt.Errorf("metadata unreadable: %v", err)
-	}
-	return m, nil
 }

@@ -41,7 +41,7 @@ func TestOpenTime(t *testing.T) {
 		run  func() error
 	}{
 		{"bbolt open alone (no page check)", func() error {
-			db, _, _, _, err := openWritable(path, Options{NoSync: true}, false, nil)
+			db, _, err := openWritable(path, Options{NoSync: true}, nil)
 			if err == nil {
 				err = db.Close()
 			}

@@ -120,16 +120,16 @@ func applyPushOp(configs, pending wbucket, op *PushOp) error {
 }
 
 // salvagePush rebuilds, in a salvage's copy, the push indexes of the conversation at key
-// from its copied entries (kvs, in key order: by seq), so that its configs and pending
-// deliveries survive the salvage.
-func salvagePush(tx *bolt.Tx, key string, kvs [][2][]byte) error {
+// from its copied entries (stored, from seq 1), so that its configs and pending deliveries
+// survive the salvage.
+func salvagePush(tx *bolt.Tx, key string, stored [][]byte) error {
 	var entries []Entry
-	for _, kv := range kvs {
-		if _, ok := entrySeq(kv[0]); !ok || !bytes.Contains(kv[1], []byte(`"kind":"PUSH_`)) {
+	for _, v := range stored {
+		if !bytes.Contains(v, []byte(`"kind":"PUSH_`)) {
 			continue
 		}
 		var e Entry
-		if err := json.Unmarshal(kv[1], &e); err != nil {
+		if err := json.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("push entry of %s: %w", key, err)
 		}
 		entries = append(entries, e)
@@ -137,37 +137,18 @@ func salvagePush(tx *bolt.Tx, key string, kvs [][2][]byte) error {
 	return putPush(tx, nil, key, entries)
 }
 
-// readPointed reads the entry a push index points to.
+// readPointed reads the entry a push index points to: the entry at seq of its
+// conversation, found through the conversation's sparse seq index (at most seqIndexEvery
+// records read).
 func readPointed(tx *bolt.Tx, ptr []byte) (Entry, error) {
 	key, seq, ok := splitPointer(ptr)
 	if !ok {
 		return Entry{}, fmt.Errorf("ledger: push index: bad pointer %x", ptr)
 	}
-	if isFormat2(tx) {
-		return readPointed2(tx, key, seq)
-	}
-	conv := tx.Bucket([]byte(key))
-	if conv == nil {
-		return Entry{}, &ChainError{Key: key, Reason: "a push index names a conversation that does not exist"}
-	}
-	raw := conv.Get(entryKey(seq))
-	if raw == nil {
-		return Entry{}, &ChainError{Key: key, Reason: fmt.Sprintf("a push index names entry %d, which does not exist", seq)}
-	}
-	var e Entry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return Entry{}, &ChainError{Key: key, Reason: fmt.Sprintf("entry %d unreadable: %v", seq, err)}
-	}
-	return e, nil
-}
-
-// readPointed2 is readPointed on a format-2 file: the entry at seq, found through the
-// conversation's sparse seq index (at most seqIndexEvery records read).
-func readPointed2(tx *bolt.Tx, key string, seq uint64) (Entry, error) {
 	if seq == 0 {
 		return Entry{}, &ChainError{Key: key, Reason: "a push index names entry 0"}
 	}
-	es, err := range2(tx, key, seq-1, 1)
+	es, err := rangeEntries(tx, key, seq-1, 1)
 	if errors.Is(err, ErrNotFound) || (err == nil && len(es) == 0) {
 		return Entry{}, &ChainError{Key: key, Reason: fmt.Sprintf("a push index names entry %d, which does not exist", seq)}
 	}

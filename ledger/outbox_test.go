@@ -62,20 +62,17 @@ func TestSalvageKeepsPushIndexes(t *testing.T) {
 func TestUpgradeKeepsPushIndexes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.Open(path, ledger.Options{NoSync: true, Format: ledger.Format1}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{
-		ledgertest.PushConfigEntry("t", ledger.PushConfig{ID: "a", URL: "https://a", Dialect: "1.0"}),
-		ledgertest.PushOutboxEntry("t", "a"),
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	var res ledger.AppendResult
+	ledger.WriteFormat1(t, path, func(s *ledger.Store) {
+		var err error
+		res, err = s.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "c", Entries: []ledger.Entry{
+			ledgertest.PushConfigEntry("t", ledger.PushConfig{ID: "a", URL: "https://a", Dialect: "1.0"}),
+			ledgertest.PushOutboxEntry("t", "a"),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	if _, err := ledger.Upgrade(ctx, path, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +81,6 @@ func TestUpgradeKeepsPushIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	if out.Format() != ledger.Format2 {
-		t.Fatalf("format after the upgrade = %d, want %d", out.Format(), ledger.Format2)
-	}
 	p, err := out.PendingPush(ctx, 0)
 	if err != nil || len(p) != 1 || p[0].Entry.ID != res.Entries[1].ID {
 		t.Fatalf("pending after the upgrade = %+v, %v; want the outbox entry", p, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 )
 
-// The owners list of a format-2 file (layout layoutOwners) names every owner that has a
+// The owners list of the file (layout layoutOwners) names every owner that has a
 // conversation in it:
 //
 //	"v1.owners"/
@@ -36,8 +36,8 @@ import (
 // and the later ones through their owner.
 var bucketOwners = []byte("v1.owners")
 
-// layoutOwners is the task index's bucket sequence of a format-2 file with the owners
-// list; layoutFormat2 is that of one written before it.
+// layoutOwners is the task index's bucket sequence of a file with the owners list (a new
+// file's); layoutFormat2 is that of one written before it.
 const layoutOwners = 4
 
 // registerOwner lists owner, in the transaction that opens one of its conversations, if

@@ -49,7 +49,7 @@ func byIDOwners(t *testing.T, s *Store, contextID string) []string {
 // conversation of a contextId through the owners, and nothing of another contextId.
 func TestOwners_NewConversationsWriteNoIndexKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := mustOpenPath(t, path, Options{Format: Format2})
+	s := mustOpenPath(t, path, Options{})
 	for _, owner := range []string{"q", "p", "local"} {
 		for _, id := range []string{"x", "y", "tenant/a"} {
 			mustAppend(t, s, owner, id, userMsg(owner+" "+id))
@@ -85,7 +85,7 @@ func TestOwners_NewConversationsWriteNoIndexKey(t *testing.T) {
 // each once, and VerifyAll passes.
 func TestOwners_FileWrittenBeforeTheList(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := mustOpenPath(t, path, Options{Format: Format2})
+	s := mustOpenPath(t, path, Options{})
 	mustAppend(t, s, "p", "x", userMsg("p x"))
 	mustAppend(t, s, "q", "x", userMsg("q x"))
 	if err := s.Close(); err != nil {
@@ -104,9 +104,9 @@ func TestOwners_FileWrittenBeforeTheList(t *testing.T) {
 		return tx.Bucket(bucketTasks).SetSequence(layoutFormat2)
 	})
 
-	s = mustOpenPath(t, path, Options{Format: Format2})
-	if s.Format() != Format2 {
-		t.Fatalf("Format() = %d, want 2", s.Format())
+	s = mustOpenPath(t, path, Options{})
+	if v := layoutOf(t, s); v != layoutOwners {
+		t.Fatalf("layout after Open = %d, want %d (the owners list)", v, layoutOwners)
 	}
 	if got, want := byIDOwners(t, s, "x"), []string{"p", "q"}; !slices.Equal(got, want) {
 		t.Errorf("ConversationsByID(x) in the earlier file = %v, want %v", got, want)
@@ -132,4 +132,14 @@ func TestOwners_FileWrittenBeforeTheList(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// layoutOf returns the layout of s's file: its task index's bucket sequence.
+func layoutOf(t *testing.T, s *Store) uint64 {
+	t.Helper()
+	var v uint64
+	if err := s.db.View(func(tx *bolt.Tx) error { v = tx.Bucket(bucketTasks).Sequence(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -240,13 +240,13 @@ func (s *Store) openDamaged(path string, fc *fileCheck) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s read-only: %w", path, err)
 	}
-	s.db, s.readOnly, s.pageFaults, s.format = db, true, fc.faults, max(fc.format, Format1)
+	s.db, s.readOnly, s.pageFaults = db, true, fc.faults
 	ctx := context.Background()
 	for _, key := range slices.Sorted(maps.Keys(fc.faults)) {
 		if !contextid.IsCurrentKey(key) {
 			continue // the file's tree or an index: no conversation to refuse by it
 		}
-		q := describe(db, key)
+		q := describeConv(db, key)
 		q.Reason = strings.Join(fc.faults[key], "; ")
 		s.quarantineConv(ctx, q)
 	}

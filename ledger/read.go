@@ -55,30 +55,11 @@ func convKey(owner, contextID string) (string, error) {
 	return contextid.Key(owner, contextID), nil
 }
 
-// convBucket returns the bucket of a conversation inside tx, or ErrNotFound.
-func convBucket(tx *bolt.Tx, key string) (*bolt.Bucket, error) {
-	if conv := tx.Bucket([]byte(key)); conv != nil {
-		return conv, nil
-	}
-	return nil, ErrNotFound
-}
-
-// openConv returns the bucket and metadata of a conversation inside tx.
-// In a format-2 file the bucket is nil: the conversation's head gives the metadata.
-func openConv(tx *bolt.Tx, key string) (*bolt.Bucket, metaRecord, error) {
-	if isFormat2(tx) {
-		m, _, err := readHead2(tx, key)
-		return nil, m, err
-	}
-	conv := tx.Bucket([]byte(key))
-	if conv == nil {
-		return nil, metaRecord{}, ErrNotFound
-	}
-	m, err := readMeta(conv)
-	if err != nil {
-		return nil, m, &ChainError{Key: key, Reason: err.Error()}
-	}
-	return conv, m, nil
+// openConv returns the head of a conversation inside tx: [ErrNotFound] if it has none, a
+// [*ChainError] if it does not decode.
+func openConv(tx *bolt.Tx, key string) (metaRecord, error) {
+	m, _, err := readHead(tx, key)
+	return m, err
 }
 
 // Conversation returns the summary of the conversation that owner opened under contextID.
@@ -91,7 +72,7 @@ func (s *Store) Conversation(ctx context.Context, owner, contextID string) (Conv
 	}
 	var c Conversation
 	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
-		_, m, err := openConv(tx, key)
+		m, err := openConv(tx, key)
 		if err != nil {
 			return err
 		}
@@ -99,104 +80,6 @@ func (s *Store) Conversation(ctx context.Context, owner, contextID string) (Conv
 		return nil
 	})
 	return c, err
-}
-
-// ListOptions filters [Store.List].
-type ListOptions struct {
-	Owner string // only this owner's conversations; "" = every owner
-	Limit int    // at most this many; 0 = all
-	// After, when set, continues a listing after the conversation it names: only the
-	// conversations that come after it in the listing order (LastActivity older, or equal
-	// with a greater key) are listed. The conversation need not exist any more. Nil: from
-	// the newest.
-	After *ListCursor
-}
-
-// ListCursor is a position in the listing order of [Store.List]: a conversation's
-// LastActivity and key (a listed Conversation's, see [Conversation.Cursor]).
-type ListCursor struct {
-	LastActivity time.Time
-	Key          string
-}
-
-// Cursor returns c's position in the listing order.
-func (c *Conversation) Cursor() *ListCursor {
-	return &ListCursor{LastActivity: c.LastActivity, Key: c.Key}
-}
-
-// Before reports whether c comes after the cursor in the listing order (newest
-// LastActivity first, ties by key), so that a listing continued after the cursor holds it.
-// A nil cursor comes before everything.
-func (cur *ListCursor) Before(c *Conversation) bool {
-	if cur == nil {
-		return true
-	}
-	if !c.LastActivity.Equal(cur.LastActivity) {
-		return c.LastActivity.Before(cur.LastActivity)
-	}
-	return c.Key > cur.Key
-}
-
-// List returns the conversations of the current namespace, newest LastActivity first (ties
-// by key), with their original contextIds, from the newest or after opts.After. A format-2
-// file reads its activity index from that position and stops after Limit conversations
-// (a page costs its size, wherever it starts); a format-1 file reads every conversation's
-// metadata. Top-level buckets outside the namespace (other
-// versions, legacy names) are skipped unread, as is a quarantined conversation or a bucket
-// whose metadata is unreadable or does not hash to its name (logged at Warn;
-// [Store.VerifyAll] reports it). Errors: a [*ChainError] when the file's own tree of
-// conversations is damaged;
-// [ErrInvalid] for a negative Limit; [ErrClosed] after Close.
-func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, error) {
-	if opts.Limit < 0 {
-		return nil, invalidField("limit", "negative")
-	}
-	type skipped struct{ key, reason string }
-	var (
-		out  []Conversation
-		skip []skipped
-	)
-	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
-		defer recoverDamage(&err, rootTree)
-		if isFormat2(tx) {
-			out, err = s.list2(tx, opts, func(key, reason string) { skip = append(skip, skipped{key, reason}) })
-			return err
-		}
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			key := string(name)
-			if !contextid.IsCurrentKey(key) {
-				return nil
-			}
-			if s.quarantined(key) != nil {
-				skip = append(skip, skipped{key, "quarantined"})
-				return nil
-			}
-			m, err := safeReadMeta(key, b)
-			if err != nil {
-				skip = append(skip, skipped{key, err.Error()})
-				return nil
-			}
-			if contextid.Key(m.Owner, m.ContextID) != key {
-				skip = append(skip, skipped{key, "metadata does not hash to the key"})
-				return nil
-			}
-			if c := m.conversation(key); (opts.Owner == "" || m.Owner == opts.Owner) && opts.After.Before(&c) {
-				out = append(out, c)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, sk := range skip { // logged after the transaction: no I/O but bbolt inside one
-		s.logger.WarnContext(ctx, "conversation skipped in listing", "key", sk.key, "reason", sk.reason)
-	}
-	sortConversations(out)
-	if opts.Limit > 0 && len(out) > opts.Limit {
-		out = out[:opts.Limit]
-	}
-	return out, nil
 }
 
 // Last returns the newest n entries of the conversation for which keep (nil = every entry)
@@ -223,19 +106,11 @@ func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeS
 	}
 	var out []Entry
 	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) (err error) {
-		if isFormat2(tx) {
-			if n > 0 {
-				out, err = lastBefore2(tx, key, beforeSeq, n, keep)
-			} else {
-				_, _, err = readHead2(tx, key)
-			}
+		if n == 0 {
+			_, err = openConv(tx, key)
 			return err
 		}
-		conv, err := convBucket(tx, key)
-		if err != nil || n == 0 {
-			return err
-		}
-		out, err = lastBefore1(conv, key, beforeSeq, n, keep)
+		out, err = lastBefore(tx, key, beforeSeq, n, keep)
 		return err
 	})
 	if err != nil {
@@ -245,27 +120,44 @@ func (s *Store) LastBefore(ctx context.Context, owner, contextID string, beforeS
 	return out, nil
 }
 
-// lastBefore1 is LastBefore in the format-1 bucket conv of conversation key, newest
-// first.
-func lastBefore1(conv *bolt.Bucket, key string, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
-	var out []Entry
-	c := conv.Cursor()
-	k, v := lastEntry(c)
-	if beforeSeq > 0 {
-		if k, _ = c.Seek(entryKey(beforeSeq)); k == nil {
-			k, v = lastEntry(c)
-		} else {
-			k, v = c.Prev()
-		}
+// lastBefore is LastBefore's read: the newest n entries with seq < beforeSeq (0: no
+// bound) that keep accepts, newest first. keep must not retain the
+// entry it is given: a refused one's place is reused.
+func lastBefore(tx *bolt.Tx, key string, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
+	m, lastPos, err := readHead(tx, key)
+	if err != nil {
+		return nil, err
 	}
-	for ; isEntryKey(k) && len(out) < n; k, v = c.Prev() {
-		var e Entry
-		if err := decodeEntry(key, k, v, &e); err != nil {
-			return nil, err
+	return lastBeforeHead(tx, key, m, lastPos, beforeSeq, n, keep)
+}
+
+// lastBeforeHead is lastBefore from the conversation's head m (its last entry at
+// lastPos), read already.
+func lastBeforeHead(tx *bolt.Tx, key string, m metaRecord, lastPos, beforeSeq uint64, n int, keep func(*Entry) bool) ([]Entry, error) {
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return nil, err
+	}
+	from := m.LastSeq
+	if beforeSeq > 0 && beforeSeq <= m.LastSeq {
+		from = beforeSeq - 1
+	}
+	r := newEntryReader(key, &m)
+	defer r.release()
+	out := make([]Entry, 0, min(uint64(n), from, 1024))
+	err = l.back(from, func(seq uint64, rec logRecord) (bool, error) {
+		out = append(out, Entry{})
+		e := &out[len(out)-1]
+		if err := r.decode(seq, rec.entry, e); err != nil {
+			return false, err
 		}
-		if keep == nil || keep(&e) {
-			out = append(out, e)
+		if keep != nil && !keep(e) {
+			out = out[:len(out)-1]
 		}
+		return len(out) < n, nil
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err // no entries: nil
 	}
 	return out, nil
 }
@@ -284,26 +176,38 @@ func (s *Store) Range(ctx context.Context, owner, contextID string, afterSeq uin
 	}
 	var out []Entry
 	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) (err error) {
-		if isFormat2(tx) {
-			out, err = range2(tx, key, afterSeq, limit)
-			return err
+		out, err = rangeEntries(tx, key, afterSeq, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rangeEntries is Range's read: entries afterSeq+1 .. afterSeq+limit (limit 0: all),
+// ascending.
+func rangeEntries(tx *bolt.Tx, key string, afterSeq uint64, limit int) ([]Entry, error) {
+	m, lastPos, err := readHead(tx, key)
+	if err != nil || afterSeq >= m.LastSeq {
+		return nil, err
+	}
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return nil, err
+	}
+	end := m.LastSeq
+	if limit > 0 && uint64(limit) < m.LastSeq-afterSeq {
+		end = afterSeq + uint64(limit)
+	}
+	r := newEntryReader(key, &m)
+	defer r.release()
+	out := make([]Entry, end-afterSeq)
+	err = l.back(end, func(seq uint64, rec logRecord) (bool, error) {
+		if err := r.decode(seq, rec.entry, &out[seq-afterSeq-1]); err != nil {
+			return false, err
 		}
-		conv, err := convBucket(tx, key)
-		if err != nil {
-			return err
-		}
-		if afterSeq == ^uint64(0) {
-			return nil
-		}
-		c := conv.Cursor()
-		for k, v := c.Seek(entryKey(afterSeq + 1)); isEntryKey(k) && (limit == 0 || len(out) < limit); k, v = c.Next() {
-			var e Entry
-			if err := decodeEntry(key, k, v, &e); err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return nil
+		return seq > afterSeq+1, nil
 	})
 	if err != nil {
 		return nil, err
@@ -342,7 +246,7 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 		if err := s.checkOnce(tx, key); err != nil {
 			return err
 		}
-		b, m, err := openConv(tx, key)
+		m, err := openConv(tx, key)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return &ChainError{Key: key, Reason: fmt.Sprintf("task %q is indexed to a missing conversation", taskID)}
@@ -350,32 +254,46 @@ func (s *Store) TaskEntries(ctx context.Context, taskID string) (Conversation, [
 			return err
 		}
 		conv = m.conversation(key)
-		if b == nil { // format 2
-			out, err = taskEntries2(tx, key, &m, idx, taskID)
-			return err
-		}
-		prefix := taskPrefix(taskID)
-		c := idx.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			_, seq, ok := splitTaskKey(k)
-			ek := entryKey(seq)
-			v := b.Get(ek)
-			if !ok || v == nil {
-				return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Seq: seq,
-					Reason: fmt.Sprintf("task %q indexes a missing entry", taskID)}
-			}
-			var e Entry
-			if err := decodeEntry(key, ek, v, &e); err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return nil
+		out, err = taskEntries(tx, key, &m, idx, taskID)
+		return err
 	})
 	if err != nil {
 		return Conversation{}, nil, s.damaged(ctx, err, conv.ContextID, conv.Owner)
 	}
 	return conv, out, nil
+}
+
+// taskEntries is TaskEntries' read: the entries of taskID, in seq order, that the task
+// index idx places in the log (conversation key, whose head is m), read with one cursor
+// and one entry reader.
+func taskEntries(tx *bolt.Tx, key string, m *metaRecord, idx *bolt.Bucket, taskID string) ([]Entry, error) {
+	type place struct{ seq, pos uint64 }
+	var buf [16]place
+	places := buf[:0]
+	prefix := taskPrefix(taskID)
+	c := idx.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		seq, _ := decodeSeq(k[len(prefix):])
+		pos, ok := posValue(v)
+		if !ok {
+			return nil, &ChainError{Key: key, Seq: seq, Reason: "malformed task index value"}
+		}
+		places = append(places, place{seq, pos})
+	}
+	out := make([]Entry, len(places))
+	l := &convLog{key: key, hash: convHash(key), log: tx.Bucket(bucketLog)}
+	r := newEntryReader(key, m)
+	defer r.release()
+	for i, p := range places {
+		rec, err := l.record(p.pos, p.seq)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.decode(p.seq, rec.entry, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // TaskIDs returns the tasks of the conversation in creation order (by their first entry).
@@ -390,7 +308,7 @@ func (s *Store) TaskIDs(ctx context.Context, owner, contextID string) ([]string,
 	}
 	var ids []string
 	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
-		_, m, err := openConv(tx, key)
+		m, err := openConv(tx, key)
 		if err != nil {
 			return err
 		}
@@ -486,42 +404,4 @@ func (s *Store) Inflate(ctx context.Context, entries []Entry) error {
 		}
 		return nil
 	})
-}
-
-// safeReadMeta is readMeta, with a bbolt panic (a damaged page of the conversation)
-// returned as an error.
-func safeReadMeta(key string, b *bolt.Bucket) (m metaRecord, err error) {
-	defer recoverDamage(&err, key)
-	return readMeta(b)
-}
-
-// isEntryKey reports whether k lies in the entries' key range of a conversation bucket.
-func isEntryKey(k []byte) bool { return len(k) > 0 && k[0] == prefixEntry }
-
-// lastEntry moves c to the newest entry of its conversation bucket and returns it (a key
-// outside the entries' range if there is none).
-func lastEntry(c *bolt.Cursor) (k, v []byte) {
-	if k, _ = c.Seek([]byte{prefixEntry + 1}); k == nil {
-		return c.Last()
-	}
-	return c.Prev()
-}
-
-// decodeEntry decodes the stored entry v at key k of conversation key into e (a copy: e
-// aliases no bbolt memory).
-func decodeEntry(key string, k, v []byte, e *Entry) error {
-	seq, ok := entrySeq(k)
-	if !ok {
-		return &ChainError{Key: key, Reason: fmt.Sprintf("malformed entry key %x", k)}
-	}
-	if reason := entryBytesFault(v); reason != "" {
-		return &ChainError{Key: key, Seq: seq, Reason: reason}
-	}
-	if err := decodeStored(v, e); err != nil {
-		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
-	}
-	if e.Seq != seq {
-		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry says seq %d", e.Seq)}
-	}
-	return nil
 }

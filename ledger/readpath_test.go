@@ -64,7 +64,7 @@ func TestRawStr(t *testing.T) {
 	}
 }
 
-// TestEntryReader: the reader a format-2 read decodes with gives what decodeEntry gives,
+// TestEntryReader: the reader a read decodes with gives what decodeEntry gives,
 // entry after entry (its known strings carried from one to the next), and fails as it does.
 func TestEntryReader(t *testing.T) {
 	t.Parallel()
@@ -98,7 +98,7 @@ func TestEntryReader(t *testing.T) {
 			if err := r.decode(want.Seq, v, &got); err != nil {
 				t.Fatalf("%s: decode(seq %d) error = %v", order, want.Seq, err)
 			}
-			if err := decodeEntry(key, entryKey(want.Seq), v, &old); err != nil || !reflect.DeepEqual(got, old) || !reflect.DeepEqual(got, want) {
+			if err := decodeEntry(key, want.Seq, v, &old); err != nil || !reflect.DeepEqual(got, old) || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: decode(seq %d) = %+v\ndecodeEntry = %+v, %v\nappended = %+v", order, want.Seq, got, old, err, want)
 			}
 		}
@@ -108,7 +108,7 @@ func TestEntryReader(t *testing.T) {
 	for _, v := range [][]byte{good[:len(good)-3], []byte(strings.Replace(string(good), "hello", "hellO", 1))} {
 		r := newEntryReader(key, &m)
 		var got, old Entry
-		err, oldErr := r.decode(1, v, &got), decodeEntry(key, entryKey(1), v, &old)
+		err, oldErr := r.decode(1, v, &got), decodeEntry(key, 1, v, &old)
 		if err == nil || oldErr == nil || err.Error() != oldErr.Error() {
 			t.Errorf("decode(%s) error = %v, decodeEntry error = %v", v, err, oldErr)
 		}
@@ -197,4 +197,27 @@ func TestTaskEntries2(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("TaskEntries = %d entries, %v; want the %d appended", len(got), err, len(want))
 	}
+}
+
+// decodeEntry is the entry reader's reference (TestEntryReader): it decodes the stored
+// entry v at seq into e the plain way, one check after the other, as format 1's reads did.
+func decodeEntry(key string, seq uint64, v []byte, e *Entry) error {
+	if reason := entryBytesFault(v); reason != "" {
+		return &ChainError{Key: key, Seq: seq, Reason: reason}
+	}
+	if err := decodeStored(v, e); err != nil {
+		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry unreadable: %v", err)}
+	}
+	if e.Seq != seq {
+		return &ChainError{Key: key, Seq: seq, Reason: fmt.Sprintf("entry says seq %d", e.Seq)}
+	}
+	return nil
+}
+
+// decodeStored decodes a stored entry into e with decodeInto, no known strings (what
+// FuzzDecodeStored and BenchmarkDecodeStored measure against json.Unmarshal).
+func decodeStored(v []byte, e *Entry) error {
+	*e = Entry{}
+	_, err := decodeInto(v, e, nil, nil)
+	return err
 }

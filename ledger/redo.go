@@ -8,10 +8,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A redo is the record of every write of one format-2 write transaction, in order, for
+// A redo is the record of every write of one write transaction, in order, for
 // the write-ahead log (wal.go): replaying it on the file as it was before the transaction
 // makes the same file contents. Writes reach it through [wbucket]s; a nil *redo records
-// nothing (format 1, a salvage's or an upgrade's copy, a file without a log).
+// nothing (a salvage's or an upgrade's copy, a file without a log).
 type redo struct {
 	ops []byte // the encoded operations (see the op constants)
 	n   int    // how many

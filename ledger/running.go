@@ -25,10 +25,10 @@ import (
 // working again) puts it back. Other entries change nothing. This is exactly how a task's
 // state folds from its entries (the state starts as submitted; each STATUS sets it).
 //
-// Both formats keep it in every append. A file without it (written before it existed, in
-// either format) gets it built at Open from the task index (one read per task, usually
-// its last entry); a salvage and the format-1→2 upgrade rebuild it in the copy the same
-// way. An older build appending to a file does not maintain it: do not downgrade.
+// Every append keeps it. A file without it (written before it existed) gets it built at
+// Open from the task index (one read per task, usually its last entry); a salvage and the
+// upgrade from format 1 rebuild it in the copy the same way. An older build appending to
+// a file does not maintain it: do not downgrade.
 var bucketRunning = []byte("v1.running")
 
 // TaskSettled reports whether a task whose last STATUS entry holds state waits for no
@@ -190,10 +190,9 @@ func scanRunning(tx *bolt.Tx) ([][2]string, error) {
 // values, by seq) in conversation key runs: no STATUS entry, or a last one that does not
 // settle it.
 func lastStatusRuns(tx *bolt.Tx, key string, refs [][2][]byte) bool {
-	conv := tx.Bucket([]byte(key)) // format 1 (nil in format 2)
 	for i := len(refs) - 1; i >= 0; i-- {
 		_, seq, _ := splitTaskKey(refs[i][0])
-		raw := taskEntryBytes(tx, conv, key, seq, refs[i][1])
+		raw := taskEntryBytes(tx, key, seq, refs[i][1])
 		if raw == nil {
 			return false
 		}
@@ -211,12 +210,9 @@ func lastStatusRuns(tx *bolt.Tx, key string, refs [][2][]byte) bool {
 	return true
 }
 
-// taskEntryBytes returns the stored entry at seq of conversation key (conv: its format-1
-// bucket, nil in format 2, where v is the task index value: the log position), or nil.
-func taskEntryBytes(tx *bolt.Tx, conv *bolt.Bucket, key string, seq uint64, v []byte) []byte {
-	if conv != nil {
-		return conv.Get(entryKey(seq))
-	}
+// taskEntryBytes returns the stored entry at seq of conversation key, whose task index
+// value v is its log position, or nil.
+func taskEntryBytes(tx *bolt.Tx, key string, seq uint64, v []byte) []byte {
 	pos, ok := posValue(v)
 	log := tx.Bucket(bucketLog)
 	if !ok || log == nil {
@@ -279,21 +275,9 @@ func (s *Store) runningTask(tx *bolt.Tx, id, key string) (RunningTask, string) {
 	if s.quarantined(key) != nil {
 		return RunningTask{}, "quarantined"
 	}
-	var m metaRecord
-	if isFormat2(tx) {
-		var err error
-		if m, _, err = readHead2(tx, key); err != nil {
-			return RunningTask{}, err.Error()
-		}
-	} else {
-		conv := tx.Bucket([]byte(key))
-		if conv == nil {
-			return RunningTask{}, "conversation missing"
-		}
-		var err error
-		if m, err = safeReadMeta(key, conv); err != nil {
-			return RunningTask{}, err.Error()
-		}
+	m, _, err := readHead(tx, key)
+	if err != nil {
+		return RunningTask{}, err.Error()
 	}
 	return RunningTask{TaskID: id, Key: key, Owner: m.Owner, ContextID: m.ContextID}, ""
 }
@@ -315,7 +299,7 @@ func (s *Store) ConversationRunning(ctx context.Context, owner, contextID string
 		ids []string
 	)
 	err = s.convView(ctx, key, contextID, owner, func(tx *bolt.Tx) error {
-		_, m, err := openConv(tx, key)
+		m, err := openConv(tx, key)
 		if err != nil {
 			return err
 		}

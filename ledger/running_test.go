@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/a2a-gateway/gateway/contextid"
 )
 
 // appendRunningMix appends tasks in every state the running-task index distinguishes and
@@ -50,9 +52,9 @@ func runningIDs(t *testing.T, s *Store) []string {
 	return ids
 }
 
-func openRunning(t *testing.T, path string, format int) *Store {
+func openRunning(t *testing.T, path string) *Store {
 	t.Helper()
-	s, err := Open(path, Options{NoSync: true, Format: format}, nil)
+	s, err := Open(path, Options{NoSync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,70 +62,67 @@ func openRunning(t *testing.T, path string, format int) *Store {
 }
 
 // TestRunningIndexBuiltAtOpen: a file without the running-task index (written before it
-// existed) gets it at Open, in both formats, equal to what the appends kept; and the scan
-// a read-only Store falls back to agrees.
+// existed) gets it at Open, equal to what the appends kept; and the scan a read-only
+// Store falls back to agrees.
 func TestRunningIndexBuiltAtOpen(t *testing.T) {
-	for _, format := range []int{Format1, Format2} {
-		path := filepath.Join(t.TempDir(), "ledger.db")
-		s := openRunning(t, path, format)
-		want := appendRunningMix(t, s)
-		if diff := cmp.Diff(want, runningIDs(t, s)); diff != "" {
-			t.Fatalf("format %d: kept by the appends (-want +got):\n%s", format, diff)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openRunning(t, path)
+	want := appendRunningMix(t, s)
+	if diff := cmp.Diff(want, runningIDs(t, s)); diff != "" {
+		t.Fatalf("kept by the appends (-want +got):\n%s", diff)
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		scanned, err := scanRunning(tx)
+		var ids []string
+		for _, p := range scanned {
+			ids = append(ids, p[0])
 		}
-		err := s.db.View(func(tx *bolt.Tx) error {
-			scanned, err := scanRunning(tx)
-			var ids []string
-			for _, p := range scanned {
-				ids = append(ids, p[0])
-			}
-			if diff := cmp.Diff(want, ids); diff != "" {
-				t.Errorf("format %d: scanRunning (-want +got):\n%s", format, diff)
-			}
-			return err
-		})
-		if err != nil {
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Errorf("scanRunning (-want +got):\n%s", diff)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tamperFile(t, path, func(tx *bolt.Tx) {
+		if err := tx.DeleteBucket(bucketRunning); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		db, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketRunning) }); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s = openRunning(t, path, format)
-		if diff := cmp.Diff(want, runningIDs(t, s)); diff != "" {
-			t.Errorf("format %d: built at Open (-want +got):\n%s", format, diff)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
+	})
+	s = openRunning(t, path)
+	defer s.Close()
+	if diff := cmp.Diff(want, runningIDs(t, s)); diff != "" {
+		t.Errorf("built at Open (-want +got):\n%s", diff)
 	}
 }
 
 // TestSalvageRebuildsRunning: a salvage's copy holds the running tasks of the
-// conversations it copies, in both formats.
+// conversations it copies, whether it reads a format-2 file or a format-1 one.
 func TestSalvageRebuildsRunning(t *testing.T) {
-	for _, format := range []int{Format1, Format2} {
+	for _, format1 := range []bool{false, true} {
 		dir := t.TempDir()
 		src, dst := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "salvaged.db")
-		s := openRunning(t, src, format)
-		want := appendRunningMix(t, s)
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
+		var want []string
+		fill := func(s *Store) { want = appendRunningMix(t, s) }
+		if format1 {
+			writeFormat1(t, src, Options{}, fill)
+		} else {
+			s := openRunning(t, src)
+			fill(s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := Salvage(context.Background(), src, dst, nil); err != nil {
 			t.Fatal(err)
 		}
-		out := openRunning(t, dst, format)
+		out := openRunning(t, dst)
 		if diff := cmp.Diff(want, runningIDs(t, out)); diff != "" {
-			t.Errorf("format %d: after salvage (-want +got):\n%s", format, diff)
+			t.Errorf("format 1 %v: after salvage (-want +got):\n%s", format1, diff)
 		}
 		if err := out.Close(); err != nil {
 			t.Fatal(err)
@@ -135,35 +134,22 @@ func TestSalvageRebuildsRunning(t *testing.T) {
 // from the entries it copies (a stale record of the format-1 file is not carried).
 func TestUpgradeRebuildsRunning(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := openRunning(t, path, Format1)
-	want := appendRunningMix(t, s)
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRunning).Put([]byte("t2"), []byte(contextKeyOf(t, s, "o", "c1")))
+	var want []string
+	writeFormat1(t, path, Options{}, func(s *Store) { want = appendRunningMix(t, s) })
+	tamperFile(t, path, func(tx *bolt.Tx) {
+		if err := tx.Bucket(bucketRunning).Put([]byte("t2"), []byte(contextid.Key("o", "c1"))); err != nil {
+			t.Fatal(err)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := Upgrade(context.Background(), path, nil); err != nil {
 		t.Fatal(err)
 	}
-	out := openRunning(t, path, Format2)
+	out := openRunning(t, path)
 	defer out.Close()
-	if out.Format() != Format2 {
-		t.Fatalf("format after the upgrade = %d", out.Format())
+	if v := layoutOf(t, out); v != layoutOwners {
+		t.Fatalf("layout after the upgrade = %d", v)
 	}
 	if diff := cmp.Diff(want, runningIDs(t, out)); diff != "" {
 		t.Errorf("after the upgrade (-want +got):\n%s", diff)
 	}
-}
-
-func contextKeyOf(t *testing.T, s *Store, owner, cid string) string {
-	t.Helper()
-	c, err := s.Conversation(context.Background(), owner, cid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Key
 }

@@ -28,10 +28,13 @@ type SalvageReport struct {
 }
 
 // Salvage copies every intact conversation of the ledger file src to a new ledger file
-// dst: its entries and metadata byte for byte, its task index records and by-contextId
-// record (rebuilt from the entries, so damage in the shared indexes costs nothing), and
-// the artifacts it references. A conversation is intact when its pages pass the page
-// check and it passes the checks of [Store.Verify] (the task index ones aside). Every
+// dst: its entries byte for byte, appended to dst's log in seq order, its head, its task
+// index records and indexes (rebuilt from the entries, so damage in the shared indexes
+// costs nothing), and the artifacts it references. A conversation is intact when its pages
+// pass the page check and it passes the checks of [Store.Verify] (the task index ones
+// aside). src may be in format 1 (earlier builds, format1.go): dst is in format 2 either
+// way, so a format-1 file that cannot be upgraded (damaged pages, a conversation that
+// does not verify) is salvaged into a file this build serves. Every
 // conversation left out is recorded in dst as lost, so that a server on dst refuses it
 // (quarantined) rather than starting a new chain under its key; records of conversations
 // an earlier salvage lost are carried over. src is only read (bbolt read-only; the
@@ -66,8 +69,7 @@ func salvage(ctx context.Context, src, dst string, logger *slog.Logger, now func
 		return rep, fmt.Errorf("ledger: salvage %s: %w", src, err)
 	}
 	defer sdb.Close()
-	format := max(fc.format, Format1)
-	out, err := Open(dst, Options{NoSync: true, NoGroupCommit: true, Format: format}, logger)
+	out, err := Open(dst, Options{NoSync: true, NoGroupCommit: true}, logger)
 	if err != nil {
 		return rep, fmt.Errorf("ledger: salvage to %s: %w", dst, err)
 	}
@@ -95,9 +97,11 @@ func salvage(ctx context.Context, src, dst string, logger *slog.Logger, now func
 // and records the ones it leaves out.
 func salvageConvs(ctx context.Context, sdb *bolt.DB, out *Store, fc *fileCheck, rep *SalvageReport, onCopy func(done, total int), now func() time.Time) error {
 	_, tasksDamaged := fc.faults[string(bucketTasks)]
-	names := slices.Clone(fc.names)
-	if fc.format == Format2 {
-		names = salvageNames2(sdb, rep)
+	src := salvageSource{walk: walkConv, describe: describe}
+	names := salvageNames(sdb, rep)
+	if fc.format1 {
+		src = salvageSource{walk: walkConv1, describe: describe1}
+		names = slices.Clone(fc.names) // a format-1 file's top-level buckets: its conversations among them
 	}
 	slices.Sort(names)
 	progress := NewVerifyProgress(onCopy, len(names), now)
@@ -112,10 +116,10 @@ func salvageConvs(ctx context.Context, sdb *bolt.DB, out *Store, fc *fileCheck, 
 		cp := &convCopy{key: key}
 		reason := strings.Join(fc.faults[key], "; ")
 		if reason == "" {
-			reason = readConv(ctx, sdb, cp, tasksDamaged)
+			reason = src.read(ctx, sdb, cp, tasksDamaged)
 		}
 		if reason != "" {
-			q := describe(sdb, key)
+			q := src.name(sdb, key)
 			q.Reason, q.Lost = reason, true
 			rep.Skipped = append(rep.Skipped, q)
 			if err := out.db.Update(func(tx *bolt.Tx) error { return putQuarantine(tx, q) }); err != nil {
@@ -131,46 +135,30 @@ func salvageConvs(ctx context.Context, sdb *bolt.DB, out *Store, fc *fileCheck, 
 	return nil
 }
 
+// salvageSource reads the conversations of the file a salvage copies: walk checks one
+// and collects it (walkConv, or walkConv1 for a format-1 file), describe names one.
+type salvageSource struct {
+	walk     func(ctx context.Context, tx *bolt.Tx, key string, noIndex bool, cp *convCopy) error
+	describe func(tx *bolt.Tx, key string) Quarantine
+}
+
 // convCopy is one intact conversation as a salvage copies it.
 type convCopy struct {
 	key       string
 	meta      metaRecord
-	kvs       [][2][]byte       // the bucket's keys and values (entries, metadata)
-	taskKeys  [][]byte          // its task index entry keys
+	entries   [][]byte          // its stored entries, from seq 1
 	tasks     []string          // its tasks in order of their first entry
 	refs      []string          // the artifacts its entries reference
 	artifacts map[string][]byte // digest → content
-	format2   bool              // read from a format-2 file: kvs are its entries only
 }
 
-// readConv checks conversation cp.key of sdb as Verify does (the task index aside when
+// read checks conversation cp.key of sdb as Verify does (the task index aside when
 // noIndex) and reads what a salvage copies into cp. It returns why the conversation
 // cannot be copied ("" if it can).
-func readConv(ctx context.Context, sdb *bolt.DB, cp *convCopy, noIndex bool) (reason string) {
+func (src salvageSource) read(ctx context.Context, sdb *bolt.DB, cp *convCopy, noIndex bool) (reason string) {
 	err := sdb.View(func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, cp.key)
-		if isFormat2(tx) {
-			if err := walkConv2(ctx, tx, cp.key, noIndex, cp); err != nil {
-				return err
-			}
-			cp.format2 = true
-			return cp.readArtifacts(tx)
-		}
-		conv := tx.Bucket([]byte(cp.key))
-		if conv == nil {
-			return &ChainError{Key: cp.key, Reason: "its bucket is not readable"}
-		}
-		if err := walkConv(ctx, tx, cp.key, conv, noIndex, cp); err != nil {
-			return err
-		}
-		err = conv.ForEach(func(k, v []byte) error {
-			if v == nil {
-				return &ChainError{Key: cp.key, Reason: fmt.Sprintf("unexpected nested bucket %q", k)}
-			}
-			cp.kvs = append(cp.kvs, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
-			return nil
-		})
-		if err != nil {
+		if err := src.walk(ctx, tx, cp.key, noIndex, cp); err != nil {
 			return err
 		}
 		return cp.readArtifacts(tx)
@@ -187,6 +175,18 @@ func readConv(ctx context.Context, sdb *bolt.DB, cp *convCopy, noIndex bool) (re
 	return ""
 }
 
+// name names conversation key of sdb from its head (or format-1 metadata), when that is
+// readable.
+func (src salvageSource) name(sdb *bolt.DB, key string) Quarantine {
+	q := Quarantine{Key: key}
+	_ = sdb.View(func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, key)
+		q = src.describe(tx, key)
+		return nil
+	})
+	return q
+}
+
 // readArtifacts reads the artifacts cp's entries reference (checked by the walk).
 func (cp *convCopy) readArtifacts(tx *bolt.Tx) error {
 	cp.artifacts = map[string][]byte{}
@@ -197,63 +197,70 @@ func (cp *convCopy) readArtifacts(tx *bolt.Tx) error {
 	return nil
 }
 
-// write stores the conversation in tx (a ledger in the current layout of its format).
+// write stores the conversation in tx: its entries at the log's end, its head, task heads
+// and entries, artifacts, activity record, push indexes and owner.
 func (cp *convCopy) write(tx *bolt.Tx) error {
-	if cp.format2 {
-		return cp.write2(tx)
-	}
-	conv, err := tx.CreateBucket([]byte(cp.key))
+	b, err := logBuckets(tx, nil)
 	if err != nil {
 		return err
 	}
-	for _, kv := range cp.kvs {
-		if err := conv.Put(kv[0], kv[1]); err != nil {
-			return err
-		}
+	lastPos, err := b.copyEntries(cp.key, cp.entries, 1, 0)
+	if err != nil {
+		return err
 	}
-	tasks, artifacts := tx.Bucket(bucketTasks), tx.Bucket(bucketArtifacts)
+	m := cp.meta
+	if err := b.heads.Put([]byte(cp.key), appendHead(nil, &m, lastPos)); err != nil {
+		return err
+	}
+	if err := b.activity.Put(activityKey(m.LastActivity, cp.key), nil); err != nil {
+		return err
+	}
 	prev := ""
 	for _, id := range cp.tasks {
-		if err := tasks.Put([]byte(id), taskHead(cp.key, prev)); err != nil {
+		if err := b.tasks.Put([]byte(id), taskHead(cp.key, prev)); err != nil {
 			return err
 		}
 		prev = id
 	}
-	for _, k := range cp.taskKeys {
-		if err := tasks.Put(k, nil); err != nil {
-			return err
-		}
-	}
 	for digest, data := range cp.artifacts {
-		if err := artifacts.Put([]byte(digest), data); err != nil {
+		if err := b.artifacts.Put([]byte(digest), data); err != nil {
 			return err
 		}
 	}
-	if err := salvagePush(tx, cp.key, cp.kvs); err != nil { // outbox.go
+	if err := salvagePush(tx, cp.key, cp.entries); err != nil { // outbox.go
 		return err
 	}
-	return indexByID(tx, nil, cp.meta.ContextID, cp.key)
+	return registerOwner(tx, nil, m.Owner)
 }
 
-// describe names conversation key of sdb from its metadata, when that is readable.
-func describe(sdb *bolt.DB, key string) Quarantine {
-	q := Quarantine{Key: key}
-	_ = sdb.View(func(tx *bolt.Tx) (err error) {
-		defer recoverDamage(&err, key)
-		if isFormat2(tx) {
-			if m, _, err := readHead2(tx, key); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
-				q.ContextID, q.Owner = m.ContextID, m.Owner
-			}
-			return nil
-		}
-		if conv := tx.Bucket([]byte(key)); conv != nil {
-			if m, err := readMeta(conv); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
-				q.ContextID, q.Owner = m.ContextID, m.Owner
-			}
-		}
+// salvageNames returns the conversations of sdb (its heads), as far as the heads can be
+// read; a damaged heads tree is reported as a fault of the file.
+func salvageNames(sdb *bolt.DB, rep *SalvageReport) []string {
+	var names []string
+	err := sdb.View(func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, string(bucketHeads))
+		names = headKeys(tx)
 		return nil
 	})
+	if err != nil {
+		rep.FileFaults = append(rep.FileFaults, fmt.Sprintf("the heads are not readable: %v", err))
+	}
+	return names
+}
+
+// describe names conversation key of the file open in tx from its head, when that is
+// readable.
+func describe(tx *bolt.Tx, key string) Quarantine {
+	q := Quarantine{Key: key}
+	if m, _, err := readHead(tx, key); err == nil && contextid.Key(m.Owner, m.ContextID) == key {
+		q.ContextID, q.Owner = m.ContextID, m.Owner
+	}
 	return q
+}
+
+// describeConv is describe in a read transaction of db's own.
+func describeConv(db *bolt.DB, key string) Quarantine {
+	return salvageSource{describe: describe}.name(db, key)
 }
 
 // carryQuarantine copies the records of conversations an earlier salvage lost (a
@@ -267,7 +274,7 @@ func carryQuarantine(sdb *bolt.DB, out *Store) error {
 	})
 	return out.db.Update(func(tx *bolt.Tx) error {
 		for _, q := range lost {
-			if tx.Bucket([]byte(q.Key)) != nil {
+			if headBytes(tx, q.Key) != nil {
 				continue
 			}
 			if err := putQuarantine(tx, q); err != nil {

@@ -89,10 +89,6 @@ type Options struct {
 	// checks the pages only, and a damaged entry is found (and its conversation
 	// quarantined) when a read meets it.
 	VerifyOnOpen bool
-	// Format is the storage format of a new file: [Format2] (the shared log, D-7) or
-	// [Format1] (a bucket per conversation, earlier builds). A file keeps the format it was
-	// written in. Zero value: defaultFormat (Format2).
-	Format int
 }
 
 // Stats counts the work a Store has committed since Open.
@@ -137,12 +133,11 @@ type Store struct {
 	pageFaults map[string][]string // what the page check found at Open when readOnly
 	checked    checkedSet          // conversation keys checkOnce passed (check.go, checked.go)
 
-	format    int          // the file's format: Format1 or Format2 (log2.go)
 	walMapped int64        // the address space bbolt mapped for the write-ahead log; 0: none (openMapped)
-	recentN   atomic.Int64 // format 2: heads in "v1.heads.recent" (log2.go)
+	recentN   atomic.Int64 // heads in "v1.heads.recent" (log.go)
 
 	heads heads // conversation heads as committed, for encoding ahead (heads.go)
-	// wal: the write-ahead log (format 2 with fsync, wal.go), nil: bbolt fsyncs each
+	// wal: the write-ahead log (with fsync, wal.go), nil: bbolt fsyncs each
 	// commit. redo: the running write transaction's record of its writes (set by
 	// wal.update while fn runs; nil: not recorded).
 	wal  *wal
@@ -160,22 +155,26 @@ type Store struct {
 // logger may be nil (logs are discarded).
 //
 // Before bbolt opens the file writable, Open checks its pages (check.go): each damaged
-// page is charged to the conversation whose tree holds it. A file with damaged pages
-// cannot be opened writable (bbolt would crash the process). Without
+// page is charged to the conversations whose entries or heads it holds. A file with
+// damaged pages is not opened writable. Without
 // Options.SalvageDamaged it is opened read-only: reads of the intact conversations work,
 // the damaged ones are quarantined, appends fail with [ErrReadOnly]. With it, Open first
 // salvages the file (see [Salvage]): the intact conversations go to a new file that takes
 // the data file's place, the damaged file is kept beside it (named in the log), and the
 // conversations left out stay quarantined. A file that bbolt cannot open at all (both meta
 // pages damaged) is an error. [Store.Quarantined] lists the quarantined conversations.
+//
+// A file of format 1 (earlier builds, format1.go) is never served: Open first upgrades it
+// to format 2 as [Upgrade] does (verify, copy, verify the copy, keep the old file as
+// <path>.format1.bak). A format-1 file the upgrade cannot take whole (damaged pages, a
+// conversation that does not verify) is salvaged into format 2 with
+// Options.SalvageDamaged, as a damaged file is; otherwise Open fails, naming `gateway
+// ledger upgrade` and `gateway ledger salvage`, and the file is left as it was.
 func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	opts = opts.withDefaults()
-	if opts.Format != Format1 && opts.Format != Format2 {
-		return nil, fmt.Errorf("ledger: open %s: unknown format %d", path, opts.Format)
-	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -189,34 +188,21 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	defer func() { s.keepWAL(path, walf) }() // walf closed unless the Store took it
-	fc, err := checkFile(path)
+	damaged, err := s.readyFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if fc.damaged() {
-		if !opts.SalvageDamaged {
-			return s.openDamaged(path, fc)
-		}
-		if err := s.salvageInPlace(path); err != nil {
-			return nil, err
-		}
+	if damaged != nil {
+		return s.openDamaged(path, damaged)
 	}
-	fileFormat := fc.format
-	if opts.Format == Format2 && fc.format == Format1 && !fc.damaged() && s.upgradeOnOpen(path) {
-		fileFormat = Format2
-	}
-	if fileFormat == 0 {
-		fileFormat = opts.Format // a new file
-	}
-	db, upgraded, format, mapped, err := openWritable(path, opts, fileFormat == Format2, s.logger)
+	db, mapped, err := openWritable(path, opts, s.logger)
 	if err != nil {
 		return nil, err
 	}
-	s.db, s.format, s.walMapped = db, format, mapped
-	if format == Format2 {
-		_ = db.View(func(tx *bolt.Tx) error { s.recentN.Store(countRecent(tx)); return nil })
-		s.checkpointNow("open") // heads a crash left in "v1.heads.recent" get their activity keys
-	}
+	s.db, s.walMapped = db, mapped
+	_ = db.View(func(tx *bolt.Tx) error { s.recentN.Store(countRecent(tx)); return nil })
+	// Heads a crash left in "v1.heads.recent" get their activity keys.
+	s.checkpointNow("open")
 	s.noPushConfigs.Store(emptyPushConfigs(db)) // outbox.go
 	if err := s.openChecks(); err != nil {
 		return nil, errors.Join(err, db.Close())
@@ -233,10 +219,7 @@ func Open(path string, opts Options, logger *slog.Logger) (*Store, error) {
 		// The committer exits when Close closes s.queue and it has answered every request.
 		s.wg.Go(s.commitLoop)
 	}
-	if upgraded > 0 {
-		s.logger.Info("ledger upgraded to the current layout", "path", path, "conversations", upgraded)
-	}
-	s.logger.Info("ledger opened", "path", path, "format", format, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit,
+	s.logger.Info("ledger opened", "path", path, "fsync", !opts.NoSync, "group_commit", !opts.NoGroupCommit,
 		"quarantined", len(s.Quarantined()))
 	return s, nil
 }
@@ -249,30 +232,44 @@ func (o Options) withDefaults() Options {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = DefaultMaxBatch
 	}
-	if o.Format == 0 {
-		o.Format = defaultFormat
-	}
 	if o.walMapBytes <= 0 {
 		o.walMapBytes = walMapBytes
 	}
 	return o
 }
 
-// openWritable opens the bbolt file at path for writing and brings it to the current
-// layout of its format; it returns how many conversations the upgrade of a layout-1 file
-// moved, the file's format, and the address space mapped for a write-ahead log (0: the
-// Store runs without one; see openMapped). syncFreelist: bbolt writes its freelist at
-// every commit (a format-2 file) rather than rebuilding it at Open.
-func openWritable(path string, opts Options, syncFreelist bool, logger *slog.Logger) (_ *bolt.DB, upgraded, format int, mapped int64, _ error) {
-	db, mapped, err := openMapped(path, opts, syncFreelist, walMap(syncFreelist && !opts.NoSync, opts), logger)
+// readyFile checks the pages of the file at path (check.go) and makes it what Open serves
+// writable: a format-1 file is upgraded (upgradeOnOpen), a file with damaged pages is
+// salvaged in place with Options.SalvageDamaged. It returns the page check of a damaged
+// file that Open opens read-only instead (nil: open the file writable).
+func (s *Store) readyFile(path string) (damaged *fileCheck, err error) {
+	fc, err := checkFile(path)
+	switch {
+	case err != nil:
+		return nil, err
+	case fc.format1:
+		return nil, s.upgradeOnOpen(path, fc)
+	case !fc.damaged():
+		return nil, nil
+	case !s.opts.SalvageDamaged:
+		return fc, nil
+	}
+	return nil, s.salvageInPlace(path)
+}
+
+// openWritable opens the bbolt file at path for writing and sets it up (setUp: the buckets
+// that are missing, the layout); it returns the address space mapped for a write-ahead
+// log (0: the Store runs without one; see openMapped).
+func openWritable(path string, opts Options, logger *slog.Logger) (_ *bolt.DB, mapped int64, _ error) {
+	db, mapped, err := openMapped(path, opts, walMap(!opts.NoSync, opts), logger)
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, 0, 0, 0, inUse(path, err)
+		return nil, 0, inUse(path, err)
 	}
 	if err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("ledger: open %s: %w", path, err)
+		return nil, 0, fmt.Errorf("ledger: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) (err error) {
-		if upgraded, format, err = setUp(tx, opts.Format); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := setUp(tx); err != nil { // log.go
 			return err
 		}
 		if err := setUpPush(tx); err != nil { // outbox.go
@@ -284,15 +281,14 @@ func openWritable(path string, opts Options, syncFreelist bool, logger *slog.Log
 		return setUpByID(tx)
 	})
 	if err != nil {
-		return nil, 0, 0, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
+		return nil, 0, errors.Join(fmt.Errorf("ledger: open %s: %w", path, err), db.Close())
 	}
-	return db, upgraded, format, mapped, nil
+	return db, mapped, nil
 }
 
 // boltOptions are the bbolt options of a writable open that maps mapBytes of address
-// space at once (0: as much as the file needs, bbolt's default). syncFreelist: see
-// openWritable.
-func boltOptions(opts Options, syncFreelist bool, mapBytes int64) *bolt.Options {
+// space at once (0: as much as the file needs, bbolt's default).
+func boltOptions(opts Options, mapBytes int64) *bolt.Options {
 	return &bolt.Options{
 		Timeout: openTimeout,
 		NoSync:  opts.NoSync,
@@ -301,13 +297,11 @@ func boltOptions(opts Options, syncFreelist bool, mapBytes int64) *bolt.Options 
 		// freelist's scattered picks (about a third less write time per 64-writer group
 		// commit when measured here).
 		FreelistType: bolt.FreelistArrayType,
-		// Format 1: the freelist is rebuilt by a scan at Open instead of being written by
-		// every commit (as etcd does): ~8% more turns/s in BenchmarkTurnPattern at 64
-		// writers (2,330 → 2,530), for a slower Open of a very large file. Durability is
-		// the same: the freelist is derived data. Format 2: the freelist is written (about
-		// one page per commit), because bbolt's scan reads every page of the file, so Open
-		// took time proportional to the ledger (2.7 s with 1,000,000 conversations).
-		NoFreelistSync: !syncFreelist,
+		// The freelist is written (about one page per commit) rather than rebuilt by a scan
+		// at Open (as format 1 did, and etcd does: ~8% more turns/s then), because bbolt's
+		// scan reads every page of the file, so Open took time proportional to the ledger
+		// (2.7 s with 1,000,000 conversations).
+		NoFreelistSync: false,
 		// A new file gets 16 KiB pages (a file keeps the page size it was created with).
 		// An append rewrites its conversation's right-edge leaf and the branches above
 		// it; with 4 KiB pages a turn of ~3 KiB split that leaf on nearly every commit and
@@ -317,7 +311,7 @@ func boltOptions(opts Options, syncFreelist bool, mapBytes int64) *bolt.Options 
 		// bytes allocated and ~15% less CPU per message/send in BenchmarkSendPath
 		// (cmd/gateway). 32 KiB measured no better.
 		PageSize: pageSize,
-		// With the write-ahead log (format 2 with fsync, wal.go) a read transaction stays
+		// With the write-ahead log (fsync, wal.go) a read transaction stays
 		// open between checkpoints, and bbolt cannot remap while one is: map ahead.
 		InitialMmapSize: int(mapBytes),
 	}
@@ -363,9 +357,6 @@ func (s *Store) Stats() Stats {
 		CommitTime: time.Duration(s.commitNanos.Load()),
 	}
 }
-
-// Format returns the file's storage format: [Format1] or [Format2].
-func (s *Store) Format() int { return s.format }
 
 // Path returns the ledger file's path.
 func (s *Store) Path() string { return s.db.Path() }
@@ -578,10 +569,10 @@ func (s *Store) update(fn func(*bolt.Tx) error) (txid uint64, err error) {
 }
 
 // useWAL reports whether the Store commits through a write-ahead log (wal.go): a
-// writable format-2 file with fsync on a system that supports it, mapped with room for
-// the log (openMapped).
+// writable file with fsync on a system that supports it, mapped with room for the log
+// (openMapped).
 func (s *Store) useWAL() bool {
-	return walSupported && s.format == Format2 && !s.opts.NoSync && !s.readOnly && s.walMapped > 0
+	return walSupported && !s.opts.NoSync && !s.readOnly && s.walMapped > 0
 }
 
 // keepWAL ends Open's hold on the log walf (nil: none) unless the Store took it: it is

@@ -18,14 +18,15 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 )
 
-// Verify walks the conversation's hash chain from seq 1: every key is the entry's seq and
-// the seqs have no gap, every entry names this conversation's contextId and owner and its
-// own seq, every PrevHash is the previous entry's Hash ("" for seq 1), every Hash is
-// recomputed from the entry, every artifact an entry references is stored and matches its
-// digest, the task index holds every entry of a task, points the task to this conversation
-// and links it to the task whose first entry came before its own, and the metadata (last
-// seq and hash, counters, last task) agrees with the entries and hashes to the bucket's
-// key. It reads the whole conversation. A damaged page met on the way is reported, not a
+// Verify walks the conversation's hash chain from seq 1: every log record back from the
+// head is this conversation's entry at the seq before and the seqs have no gap, the sparse
+// index holds every seqIndexEvery-th seq at its entry's position, every entry names this
+// conversation's contextId and owner and its own seq, every PrevHash is the previous
+// entry's Hash ("" for seq 1), every Hash is recomputed from the entry, every artifact an
+// entry references is stored and matches its digest, the task index holds every entry of
+// a task at its log position, points the task to this conversation and links it to the
+// task whose first entry came before its own, and the head (last seq and hash, counters,
+// last task) agrees with the entries and hashes to its key. It reads the whole conversation. A damaged page met on the way is reported, not a
 // panic. A conversation that fails is quarantined (see [Store.Quarantined]).
 // Errors: a [*ChainError] (wrapping [ErrChainBroken]) naming the first failing seq;
 // [ErrNotFound] if the conversation does not exist; [ErrInvalid] for an invalid owner or
@@ -40,14 +41,7 @@ func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
 	}
 	err = s.view(ctx, func(tx *bolt.Tx) (err error) {
 		defer recoverDamage(&err, key)
-		if isFormat2(tx) {
-			return walkConv2(ctx, tx, key, false, nil)
-		}
-		conv := tx.Bucket([]byte(key))
-		if conv == nil {
-			return ErrNotFound
-		}
-		return verifyConv(ctx, tx, key, conv)
+		return walkConv(ctx, tx, key, false, nil)
 	})
 	s.chainBroken(ctx, err, contextID, owner)
 	return err
@@ -60,20 +54,19 @@ func (s *Store) Verify(ctx context.Context, owner, contextID string) error {
 // fails is quarantined. Errors: the [errors.Join] of a [*ChainError] per damaged
 // conversation (its damaged pages, or its first broken seq) and per fault of the file
 // that no conversation can be charged with (Key names the tree: "" for the file's own
-// tree of names, "v1.tasks" for the task index ...), and in format 2 per index key
-// missing for an intact conversation (not quarantined, see checkIndexes2); ctx.Err() if
+// tree of names, "v1.tasks" for the task index, "v1.log" for the log ...), and per index
+// key missing for an intact conversation (not quarantined, see checkIndexes); ctx.Err() if
 // ctx is done between conversations (with the ChainErrors found so far); [ErrClosed]
 // after Close.
 func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
-	faults, names, err := s.checkPages(ctx)
+	faults, err := s.checkPages(ctx)
 	if err != nil {
 		return 0, err
 	}
 	broken := s.faultErrors(ctx, faults)
-	if s.format == Format2 {
-		if err := s.view(ctx, func(tx *bolt.Tx) error { names = headKeys(tx); return nil }); err != nil {
-			return 0, err
-		}
+	var names []string
+	if err := s.view(ctx, func(tx *bolt.Tx) error { names = headKeys(tx); return nil }); err != nil {
+		return 0, err
 	}
 	names = slices.DeleteFunc(names, func(key string) bool { return !contextid.IsCurrentKey(key) })
 	progress := NewVerifyProgress(s.opts.OnVerify, len(names), s.now)
@@ -86,18 +79,11 @@ func (s *Store) VerifyAll(ctx context.Context) (checked int, err error) {
 		var unlisted []error
 		err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 			defer recoverDamage(&err, key)
-			if isFormat2(tx) {
-				if err := walkConv2(ctx, tx, key, false, nil); err != nil {
-					return err
-				}
-				unlisted = checkIndexes2(tx, key)
-				return nil
+			if err := walkConv(ctx, tx, key, false, nil); err != nil {
+				return err
 			}
-			conv := tx.Bucket([]byte(key))
-			if conv == nil {
-				return nil // gone since the listing: nothing is ever deleted, so not expected
-			}
-			return verifyConv(ctx, tx, key, conv)
+			unlisted = checkIndexes(tx, key)
+			return nil
 		})
 		var ce *ChainError
 		switch {
@@ -163,8 +149,8 @@ func LogProgress(logger *slog.Logger, what string) func(done, total int) {
 	}
 }
 
-// checkIndexes2 checks that the indexes of a format-2 file find conversation key, whose
-// chain walkConv2 has verified: the owners list (owners.go) or, for a conversation opened
+// checkIndexes checks that the indexes find conversation key, whose chain walkConv has
+// verified: the owners list (owners.go) or, for a conversation opened
 // before the file had one, the by-contextId index always (the commit that creates a
 // conversation lists its owner), the activity index once its head is in "v1.heads" (the
 // index is lazy: a head of "v1.heads.recent" gets its key at the next checkpoint, and a
@@ -173,10 +159,10 @@ func LogProgress(logger *slog.Logger, what string) func(done, total int) {
 // ConversationsByID or the listing by last activity (the operator's list and console) do
 // not show it. Each error is a [*ChainError] naming the conversation and, in its Reason,
 // the index; a salvage (gateway ledger salvage) writes both indexes anew.
-func checkIndexes2(tx *bolt.Tx, key string) []error {
-	m, _, err := readHead2(tx, key)
+func checkIndexes(tx *bolt.Tx, key string) []error {
+	m, _, err := readHead(tx, key)
 	if err != nil {
-		return nil // walkConv2 read it
+		return nil // walkConv read it
 	}
 	missing := func(why, what, rebuilt string) error {
 		return &ChainError{Key: key, ContextID: m.ContextID, Owner: m.Owner, Reason: fmt.Sprintf(
@@ -216,55 +202,79 @@ func (s *Store) chainBroken(ctx context.Context, err error, contextID, owner str
 	}
 }
 
-// verifyCheckEvery is how many entries verifyConv checks between looks at ctx.
+// verifyCheckEvery is how many entries a walk checks between looks at ctx.
 const verifyCheckEvery = 1024
 
-// verifyConv checks one conversation, as [Store.Verify] describes, in the read
-// transaction tx: its metadata, then each entry in seq order, then the metadata against
-// what the entries hold.
-func verifyConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket) error {
-	return walkConv(ctx, tx, key, conv, false, nil)
-}
-
-// walkConv is verifyConv, without the task index checks when noIndex is set, collecting
-// what a salvage copies into cp when it is not nil.
-func walkConv(ctx context.Context, tx *bolt.Tx, key string, conv *bolt.Bucket, noIndex bool, cp *convCopy) error {
-	m, err := readMeta(conv)
+// walkConv checks one conversation, as [Store.Verify] describes, in the read transaction
+// tx: the head, each entry from seq 1 (found by walking back from the head), the sparse
+// index and the task index's positions, then the head against what the entries hold.
+// Without the task index checks when noIndex is set; collecting what a salvage copies
+// into cp when it is not nil.
+func walkConv(ctx context.Context, tx *bolt.Tx, key string, noIndex bool, cp *convCopy) error {
+	m, lastPos, err := readHead(tx, key)
 	if err != nil {
-		return &ChainError{Key: key, Reason: err.Error()}
+		return err
 	}
-	w := &chainWalk{
-		key:       key,
-		m:         m,
-		taskIndex: tx.Bucket(bucketTasks),
-		artifacts: tx.Bucket(bucketArtifacts),
-		want:      1,
-		tasks:     map[string]bool{},
-		noIndex:   noIndex,
-		copy:      cp,
-	}
-	if cp != nil {
-		cp.meta = m
-	}
+	w := newChainWalk(tx, key, m, noIndex, cp)
 	if got := contextid.Key(m.Owner, m.ContextID); got != key {
-		return w.fail(0, "metadata (contextId %q, owner %q) hashes to %s, not to the bucket's key", m.ContextID, m.Owner, got)
+		return w.fail(0, "head (contextId %q, owner %q) hashes to %s, not to the key", m.ContextID, m.Owner, got)
 	}
-	c := conv.Cursor()
-	n := 0
-	for k, v := c.Seek(entryPrefix); isEntryKey(k); k, v = c.Next() {
-		if n++; n%verifyCheckEvery == 0 {
+	l, err := openLog(tx, key, &m, lastPos)
+	if err != nil {
+		return err
+	}
+	pos, err := l.positions()
+	if err != nil {
+		return err
+	}
+	if err := checkSeqIdx(l, pos); err != nil {
+		return err
+	}
+	for i, p := range pos {
+		if i%verifyCheckEvery == verifyCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := w.entry(k, v); err != nil {
+		r, err := l.record(p, uint64(i)+1)
+		if err != nil {
 			return err
+		}
+		w.pos = p
+		if err := w.entry(uint64(i)+1, r.entry); err != nil {
+			return err
+		}
+		if cp != nil {
+			cp.entries = append(cp.entries, bytes.Clone(r.entry))
 		}
 	}
 	return w.finish()
 }
 
-// chainWalk is the state of verifyConv's walk over one conversation's entries.
+// checkSeqIdx checks the sparse index of l's conversation against the entries' positions:
+// exactly the multiples of seqIndexEvery are indexed, each at its entry's position.
+func checkSeqIdx(l *convLog, pos []uint64) error {
+	c := l.idx.Cursor()
+	want := uint64(seqIndexEvery)
+	for k, v := c.Seek(l.hash); k != nil && bytes.HasPrefix(k, l.hash); k, v = c.Next() {
+		seq, _ := decodeSeq(k[hashLen:])
+		p, ok := posValue(v)
+		switch {
+		case len(k) != hashLen+seqLen || seq != want || seq > uint64(len(pos)):
+			return &ChainError{Key: l.key, Seq: seq, Reason: fmt.Sprintf("the sparse index holds seq %d, expected %d", seq, want)}
+		case !ok || p != pos[seq-1]:
+			return &ChainError{Key: l.key, Seq: seq, Reason: "the sparse index points to the wrong log position"}
+		}
+		want += seqIndexEvery
+	}
+	if want <= uint64(len(pos)) {
+		return &ChainError{Key: l.key, Seq: want, Reason: "missing from the sparse index"}
+	}
+	return nil
+}
+
+// chainWalk is the state of a walk over one conversation's entries (walkConv; walkConv1,
+// format1.go, over a format-1 file's).
 type chainWalk struct {
 	key                  string
 	m                    metaRecord
@@ -276,9 +286,19 @@ type chainWalk struct {
 	tasks    map[string]bool // the tasks seen so far
 	lastTask string          // the task whose first entry came last so far
 
-	pos     uint64    // format 2: the log position of the entry being checked (0: format 1)
+	pos     uint64    // the log position of the entry being checked (0: a format-1 file's entry)
 	noIndex bool      // skip the task index checks (a salvage rebuilds the index)
 	copy    *convCopy // when set, collects what a salvage copies (salvage.go)
+}
+
+// newChainWalk returns the walk of conversation key, whose head (or format-1 metadata) is
+// m, in tx; cp, when set, gets m.
+func newChainWalk(tx *bolt.Tx, key string, m metaRecord, noIndex bool, cp *convCopy) *chainWalk {
+	if cp != nil {
+		cp.meta = m
+	}
+	return &chainWalk{key: key, m: m, taskIndex: tx.Bucket(bucketTasks), artifacts: tx.Bucket(bucketArtifacts),
+		want: 1, tasks: map[string]bool{}, noIndex: noIndex, copy: cp}
 }
 
 // fail returns the [*ChainError] of the conversation at seq.
@@ -286,13 +306,9 @@ func (w *chainWalk) fail(seq uint64, format string, args ...any) error {
 	return &ChainError{Key: w.key, ContextID: w.m.ContextID, Owner: w.m.Owner, Seq: seq, Reason: fmt.Sprintf(format, args...)}
 }
 
-// entry checks the entry stored under key k with value v: its seq, conversation, chain
-// link and hash, its task index records and its artifacts.
-func (w *chainWalk) entry(k, v []byte) error {
-	seq, ok := entrySeq(k)
-	if !ok {
-		return w.fail(w.want, "malformed key %x", k)
-	}
+// entry checks the entry v stored at seq: its seq, conversation, chain link and hash,
+// its task index records and its artifacts.
+func (w *chainWalk) entry(seq uint64, v []byte) error {
 	if seq != w.want {
 		return w.fail(w.want, "seq %d missing (next stored seq is %d)", w.want, seq)
 	}
@@ -309,9 +325,6 @@ func (w *chainWalk) entry(k, v []byte) error {
 	if e.TaskID != "" {
 		if err := w.task(seq, e.TaskID); err != nil {
 			return err
-		}
-		if w.copy != nil {
-			w.copy.taskKeys = append(w.copy.taskKeys, taskKey(e.TaskID, seq))
 		}
 	}
 	for j, p := range e.Parts {

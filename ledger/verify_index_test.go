@@ -27,7 +27,7 @@ import (
 // index is whole; heads still in "v1.heads.recent" need no activity key yet.
 func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := mustOpenPath(t, path, Options{Format: Format2})
+	s := mustOpenPath(t, path, Options{})
 	for _, id := range []string{"a", "b", "c"} {
 		owner := "o"
 		if id == "a" {
@@ -42,7 +42,7 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 	if err := s.Close(); err != nil { // the checkpoint moves the heads and writes their keys
 		t.Fatal(err)
 	}
-	s = mustOpenPath(t, path, Options{Format: Format2})
+	s = mustOpenPath(t, path, Options{})
 	if n, err := s.VerifyAll(t.Context()); err != nil || n != 3 {
 		t.Fatalf("VerifyAll of the whole file = %d, %v; want 3, nil", n, err)
 	}
@@ -55,14 +55,14 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 		if err := tx.Bucket(bucketOwners).Delete([]byte("oa")); err != nil {
 			return err
 		}
-		m, _, err := readHead2(tx, keyB)
+		m, _, err := readHead(tx, keyB)
 		if err != nil {
 			return err
 		}
 		return tx.Bucket(bucketActivity).Delete(activityKey(m.LastActivity, keyB))
 	})
 
-	s = mustOpenPath(t, path, Options{Format: Format2})
+	s = mustOpenPath(t, path, Options{})
 	n, err := s.VerifyAll(t.Context())
 	if n != 3 || !errors.Is(err, ErrChainBroken) {
 		t.Fatalf("VerifyAll = %d, %v; want 3 and a ChainError per missing index key", n, err)
@@ -97,7 +97,7 @@ func TestVerifyAll_FindsUnindexedConversation(t *testing.T) {
 	if _, err := Salvage(t.Context(), path, dst, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
-	s = mustOpenPath(t, dst, Options{Format: Format2})
+	s = mustOpenPath(t, dst, Options{})
 	defer s.Close()
 	if n, err := s.VerifyAll(t.Context()); err != nil || n != 3 {
 		t.Errorf("VerifyAll of the salvaged file = %d, %v; want 3, nil", n, err)
@@ -136,7 +136,7 @@ func (c *stepClock) now() time.Time {
 // and once when every conversation is verified.
 func TestVerifyAllProgress(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := mustOpenPath(t, path, Options{Format: Format2})
+	s := mustOpenPath(t, path, Options{})
 	for i := range 10 {
 		mustAppend(t, s, "o", fmt.Sprintf("c%d", i), userMsg("hello"))
 	}
@@ -145,7 +145,7 @@ func TestVerifyAllProgress(t *testing.T) {
 	}
 	clock := &stepClock{t: time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC), step: 400 * time.Millisecond}
 	var got [][2]int
-	s = mustOpenPath(t, path, Options{Format: Format2, Now: clock.now, OnVerify: func(done, total int) {
+	s = mustOpenPath(t, path, Options{Now: clock.now, OnVerify: func(done, total int) {
 		got = append(got, [2]int{done, total})
 	}})
 	defer s.Close()
@@ -164,13 +164,11 @@ func TestVerifyAllProgress(t *testing.T) {
 func TestUpgradeAndSalvageLogProgress(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.db")
-	s := mustOpenPath(t, path, Options{NoSync: true, Format: Format1})
-	for i := range 10 {
-		mustAppend(t, s, "o", fmt.Sprintf("c%d", i), userMsg("hello"))
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeFormat1(t, path, Options{}, func(s *Store) {
+		for i := range 10 {
+			mustAppend(t, s, "o", fmt.Sprintf("c%d", i), userMsg("hello"))
+		}
+	})
 	start := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
 	var logs testutil.LogBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))

@@ -18,7 +18,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// The write-ahead log of a format-2 file (<ledger file>.wal) makes a commit cost one
+// The write-ahead log of the ledger file (<ledger file>.wal) makes a commit cost one
 // fdatasync of the bytes it adds instead of bbolt's two of every page it rewrites:
 //
 //   - A commit records its writes (redo.go), appends them to the log as one record and
@@ -103,13 +103,13 @@ const minWALMap int64 = 1 << 30
 // ENOMEM it halves again, down to minWALMap, and then opens without a log. It returns
 // what it mapped (0: the Store runs without its log; every commit fsyncs the file) and
 // logs a warning when that is less than want.
-func openMapped(path string, opts Options, syncFreelist bool, want int64, logger *slog.Logger) (*bolt.DB, int64, error) {
+func openMapped(path string, opts Options, want int64, logger *slog.Logger) (*bolt.DB, int64, error) {
 	size := want
 	for budget := addressBudget(); size > budget; {
 		size = halveMap(size)
 	}
 	for {
-		db, err := openBolt(path, opts, syncFreelist, size)
+		db, err := openBolt(path, opts, size)
 		if err == nil || !errors.Is(err, syscall.ENOMEM) {
 			if err == nil && size < want {
 				warnMapped(logger, path, want, size)
@@ -134,11 +134,11 @@ func halveMap(size int64) int64 {
 
 // openBolt is one bbolt.Open of openMapped. The test-only Options.mapLimit refuses a
 // larger reservation as mmap does under an address-space limit (-1: every one).
-func openBolt(path string, opts Options, syncFreelist bool, mapBytes int64) (*bolt.DB, error) {
+func openBolt(path string, opts Options, mapBytes int64) (*bolt.DB, error) {
 	if opts.mapLimit != 0 && mapBytes > opts.mapLimit {
 		return nil, syscall.ENOMEM
 	}
-	return bolt.Open(path, 0o600, boltOptions(opts, syncFreelist, mapBytes))
+	return bolt.Open(path, 0o600, boltOptions(opts, mapBytes))
 }
 
 // warnMapped tells the operator that the log got less address space than it wants, and

@@ -42,7 +42,7 @@ func (l *logBuffer) String() string {
 func openLogged(t *testing.T, path string) (*Store, *logBuffer, error) {
 	t.Helper()
 	var buf logBuffer
-	s, err := Open(path, Options{Format: Format2}, slog.New(slog.NewTextHandler(&buf, nil)))
+	s, err := Open(path, Options{}, slog.New(slog.NewTextHandler(&buf, nil)))
 	if err == nil {
 		t.Cleanup(func() {
 			if err := s.Close(); err != nil {

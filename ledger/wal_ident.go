@@ -18,7 +18,7 @@ import (
 // that file at that state. A copy of the file (cp, a restored backup) is that file: the
 // link is held inside the two files, not by where they are on disk.
 //
-//   - The file: a format-2 file holds a random 64-bit id (the sequence of bucket
+//   - The file: the ledger file holds a random 64-bit id (the sequence of bucket
 //     "v1.fileid", set when the file is created). Two files that went through the same
 //     commits still differ by it.
 //   - The state: the header holds the SHA-256 of the base's root page (the page of the
@@ -36,7 +36,7 @@ import (
 // bucketFileID is the bucket whose sequence is the file's random id.
 var bucketFileID = []byte("v1.fileid")
 
-// setUpFileID gives a format-2 file its random id if it has none.
+// setUpFileID gives the file its random id if it has none.
 func setUpFileID(tx *bolt.Tx) error {
 	b, err := tx.CreateBucketIfNotExists(bucketFileID)
 	if err != nil {
@@ -52,7 +52,7 @@ func setUpFileID(tx *bolt.Tx) error {
 	return b.SetSequence(binary.BigEndian.Uint64(id[:]))
 }
 
-// maxRootOverflow bounds the overflow pages of a root page rootSum reads (a format-2
+// maxRootOverflow bounds the overflow pages of a root page rootSum reads (the ledger
 // file's root page holds a few dozen bucket records and has none).
 const maxRootOverflow = 64
 

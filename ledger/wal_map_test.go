@@ -21,7 +21,7 @@ import (
 func openLimited(t *testing.T, path string, limit int64) (*Store, *testutil.LogBuffer) {
 	t.Helper()
 	logs := &testutil.LogBuffer{}
-	s, err := Open(path, Options{Format: Format2, mapLimit: limit}, slog.New(slog.NewTextHandler(logs, nil)))
+	s, err := Open(path, Options{mapLimit: limit}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatalf("Open under a %d-byte address-space limit: %v", limit, err)
 	}
@@ -54,7 +54,7 @@ func TestWAL_AddressSpaceLimit(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := mustOpenPath(t, path, Options{Format: Format2})
+	r := mustOpenPath(t, path, Options{})
 	if r.wal == nil || r.wal.mapBytes != walMapBytes {
 		t.Error("reopened without a limit, the log does not have its full mapping back")
 	}
@@ -105,7 +105,7 @@ func TestWAL_AddressSpaceTooSmallForLog(t *testing.T) {
 // says why.
 func TestWAL_NoAddressSpace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	_, err := Open(path, Options{Format: Format2, mapLimit: -1}, nil)
+	_, err := Open(path, Options{mapLimit: -1}, nil)
 	if !errors.Is(err, syscall.ENOMEM) || !strings.Contains(fmt.Sprint(err), "ulimit -v") {
 		t.Fatalf("Open with no address space = %v; want ENOMEM naming ulimit -v", err)
 	}

@@ -62,7 +62,7 @@ func dumpDB(t *testing.T, db *bolt.DB) []string {
 // checkpoints held off (the test makes them).
 func walStore(t *testing.T, dir string) *Store {
 	t.Helper()
-	s := mustOpenPath(t, filepath.Join(dir, "ledger.db"), Options{Format: Format2})
+	s := mustOpenPath(t, filepath.Join(dir, "ledger.db"), Options{})
 	if s.wal == nil {
 		t.Fatal("a format-2 file with fsync has no write-ahead log")
 	}
@@ -398,7 +398,7 @@ func (g *syncGate) fault(op string) error {
 // walGated opens a format-2 store with fsync at path whose log's fdatasync g controls.
 func walGated(t *testing.T, path string, g *syncGate) *Store {
 	t.Helper()
-	s := mustOpenPath(t, path, Options{Format: Format2, WriteFault: g.fault})
+	s := mustOpenPath(t, path, Options{WriteFault: g.fault})
 	if s.wal == nil {
 		t.Fatal("a format-2 file with fsync has no write-ahead log")
 	}
@@ -464,7 +464,7 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, syscall.EIO) {
 		t.Errorf("Close after the failure = %v, want it named", err)
 	}
-	r := mustOpenPath(t, path, Options{Format: Format2})
+	r := mustOpenPath(t, path, Options{})
 	if n, err := r.VerifyAll(ctx); err != nil || n != 1 {
 		t.Fatalf("VerifyAll after reopening = %d, %v", n, err)
 	}
@@ -480,7 +480,7 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 // with every entry.
 func TestWAL_OutgrowsItsMap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := mustOpenPath(t, path, Options{Format: Format2, walMapBytes: 4 << 20})
+	s := mustOpenPath(t, path, Options{walMapBytes: 4 << 20})
 	if s.wal == nil {
 		t.Fatal("a format-2 file with fsync has no write-ahead log")
 	}
@@ -531,7 +531,7 @@ func TestWAL_OutgrowsItsMap(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := mustOpenPath(t, path, Options{Format: Format2})
+	r := mustOpenPath(t, path, Options{})
 	es, err := r.Range(ctx, "o", "c", 0, 0)
 	if err != nil || len(es) != n {
 		t.Fatalf("after reopening: %d entries, %v; want %d", len(es), err, n)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,9 +25,10 @@ import (
 // an intact conversation and refuse the damaged one with -32603 CONVERSATION_DAMAGED.
 //
 // The test finds what to change in the raw file: the page size from bbolt's meta page,
-// the victim's pages by the text of its messages, the branch page by bbolt's page header
-// (flags 0x01). Stale copies of a page (free pages an append left behind) are changed
-// too; they are free, so that does nothing.
+// the victim's log pages by the text of its messages (its messages are large, so that the
+// log pages around one of them hold only the victim's entries), the branch page of the
+// heads by bbolt's page header (flags 0x01). Stale copies of a page (free pages an append
+// left behind) are changed too; they are free, so that does nothing.
 
 const (
 	damagePeer = "local" // the peer of every request without peer tokens
@@ -39,14 +41,13 @@ const (
 // turns, "big", of 40 turns, and smallConvs small ones.
 func writeDamageLedger(t *testing.T, dataDir string) {
 	t.Helper()
-	// Format 1: the damage classes hit one conversation's own pages (a format-2 log page
-	// holds entries of the conversations appended around it; ledger/log2_damage_test.go
-	// covers that). The server salvages it in format 1 and upgrades it at a later start.
-	led, err := ledger.Open(filepath.Join(dataDir, "ledger.db"), ledger.Options{NoSync: true, Format: ledger.Format1}, nil)
+	led, err := ledger.Open(filepath.Join(dataDir, "ledger.db"), ledger.Options{NoSync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pad := strings.Repeat("lorem ipsum ", 100)
+	// ~8 KiB per message: a log page (16 KiB) holds at most one of them, so the page that
+	// holds a turn's message holds only entries of that conversation's turns around it.
+	pad := strings.Repeat("lorem ipsum ", 700)
 	for _, c := range []struct {
 		cid   string
 		turns int
@@ -82,9 +83,8 @@ func writeDamageLedger(t *testing.T, dataDir string) {
 }
 
 // smallConvs is how many one-message conversations the ledger holds besides the four
-// others: small enough to be stored inline in the file's tree of conversations, which
-// they make deep enough for a branch page.
-const smallConvs = 16
+// others: enough heads for the heads' tree to need a branch page.
+const smallConvs = 150
 
 // damageFile changes the ledger in dataDir with fn, given the file's bytes and page size.
 func damageFile(t *testing.T, dataDir string, fn func(b []byte, pageSize int)) {
@@ -121,20 +121,21 @@ func eachIndex(t *testing.T, b []byte, sub string, fn func(i int)) {
 var serveDamageClasses = []struct {
 	name   string
 	victim string
+	trees  []string // the index trees `ledger verify` names besides the victim
 	damage func(t *testing.T, b []byte, pageSize int)
 }{
-	{"a_page_header", victimCtx, func(t *testing.T, b []byte, ps int) {
+	{"a_page_header", victimCtx, []string{"v1.log"}, func(t *testing.T, b []byte, ps int) {
 		pages := map[int]bool{}
 		eachIndex(t, b, victimCtx+"-turn-2-marker", func(i int) { pages[i/ps] = true })
 		for p := range pages {
 			b[p*ps] ^= 0x01 // the page's id: "self identifies as"
 		}
 	}},
-	{"b_entry_json", victimCtx, func(t *testing.T, b []byte, _ int) {
+	{"b_entry_json", victimCtx, nil, func(t *testing.T, b []byte, _ int) {
 		// In the last task, which the server reads at start (recovering interrupted turns).
 		eachIndex(t, b, victimCtx+"-turn-3-marker", func(i int) { b[i] = 0x01 }) // invalid inside a JSON string
 	}},
-	{"c_kind_byte", victimCtx, func(t *testing.T, b []byte, _ int) {
+	{"c_kind_byte", victimCtx, nil, func(t *testing.T, b []byte, _ int) {
 		eachIndex(t, b, victimCtx+"-turn-3-marker", func(i int) {
 			start := bytes.LastIndex(b[:i], []byte(`{"id":`))
 			k := bytes.Index(b[start:i], []byte(`"kind":"USER_MESSAGE"`))
@@ -144,13 +145,13 @@ var serveDamageClasses = []struct {
 			b[start+k+len(`"kind":"`)] ^= 0x03 // USER_MESSAGE → VSER_MESSAGE: still JSON
 		})
 	}},
-	// The branch page of the file's tree of conversations: branch element 1's key (a
-	// conversation's name, "v1/<64 hex>") lowered by one. It still sorts between its
-	// neighbours (the names are sparse), so bbolt's checks pass; it no longer equals the
-	// first key of the page below. (In a conversation's own tree the keys are consecutive
-	// seqs: any change of a branch key there breaks bbolt's order check.) No conversation
-	// is lost, only the way to one: victim "".
-	{"d_branch_key", "", func(t *testing.T, b []byte, ps int) {
+	// The branch page of the heads' tree: branch element 1's key (a conversation's key,
+	// "v1/<64 hex>") lowered by one. It still sorts between its neighbours (the keys are
+	// sparse), so bbolt's checks pass; it no longer equals the first key of the page
+	// below. (In the log's tree the keys are consecutive positions: any change of a
+	// branch key there breaks bbolt's order check.) No conversation is lost, only the way
+	// to one: victim "".
+	{"d_branch_key", "", []string{"v1.heads"}, func(t *testing.T, b []byte, ps int) {
 		n := 0
 		for p := 2; (p+1)*ps <= len(b); p++ {
 			pg := b[p*ps : (p+1)*ps]
@@ -168,7 +169,7 @@ var serveDamageClasses = []struct {
 			n++
 		}
 		if n == 0 {
-			t.Fatal("no branch page of the file's tree found")
+			t.Fatal("no branch page of the heads' tree found")
 		}
 	}},
 }
@@ -181,7 +182,7 @@ func TestLedgerDamage_VerifySalvageServe(t *testing.T) {
 			cfg := testConfig(t)
 			writeDamageLedger(t, cfg.DataDir)
 			damageFile(t, cfg.DataDir, func(b []byte, ps int) { dc.damage(t, b, ps) })
-			verifyNamesDamage(t, cfg.DataDir, dc.victim)
+			verifyNamesDamage(t, cfg.DataDir, dc.victim, dc.trees)
 			salvageSkipsDamage(t, cfg.DataDir, dc.victim)
 			serveRefusesDamage(t, cfg, dc.victim)
 		})
@@ -197,20 +198,33 @@ func ledgerCmd(t *testing.T, args ...string) (stdout string, err error) {
 	return out.String(), err
 }
 
-// verifyNamesDamage: `gateway ledger verify` fails and names the victim, and only it.
-func verifyNamesDamage(t *testing.T, dataDir, victim string) {
+// verifyNamesDamage: `gateway ledger verify` fails and names the victim and the damaged
+// index trees (a damaged log page is the log's and the victim's), and nothing else.
+func verifyNamesDamage(t *testing.T, dataDir, victim string, trees []string) {
 	t.Helper()
 	out, err := ledgerCmd(t, "verify", "--data-dir", dataDir, "--server", "http://127.0.0.1:1")
 	if err == nil {
 		t.Fatalf("ledger verify passed a damaged ledger; output:\n%s", out)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "BROKEN") || !mentions(lines[0], victim) {
-		t.Fatalf("ledger verify output:\n%s\nwant one BROKEN line naming %q", out, victim)
-	}
 	t.Logf("verify: %s", out)
-	if victim == "" && !strings.Contains(lines[0], "the file's tree of conversations") {
-		t.Fatalf("ledger verify output:\n%s\nwant the damage of the file's tree", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := len(trees)
+	if victim != "" {
+		want++
+	}
+	if len(lines) != want {
+		t.Fatalf("ledger verify output:\n%s\nwant %d BROKEN lines: %q and %v", out, want, victim, trees)
+	}
+	named := victim == ""
+	for _, line := range lines {
+		tree := slices.ContainsFunc(trees, func(tr string) bool { return strings.Contains(line, "the "+tr+" index") })
+		named = named || (!tree && mentions(line, victim))
+		if !strings.HasPrefix(line, "BROKEN") || (!tree && !mentions(line, victim)) {
+			t.Fatalf("ledger verify output:\n%s\nline %q names neither %q nor %v", out, line, victim, trees)
+		}
+	}
+	if !named {
+		t.Fatalf("ledger verify output:\n%s\nno line names %q", out, victim)
 	}
 }
 

@@ -45,7 +45,7 @@ func wantListing(t *testing.T, s *Store, owner string) []Conversation {
 	var out []Conversation
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, key := range headKeys(tx) {
-			m, _, err := readHead2(tx, key)
+			m, _, err := readHead(tx, key)
 			if err != nil {
 				return err
 			}
@@ -142,7 +142,7 @@ func recentHeads(s *Store) (n int64) {
 // (in both, the index key of the older head), across several checkpoints, with ties.
 func TestList2_AcrossCheckpoints(t *testing.T) {
 	t.Parallel()
-	s := mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: tieClock()})
+	s := mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Now: tieClock()})
 	r := rand.New(rand.NewPCG(1, 2))
 	next, checkpoints := 0, 0
 	for round := range 8 {
@@ -168,7 +168,7 @@ func TestList2_AcrossCheckpoints(t *testing.T) {
 // List holds no duplicate and keeps its order.
 func TestList2_StaleKeys(t *testing.T) {
 	t.Parallel()
-	s := mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: tieClock()})
+	s := mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Now: tieClock()})
 	r := rand.New(rand.NewPCG(3, 4))
 	next := 0
 	appendRound(t, s, r, &next, recentMax+60, recentMax+30)
@@ -178,7 +178,7 @@ func TestList2_StaleKeys(t *testing.T) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		idx := tx.Bucket(bucketActivity)
 		for i, key := range headKeys(tx) {
-			m, _, err := readHead2(tx, key)
+			m, _, err := readHead(tx, key)
 			if err != nil {
 				return err
 			}
@@ -204,7 +204,7 @@ func TestList2_StaleKeys(t *testing.T) {
 func TestList2_OpenAfterCrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := mustOpenPath(t, filepath.Join(dir, "l.db"), Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: tieClock()})
+	s := mustOpenPath(t, filepath.Join(dir, "l.db"), Options{NoSync: true, NoGroupCommit: true, Now: tieClock()})
 	r := rand.New(rand.NewPCG(5, 6))
 	next := 0
 	appendRound(t, s, r, &next, recentMax+1, recentMax+1) // a checkpoint
@@ -219,7 +219,7 @@ func TestList2_OpenAfterCrash(t *testing.T) {
 	}
 	copyFile(t, filepath.Join(dir, "l.db"), filepath.Join(dir, "crashed.db"))
 
-	c := mustOpenPath(t, filepath.Join(dir, "crashed.db"), Options{NoSync: true, Format: Format2})
+	c := mustOpenPath(t, filepath.Join(dir, "crashed.db"), Options{NoSync: true})
 	if n := recentHeads(c); n != 0 || c.recentN.Load() != 0 {
 		t.Errorf("after Open: %d recent heads (counted %d), want 0", n, c.recentN.Load())
 	}
@@ -239,7 +239,7 @@ func TestList2_EarlierBuildFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "l.db")
-	s := mustOpenPath(t, path, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: tieClock()})
+	s := mustOpenPath(t, path, Options{NoSync: true, NoGroupCommit: true, Now: tieClock()})
 	r := rand.New(rand.NewPCG(7, 8))
 	next := 0
 	appendRound(t, s, r, &next, recentMax+1, recentMax+1)
@@ -261,7 +261,7 @@ func TestList2_EarlierBuildFile(t *testing.T) {
 	}
 	checkListing(t, s, 4, 50)
 	copyFile(t, path, filepath.Join(dir, "copy.db"))
-	c := mustOpenPath(t, filepath.Join(dir, "copy.db"), Options{NoSync: true, Format: Format2})
+	c := mustOpenPath(t, filepath.Join(dir, "copy.db"), Options{NoSync: true})
 	if n := recentHeads(c); n != 0 {
 		t.Errorf("after Open: %d recent heads, want 0", n)
 	}
@@ -274,7 +274,7 @@ func TestList2_EarlierBuildFile(t *testing.T) {
 func TestAppend2_LeavesActivityIndex(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "l.db")
-	opts := Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: fakeClock()}
+	opts := Options{NoSync: true, NoGroupCommit: true, Now: fakeClock()}
 	s, err := Open(path, opts, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -311,8 +311,8 @@ func TestAppend2_LeavesActivityIndex(t *testing.T) {
 // recentMax heads (List reads them all) and the index 10,000 conversations.
 func BenchmarkList2_FullRecent(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "l.db")
-	makeIdle(b, path, Format2, 10_000)
-	s := mustOpenPath(b, path, Options{NoSync: true, Format: Format2})
+	makeIdle(b, path, 10_000)
+	s := mustOpenPath(b, path, Options{NoSync: true})
 	for i := range recentMax {
 		mustAppend(b, s, "local", fmt.Sprintf("idle-%d", i*37), userMsg("x"))
 	}

@@ -102,8 +102,8 @@ func TestLog2_DamagedLogPage(t *testing.T) {
 	}
 
 	s = mustOpenPath(t, path, Options{NoSync: true, SalvageDamaged: true})
-	if s.Format() != Format2 || s.readOnly {
-		t.Fatalf("after the salvage: format %d, read-only %v", s.Format(), s.readOnly)
+	if s.readOnly {
+		t.Fatal("after the salvage: read-only")
 	}
 	if n, err := s.VerifyAll(ctx); n != 2 || err != nil {
 		t.Errorf("VerifyAll() after the salvage = %d, %v; want the 2 intact conversations", n, err)
@@ -194,8 +194,8 @@ func TestLog2_RightEdgesOnly(t *testing.T) {
 		}
 		return nil
 	})
-	if rightEdgesOnly(Format1, 1<<40) || rightEdgesOnly(Format2, fullCheckMax) || !rightEdgesOnly(Format2, fullCheckMax+1) {
-		t.Error("rightEdgesOnly: only a format-2 file over fullCheckMax")
+	if rightEdgesOnly(fullCheckMax) || !rightEdgesOnly(fullCheckMax+1) {
+		t.Error("rightEdgesOnly: only a file over fullCheckMax")
 	}
 }
 
@@ -260,7 +260,7 @@ func TestLog2_FirstUseByAppend(t *testing.T) {
 		t.Errorf("Append(h) error = %v, want ErrQuarantined (its head is damaged)", err)
 	}
 	if err := s.view(ctx, func(tx *bolt.Tx) error {
-		m, _, err := readHead2(tx, dKey)
+		m, _, err := readHead(tx, dKey)
 		if err == nil && m.LastSeq != 3 {
 			err = fmt.Errorf("head of d at seq %d, want 3 (nothing appended)", m.LastSeq)
 		}

@@ -15,13 +15,13 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 )
 
-// format2Opts is testOpts on a format-2 file.
-var format2Opts = Options{NoSync: true, Format: Format2}
+// format2Opts is testOpts (the name the log's tests have always used).
+var format2Opts = Options{NoSync: true}
 
 // logPos returns the log position of entry seq of conversation key in tx.
 func logPos(t *testing.T, tx *bolt.Tx, key string, seq uint64) uint64 {
 	t.Helper()
-	m, last, err := readHead2(tx, key)
+	m, last, err := readHead(tx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +36,11 @@ func logPos(t *testing.T, tx *bolt.Tx, key string, seq uint64) uint64 {
 	return pos
 }
 
-// TestLog2_ReadsEqualFormat1 appends the same interleaved requests to a format-1 and a
-// format-2 store and compares every read: Range and LastBefore at every bound (across
-// the sparse index's seqs), Last with a filter, TaskEntries, TaskIDs, List, Conversation.
-func TestLog2_ReadsEqualFormat1(t *testing.T) {
+// TestLog_UpgradedReadsEqual appends the same interleaved requests to a store and to a
+// format-1 file (writeFormat1), which Open upgrades, and compares every read of the two:
+// Range and LastBefore at every bound (across the sparse index's seqs), Last with a
+// filter, TaskEntries, TaskIDs, List, Conversation, ConversationsByID.
+func TestLog_UpgradedReadsEqual(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clock := func() func() time.Time {
@@ -47,23 +48,19 @@ func TestLog2_ReadsEqualFormat1(t *testing.T) {
 		n := 0
 		return func() time.Time { n++; return start.Add(time.Duration(n/3) * time.Second) } // ties
 	}
-	open := func(format int) *Store {
-		return mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Format: format, Now: clock(), LargePartBytes: 64})
-	}
-	s1, s2 := open(Format1), open(Format2)
+	opts := func() Options { return Options{NoSync: true, NoGroupCommit: true, Now: clock(), LargePartBytes: 64} }
 	ids := []string{"a", "b", "c", "d"}
-	for i := range 150 {
-		id := ids[i%len(ids)]
-		if i%7 == 0 {
-			id = "a"
-		}
-		es := numbered(fmt.Sprintf("%s%d", id, i), 1+i%3)
-		es[0].TaskID = fmt.Sprintf("task-%s-%d", id, i/10)
-		if i%11 == 0 {
-			es[0].Parts[0].Text += string(bytes.Repeat([]byte("L"), 100)) // an artifact
-		}
-		for _, s := range []*Store{s1, s2} {
-			es := append([]Entry(nil), es...)
+	fill := func(s *Store) {
+		for i := range 150 {
+			id := ids[i%len(ids)]
+			if i%7 == 0 {
+				id = "a"
+			}
+			es := numbered(fmt.Sprintf("%s%d", id, i), 1+i%3)
+			es[0].TaskID = fmt.Sprintf("task-%s-%d", id, i/10)
+			if i%11 == 0 {
+				es[0].Parts[0].Text += string(bytes.Repeat([]byte("L"), 100)) // an artifact
+			}
 			for j := range es {
 				es[j].ID = fmt.Sprintf("id-%d-%d", i, j)
 				es[j].CreatedAt = time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)
@@ -71,12 +68,17 @@ func TestLog2_ReadsEqualFormat1(t *testing.T) {
 			mustAppend(t, s, "local", id, es...)
 		}
 	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	writeFormat1(t, path, opts(), fill)
+	s1 := mustOpenPath(t, path, opts()) // upgrades the format-1 file
+	s2 := mustOpen(t, opts())
+	fill(s2)
 	same := func(what string, f func(s *Store) (any, error)) {
 		t.Helper()
 		a, errA := f(s1)
 		b, errB := f(s2)
 		if !reflect.DeepEqual(a, b) || (errA == nil) != (errB == nil) {
-			t.Fatalf("%s: format 1 = %v, %v; format 2 = %v, %v", what, a, errA, b, errB)
+			t.Fatalf("%s: upgraded = %v, %v; appended = %v, %v", what, a, errA, b, errB)
 		}
 	}
 	c, _ := s2.Conversation(ctx, "local", "a")
@@ -107,9 +109,9 @@ func TestLog2_ReadsEqualFormat1(t *testing.T) {
 		same(fmt.Sprintf("List(%d)", limit), func(s *Store) (any, error) { return s.List(ctx, ListOptions{Limit: limit}) })
 	}
 	same("ConversationsByID", func(s *Store) (any, error) { return s.ConversationsByID(ctx, "c") })
-	for _, s := range []*Store{s1, s2} {
+	for i, s := range []*Store{s1, s2} {
 		if n, err := s.VerifyAll(ctx); n != 4 || err != nil {
-			t.Errorf("format %d: VerifyAll() = %d, %v, want 4, nil", s.Format(), n, err)
+			t.Errorf("store %d: VerifyAll() = %d, %v, want 4, nil", i+1, n, err)
 		}
 	}
 }
@@ -131,7 +133,7 @@ func TestLog2_Tampering(t *testing.T) {
 	}
 	head := func(f func(m *metaRecord)) func(t *testing.T, tx *bolt.Tx) {
 		return func(t *testing.T, tx *bolt.Tx) {
-			m, pos, err := readHead2(tx, key)
+			m, pos, err := readHead(tx, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +301,7 @@ func TestLog2_Checkpoint(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "l.db")
-	opts := Options{NoSync: true, Format: Format2, Now: fakeClock()}
+	opts := Options{NoSync: true, Now: fakeClock()}
 	s := mustOpenPath(t, path, opts)
 	n := recentMax + recentMax/2
 	for i := range n {
@@ -334,9 +336,6 @@ func TestLog2_Checkpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = mustOpenPath(t, path, opts)
-	if s.Format() != Format2 {
-		t.Fatalf("Format() = %d after reopen", s.Format())
-	}
 	check(s)
 }
 
@@ -350,7 +349,7 @@ func TestLog2_ListPages(t *testing.T) {
 		tick++
 		return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).Add(time.Duration(tick/4) * time.Second)
 	}
-	s := mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Format: Format2, Now: now})
+	s := mustOpen(t, Options{NoSync: true, NoGroupCommit: true, Now: now})
 	for i := range 40 {
 		owner := []string{"a", "b"}[i%2]
 		mustAppend(t, s, owner, fmt.Sprintf("c-%d", i%13), userMsg("x"))

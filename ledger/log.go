@@ -6,13 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Format 2 (DESIGN D-7): every entry of every conversation is stored once, in one
-// append-ordered log, and a conversation reaches its entries from its head:
+// The storage format of a ledger file, format 2 (DESIGN D-7; format1.go has what is left
+// of format 1, which only the upgrade reads): every entry of every conversation is stored
+// once, in one append-ordered log, and a conversation reaches its entries from its head:
 //
 //	"v1.log"/                  position (8 bytes big-endian, from the bucket's sequence) →
 //	                           log record: 0x01 ‖ sha256 of the conversation (the 32 bytes
@@ -26,10 +28,16 @@ import (
 //	"v1.activity"/             last activity (8 bytes big-endian Unix nanoseconds) ‖ key →
 //	                           empty: the conversations of "v1.heads" by last activity
 //	"v1.owners"/               owner → empty: every owner with a conversation (owners.go)
-//	"v1.tasks", "v1.artifacts", "v1.byid", "v1.quarantine" as in format 1, except that an
-//	                           entry key of the task index (taskId ‖ 0x00 ‖ seq) holds the
-//	                           entry's log position, and that "v1.byid" holds only the
-//	                           conversations opened before the file had "v1.owners"
+//	"v1.tasks"/                taskId → conversation key [‖ 0x00 ‖ previous taskId]: the
+//	                           task's conversation and the task it started before it (keys.go);
+//	                           taskId ‖ 0x00 ‖ seq → the log position of that entry of the task
+//	"v1.artifacts"/            sha256 hex → content (written once)
+//	"v1.byid"/                 sha256(contextId) ‖ conversation key → empty, for the
+//	                           conversations opened before the file had "v1.owners" (byid.go)
+//	"v1.quarantine"/           the conversations a salvage lost (quarantine.go)
+//	"v1.push.configs", "v1.push.pending", "v1.running": outbox.go, running.go
+//
+// No other top-level name is ever read, listed or written.
 //
 // A commit appends at the right edge of the log (and, with time-ordered task ids, of the
 // task index); the only keys it writes at random places are the heads of the
@@ -57,8 +65,8 @@ import (
 // entry by seq is found from the next indexed seq above it (at most seqIndexEvery-1
 // records back) or from the head.
 //
-// The file's format is the task index's bucket sequence: layoutVersion (2) is format 1,
-// layoutFormat2 (3) and layoutOwners (4, with "v1.owners") are format 2.
+// The file's format is the task index's bucket sequence: layoutFormat2 (3) and
+// layoutOwners (4, with "v1.owners") are format 2; below that, format 1 (format1.go).
 var (
 	bucketLog      = []byte("v1.log")
 	bucketHeads    = []byte("v1.heads")
@@ -67,13 +75,8 @@ var (
 	bucketActivity = []byte("v1.activity")
 )
 
-// Format numbers (Options.Format).
-const (
-	Format1 = 1 // one bucket per conversation (earlier builds)
-	Format2 = 2 // the shared append-ordered log (D-7)
-)
-
-// layoutFormat2 is the task index's bucket sequence in a format-2 file.
+// layoutFormat2 is the task index's bucket sequence in a format-2 file written before the
+// owners list (layoutOwners, owners.go).
 const layoutFormat2 = 3
 
 // seqIndexEvery: seq multiples of it are in the sparse index.
@@ -83,7 +86,7 @@ const seqIndexEvery = 32
 // "v1.heads".
 const recentMax = 256
 
-// headVersion is the first byte of a format-2 head record.
+// headVersion is the first byte of a head record.
 const headVersion = 2
 
 // logRecordVersion is the first byte of a log record.
@@ -92,11 +95,8 @@ const logRecordVersion = 1
 // hashLen is the length of a conversation's hash in log records and the sparse index.
 const hashLen = 32
 
-// isFormat2 reports whether tx is a format-2 file's.
-func isFormat2(tx *bolt.Tx) bool { return tx.Bucket(bucketLog) != nil }
-
-// createFormat2 creates the buckets of format 2 that are missing.
-func createFormat2(tx *bolt.Tx) error {
+// createLogBuckets creates the buckets of the log and its indexes that are missing.
+func createLogBuckets(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketLog, bucketHeads, bucketRecent, bucketSeqIdx, bucketActivity, bucketOwners} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
@@ -153,9 +153,9 @@ func headBytes(tx *bolt.Tx, key string) []byte {
 	return nil
 }
 
-// readHead2 returns the head of conversation key in tx: ErrNotFound if it has none, a
+// readHead returns the head of conversation key in tx: ErrNotFound if it has none, a
 // *ChainError if it does not decode.
-func readHead2(tx *bolt.Tx, key string) (metaRecord, uint64, error) {
+func readHead(tx *bolt.Tx, key string) (metaRecord, uint64, error) {
 	v := headBytes(tx, key)
 	if v == nil {
 		return metaRecord{}, 0, ErrNotFound
@@ -226,7 +226,7 @@ func seqIdxKey(hash []byte, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(make([]byte, 0, hashLen+seqLen), hash...), seq)
 }
 
-// convLog reads one conversation's entries from a format-2 file inside a transaction.
+// convLog reads one conversation's entries inside a transaction.
 type convLog struct {
 	key     string
 	m       *metaRecord // the head (names the conversation in errors); nil when unknown
@@ -245,7 +245,7 @@ func openLog(tx *bolt.Tx, key string, m *metaRecord, lastPos uint64) (*convLog, 
 	l := &convLog{key: key, m: m, hash: convHash(key), log: tx.Bucket(bucketLog), idx: tx.Bucket(bucketSeqIdx),
 		lastSeq: m.LastSeq, lastPos: lastPos}
 	if l.hash == nil || l.log == nil || l.idx == nil {
-		return nil, &ChainError{Key: key, Reason: "format-2 buckets missing"}
+		return nil, &ChainError{Key: key, Reason: "the log's buckets are missing"}
 	}
 	return l, nil
 }
@@ -393,4 +393,49 @@ func (l *convLog) positions() ([]uint64, error) {
 		pos = r.prevPos
 	}
 	return out, nil
+}
+
+// headKeys returns the keys of every conversation (its head), sorted.
+func headKeys(tx *bolt.Tx) []string {
+	var keys []string
+	for _, name := range [][]byte{bucketHeads, bucketRecent} {
+		if b := tx.Bucket(name); b != nil {
+			_ = b.ForEach(func(k, _ []byte) error {
+				keys = append(keys, string(k))
+				return nil
+			})
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// errFormat1 refuses to serve a format-1 file (format1.go), which Open upgrades first.
+var errFormat1 = errors.New("the file is in format 1 (earlier builds), which this build only upgrades (gateway ledger upgrade)")
+
+// setUp creates the buckets of the log and of the indexes that are missing and records
+// the layout in the task index's bucket sequence: a new file gets layoutOwners, a file of
+// layoutFormat2 (written before the owners list) gets an empty list and layoutOwners
+// (owners.go). It refuses a format-1 file (errFormat1: Open upgrades one before it gets
+// here) and a file of a newer layout.
+func setUp(tx *bolt.Tx) error {
+	fresh := tx.Bucket(bucketTasks) == nil
+	tasks, err := tx.CreateBucketIfNotExists(bucketTasks)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketTasks, err)
+	}
+	if _, err := tx.CreateBucketIfNotExists(bucketArtifacts); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucketArtifacts, err)
+	}
+	switch v := tasks.Sequence(); {
+	case fresh, v == layoutFormat2:
+		if err := tasks.SetSequence(layoutOwners); err != nil {
+			return err
+		}
+	case v > layoutOwners:
+		return fmt.Errorf("the file has storage layout %d, written by a newer build; this build reads layouts up to %d", v, layoutOwners)
+	case v < layoutFormat2:
+		return errFormat1
+	}
+	return createLogBuckets(tx)
 }

@@ -8,101 +8,35 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// log2Tx holds the buckets a format-2 write transaction uses.
-type log2Tx struct {
+// The writes of a commit to the log (log.go): the entries at the log's right edge, the
+// heads of the conversations they continue, and the checkpoint that moves those heads
+// from "v1.heads.recent" to "v1.heads".
+
+// logTx holds the buckets a write transaction uses.
+type logTx struct {
 	log, heads, recent, seqIdx, activity, tasks, artifacts wbucket
 	newRecent                                              int // heads added to recent in this tx
 }
 
-// buckets2 returns the format-2 buckets of tx, their writes recorded in r (nil: not), or
-// an error if one is missing.
-func buckets2(tx *bolt.Tx, r *redo) (*log2Tx, error) {
-	b := &log2Tx{log: wb(tx, r, bucketLog), heads: wb(tx, r, bucketHeads), recent: wb(tx, r, bucketRecent),
+// logBuckets returns the buckets of tx an append writes, their writes recorded in r
+// (nil: not), or an error if one is missing.
+func logBuckets(tx *bolt.Tx, r *redo) (*logTx, error) {
+	b := &logTx{log: wb(tx, r, bucketLog), heads: wb(tx, r, bucketHeads), recent: wb(tx, r, bucketRecent),
 		seqIdx: wb(tx, r, bucketSeqIdx), activity: wb(tx, r, bucketActivity),
 		tasks: wb(tx, r, bucketTasks), artifacts: wb(tx, r, bucketArtifacts)}
 	if b.log.Bucket == nil || b.heads.Bucket == nil || b.recent.Bucket == nil || b.seqIdx.Bucket == nil ||
 		b.activity.Bucket == nil || b.tasks.Bucket == nil || b.artifacts.Bucket == nil {
-		return nil, fmt.Errorf("ledger: format-2 buckets missing")
+		return nil, fmt.Errorf("ledger: the log's buckets are missing")
 	}
 	// Everything but the heads grows at its right edge: fill the leaves left behind.
 	b.log.FillPercent, b.seqIdx.FillPercent, b.activity.FillPercent, b.tasks.FillPercent = 1, 0.9, 0.9, 0.9
 	return b, nil
 }
 
-// apply2 is apply for a format-2 file: the same checks, then the entries go to the log.
-func (s *Store) apply2(tx *bolt.Tx, p *prepared) (res outcome, reqErr, txErr error) {
-	b, err := buckets2(tx, s.redo)
-	if err != nil {
-		return outcome{}, nil, err
-	}
-	if err := s.quarantined(p.key); err != nil {
-		return outcome{}, err, nil
-	}
-	m, lastPos, found, err := loadHead2(tx, p)
-	if err != nil {
-		return outcome{}, err, nil
-	}
-	if found {
-		if err := p.repeatOf(func(keep func(*Entry) bool) ([]Entry, error) {
-			return lastBeforeHead(tx, p.key, m, lastPos, 0, 1, keep)
-		}); err != nil {
-			return outcome{}, err, nil
-		}
-	}
-	if err := fence(p, &m); err != nil {
-		return outcome{}, err, nil
-	}
-	newTasks, err := newTaskIDs(b.tasks.Bucket, p)
-	if err != nil {
-		return outcome{}, err, nil
-	}
-	encoded, entries := s.chainFrames(p, &m)
-
-	// Writes.
-	if !found {
-		if err := registerOwner(tx, s.redo, p.owner); err != nil {
-			return outcome{}, nil, fmt.Errorf("list the owner: %w", err)
-		}
-	}
-	if err := putBeside(tx, s.redo, b.artifacts, b.tasks, p, newTasks, entries, &m); err != nil {
-		return outcome{}, nil, err
-	}
-	if lastPos, err = b.putEntries(p.key, entries, encoded, &m, lastPos); err != nil {
-		return outcome{}, nil, err
-	}
-	advance(&m, entries, p.now)
-	if err := b.putHead(p.key, &m, lastPos); err != nil {
-		return outcome{}, nil, err
-	}
-	if b.newRecent > 0 {
-		n := b.newRecent
-		tx.OnCommit(func() { s.recentN.Add(int64(n)) })
-	}
-	return outcome{epoch: m.Epoch, entries: entries}, nil, nil
-}
-
-// loadHead2 reads the conversation's head (new metadata and found false for a new
-// conversation). A [*ChainError] refuses the request.
-func loadHead2(tx *bolt.Tx, p *prepared) (metaRecord, uint64, bool, error) {
-	m, pos, err := readHead2(tx, p.key)
-	switch {
-	case err == ErrNotFound:
-		return metaRecord{ContextID: p.contextID, Owner: p.owner, CreatedAt: p.now}, 0, false, nil
-	case err != nil:
-		ce := err.(*ChainError)
-		ce.ContextID, ce.Owner = p.contextID, p.owner
-		return metaRecord{}, 0, false, ce
-	case m.ContextID != p.contextID || m.Owner != p.owner:
-		return metaRecord{}, 0, false, &ChainError{Key: p.key, ContextID: p.contextID, Owner: p.owner,
-			Reason: fmt.Sprintf("head names contextId %q owner %q", m.ContextID, m.Owner)}
-	}
-	return m, pos, true, nil
-}
-
 // putEntries appends the encoded entries to the log after m's last seq, each linked to
 // the one before (lastPos), indexes every seqIndexEvery-th seq and the entries of a task,
 // and advances m's last seq and counters. It returns the last entry's position.
-func (b *log2Tx) putEntries(key string, entries []Entry, encoded []frame, m *metaRecord, lastPos uint64) (uint64, error) {
+func (b *logTx) putEntries(key string, entries []Entry, encoded []frame, m *metaRecord, lastPos uint64) (uint64, error) {
 	hash := convHash(key)
 	positions := make([]byte, 0, seqLen*len(entries)) // the indexes' values, kept by bbolt until the commit
 	var kb [hashLen + seqLen + 64]byte                // the keys of the indexes: bbolt copies a key
@@ -143,7 +77,7 @@ func (b *log2Tx) putEntries(key string, entries []Entry, encoded []frame, m *met
 // putHead writes the head to "v1.heads.recent". The activity index is left alone: it
 // indexes the heads of "v1.heads", and the checkpoint that moves this head there moves
 // its key (moveRecent).
-func (b *log2Tx) putHead(key string, m *metaRecord, lastPos uint64) error {
+func (b *logTx) putHead(key string, m *metaRecord, lastPos uint64) error {
 	if b.recent.Get([]byte(key)) == nil {
 		b.newRecent++
 	}
@@ -156,7 +90,7 @@ func (b *log2Tx) putHead(key string, m *metaRecord, lastPos uint64) error {
 // checkpoint moves every head of "v1.heads.recent" to "v1.heads" when it holds more than
 // recentMax, in tx (the commit's own transaction).
 func (s *Store) checkpoint(tx *bolt.Tx) error {
-	if s.recentN.Load() <= recentMax || !isFormat2(tx) {
+	if s.recentN.Load() <= recentMax {
 		return nil
 	}
 	return s.moveRecent(tx)
@@ -167,7 +101,7 @@ func (s *Store) checkpoint(tx *bolt.Tx) error {
 // crash (or an earlier build's Close) left some there. A failure is logged: the heads
 // stay where they are, as good (List reads them from there).
 func (s *Store) checkpointNow(when string) {
-	if s.format != Format2 || s.readOnly || s.recentN.Load() == 0 {
+	if s.readOnly || s.recentN.Load() == 0 {
 		return
 	}
 	if err := s.safeUpdate(s.moveRecent); err != nil {

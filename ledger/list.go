@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -12,14 +14,85 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 )
 
-// list2 is List's read of a format-2 file. It merges two streams, newest first: the
+// ListOptions filters [Store.List].
+type ListOptions struct {
+	Owner string // only this owner's conversations; "" = every owner
+	Limit int    // at most this many; 0 = all
+	// After, when set, continues a listing after the conversation it names: only the
+	// conversations that come after it in the listing order (LastActivity older, or equal
+	// with a greater key) are listed. The conversation need not exist any more. Nil: from
+	// the newest.
+	After *ListCursor
+}
+
+// ListCursor is a position in the listing order of [Store.List]: a conversation's
+// LastActivity and key (a listed Conversation's, see [Conversation.Cursor]).
+type ListCursor struct {
+	LastActivity time.Time
+	Key          string
+}
+
+// Cursor returns c's position in the listing order.
+func (c *Conversation) Cursor() *ListCursor {
+	return &ListCursor{LastActivity: c.LastActivity, Key: c.Key}
+}
+
+// Before reports whether c comes after the cursor in the listing order (newest
+// LastActivity first, ties by key), so that a listing continued after the cursor holds it.
+// A nil cursor comes before everything.
+func (cur *ListCursor) Before(c *Conversation) bool {
+	if cur == nil {
+		return true
+	}
+	if !c.LastActivity.Equal(cur.LastActivity) {
+		return c.LastActivity.Before(cur.LastActivity)
+	}
+	return c.Key > cur.Key
+}
+
+// List returns the conversations of the current namespace, newest LastActivity first (ties
+// by key), with their original contextIds, from the newest or after opts.After. It reads
+// the activity index from that position and stops after Limit conversations (a page costs
+// its size, wherever it starts; see listFrom). Keys outside the namespace (other versions,
+// legacy names) are skipped unread, as is a quarantined conversation or one whose head is
+// unreadable or does not hash to its key (logged at Warn; [Store.VerifyAll] reports it).
+// Errors: a [*ChainError] when the file's own tree or the activity index is damaged;
+// [ErrInvalid] for a negative Limit; [ErrClosed] after Close.
+func (s *Store) List(ctx context.Context, opts ListOptions) ([]Conversation, error) {
+	if opts.Limit < 0 {
+		return nil, invalidField("limit", "negative")
+	}
+	type skipped struct{ key, reason string }
+	var (
+		out  []Conversation
+		skip []skipped
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		defer recoverDamage(&err, rootTree)
+		out, err = s.listFrom(tx, opts, func(key, reason string) { skip = append(skip, skipped{key, reason}) })
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sk := range skip { // logged after the transaction: no I/O but bbolt inside one
+		s.logger.WarnContext(ctx, "conversation skipped in listing", "key", sk.key, "reason", sk.reason)
+	}
+	sortConversations(out)
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// listFrom is List's read. It merges two streams, newest first: the
 // conversations whose head is in "v1.heads.recent" (the whole bucket is read, it is
 // small; a head is decoded in full only when the merge reaches it), and the activity
-// index from its newest end, which indexes the heads of "v1.heads" (see log2.go). It
+// index from its newest end, which indexes the heads of "v1.heads" (see log.go). It
 // stops when limit (0: all) conversations of owner ("": any) are found and the next one
 // is older than the last found: the page holds every tie of its last LastActivity (List
 // sorts the ties by key and cuts at limit).
-func (s *Store) list2(tx *bolt.Tx, opts ListOptions, skip func(key, reason string)) ([]Conversation, error) {
+func (s *Store) listFrom(tx *bolt.Tx, opts ListOptions, skip func(key, reason string)) ([]Conversation, error) {
 	idx := tx.Bucket(bucketActivity)
 	if idx == nil {
 		return nil, &ChainError{Key: string(bucketActivity), Reason: "the activity index is missing"}
@@ -54,7 +127,7 @@ func (s *Store) list2(tx *bolt.Tx, opts ListOptions, skip func(key, reason strin
 	}
 }
 
-// recentHead is a head of "v1.heads.recent" as list2 merges it: at is its LastActivity
+// recentHead is a head of "v1.heads.recent" as listFrom merges it: at is its LastActivity
 // as the activity index spells it.
 type recentHead struct {
 	key, v []byte
@@ -150,7 +223,7 @@ func headLastActivity(v []byte) (time.Time, bool) {
 	return t, d.err == nil
 }
 
-// activityScan reads the activity index from its newest end for list2.
+// activityScan reads the activity index from its newest end for listFrom.
 type activityScan struct {
 	s    *Store
 	tx   *bolt.Tx
@@ -188,7 +261,7 @@ func (a *activityScan) next() (Conversation, bool) {
 		a.skip(key, "quarantined")
 		return Conversation{}, false
 	}
-	m, _, err := readHead2(a.tx, key)
+	m, _, err := readHead(a.tx, key)
 	switch {
 	case err != nil:
 		a.skip(key, err.Error())
@@ -212,4 +285,14 @@ func startActivity(c *bolt.Cursor, after *ListCursor) []byte {
 	}
 	k, _ := c.Prev()
 	return k
+}
+
+// sortConversations orders out newest LastActivity first, ties by key.
+func sortConversations(out []Conversation) {
+	slices.SortFunc(out, func(a, b Conversation) int {
+		if c := b.LastActivity.Compare(a.LastActivity); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
 }

@@ -1,4 +1,0 @@
-package ledger
-
-// defaultFormat is the format of a new file when Options.Format is zero.
-var defaultFormat = Format2
