@@ -49,13 +49,6 @@ type Locker interface {
 	Holder(ctx context.Context, key string) (string, error)
 }
 
-// RateLimiter admits a peer's requests. Allow reports whether one more request of
-// peer may run now and, when not, how long until one may. It must be safe for concurrent
-// use and must not block.
-type RateLimiter interface {
-	Allow(peer string) (ok bool, retryAfter time.Duration)
-}
-
 // Observer receives the runner's measurements (metrics). Every method must be cheap and
 // must not block; a nil Observer in Config observes nothing.
 type Observer interface {
@@ -65,8 +58,6 @@ type Observer interface {
 	Busy()
 	// Retried: a send was answered as a retry of a stored message (retry.go); no turn ran.
 	Retried()
-	// RateLimited: a request of peer was refused with RATE_LIMITED.
-	RateLimited(peer string)
 	// LimitExceeded: a request was refused for a size limit; what names it ("parts",
 	// "part_bytes", "message_bytes", "streams").
 	LimitExceeded(what string)

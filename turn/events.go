@@ -336,9 +336,6 @@ func (s *eventStream) Close() {
 // starts.
 func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	if err := contextid.Validate(contextID); err != nil {
 		return nil, &paramError{Field: "contextId", Err: err}
 	}

@@ -5,27 +5,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 )
-
-// admit applies the peer's rate limit to one request; a refusal is a
-// *rateLimitError.
-func (r *Runner) admit(ctx context.Context) error {
-	if r.cfg.RateLimit == nil {
-		return nil
-	}
-	peer := PeerFrom(ctx)
-	ok, retry := r.cfg.RateLimit.Allow(peer)
-	if ok {
-		return nil
-	}
-	r.obs.RateLimited(peer)
-	return &rateLimitError{Peer: peer, RetryAfter: max(1, int(math.Ceil(retry.Seconds())))}
-}
 
 // checkLimits refuses a message over the configured size limits before anything of it is
 // stored, with a *limitError.
@@ -66,7 +50,7 @@ func (r *Runner) openStream(ctx context.Context) (release func(), err error) {
 	defer r.streamsMu.Unlock()
 	if max := r.cfg.MaxStreamsPerPeer; max > 0 && r.streams[peer] >= max {
 		r.obs.LimitExceeded("streams")
-		return nil, &rateLimitError{Peer: peer, Streams: max}
+		return nil, &streamLimitError{Peer: peer, Max: max}
 	}
 	r.streams[peer]++
 	var once sync.Once
@@ -98,7 +82,6 @@ type noObserver struct{}
 func (noObserver) TurnDone(string, time.Duration)    {}
 func (noObserver) Busy()                             {}
 func (noObserver) Retried()                          {}
-func (noObserver) RateLimited(string)                {}
 func (noObserver) LimitExceeded(string)              {}
 func (noObserver) LeaseAcquire(time.Duration, error) {}
 func (noObserver) AgentDone(time.Duration, error)    {}

@@ -149,9 +149,6 @@ func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (
 	if err := r.pushEnabled(p.Config.Dialect); err != nil {
 		return nil, err
 	}
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	peer := PeerFrom(ctx)
 	conv, _, err := r.taskEntries(ctx, peer, p.TaskID)
 	if err != nil {
@@ -242,9 +239,6 @@ func (r *Runner) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef)
 // returns the task's live configs.
 func (r *Runner) pushRef(ctx context.Context, p *a2a.PushConfigRef) ([]ledger.PushConfig, error) {
 	if err := r.pushEnabled(p.Dialect); err != nil {
-		return nil, err
-	}
-	if err := r.admit(ctx); err != nil {
 		return nil, err
 	}
 	peer := PeerFrom(ctx)

@@ -44,11 +44,10 @@ type Config struct {
 	MaxPartBytes    int // bytes of one part's content (text, data or file bytes)
 	MaxMessageBytes int // bytes of all the message's parts together
 	// MaxStreamsPerPeer bounds the streams (SSE and WebSocket subscriptions) one peer has
-	// open at once; beyond it a stream is refused with RATE_LIMITED.
+	// open at once; beyond it a stream is refused with RATE_LIMITED. (The peers' request
+	// rate is limited before a request reaches the Runner: cmd/gateway's ratelimit.go.)
 	MaxStreamsPerPeer int
 
-	// RateLimit admits each peer's requests; nil admits all.
-	RateLimit RateLimiter
 	// Observe receives measurements; nil observes nothing.
 	Observe Observer
 	// Tools gives each turn the tools its agent may call; nil offers none.
@@ -318,12 +317,10 @@ func (r *Runner) Running() int {
 
 // SendMessage implements a2a.Handler. Its errors are protocol errors (see protocolError):
 // invalid params naming the field, TASK_NOT_FOUND, UNSUPPORTED_OPERATION for an ended
-// task, CONTEXT_BUSY, RATE_LIMITED, UNAVAILABLE during shutdown.
+// task, CONTEXT_BUSY, UNAVAILABLE during shutdown; a stream, RATE_LIMITED beyond
+// MaxStreamsPerPeer.
 func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.SendResult, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return a2a.SendResult{}, err
-	}
 	acc, err := r.start(ctx, p, false)
 	if err != nil {
 		return a2a.SendResult{}, err
@@ -365,9 +362,6 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 // SendStreamingMessage implements a2a.Handler. Its errors are those of SendMessage.
 func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	release, err := r.openStream(ctx)
 	if err != nil {
 		return nil, err

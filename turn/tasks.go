@@ -60,9 +60,6 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 // GetTask implements a2a.Handler. Its errors are protocol errors (see protocolError).
 func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	return r.loadTask(ctx, PeerFrom(ctx), p.ID, p.HistoryLength)
 }
 
@@ -71,9 +68,6 @@ func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task
 // (see protocolError).
 func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (_ *a2a.ListTasksResult, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	after, err := decodePageToken(p)
 	if err != nil {
 		return nil, err
@@ -155,9 +149,6 @@ func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *
 // (see protocolError).
 func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Task, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	peer := PeerFrom(ctx)
 	t, err := r.loadTask(ctx, peer, p.ID, nil)
 	if err != nil {
@@ -239,9 +230,6 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 // protocolError).
 func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
 	return r.subscribe(ctx, p, false)
 }
 
