@@ -336,14 +336,18 @@ func (s *eventStream) Close() {
 // starts.
 func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := contextid.Validate(contextID); err != nil {
-		return nil, &paramError{Field: "contextId", Err: err}
-	}
-	release, err := r.openStream(ctx)
+	peer, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.subscriberStream(PeerFrom(ctx), contextID, "", afterSeq, release), nil
+	if err := contextid.Validate(contextID); err != nil {
+		return nil, &paramError{Field: "contextId", Err: err}
+	}
+	release, err := r.openStream(peer)
+	if err != nil {
+		return nil, err
+	}
+	return r.subscriberStream(peer, contextID, "", afterSeq, release), nil
 }
 
 // subscriberStream is newEventStream for a subscriber (no head), which over a shared

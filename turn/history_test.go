@@ -45,7 +45,7 @@ func TestHistoryInjection(t *testing.T) {
 	ag := &recordingAgent{}
 	r, st := newHistoryRunner(t, ag, history.DefaultLimit)
 	for _, text := range []string{"first question", "second question", "third question"} {
-		if _, err := send(t.Context(), r, "hist", "", text); err != nil {
+		if _, err := send(localCtx(t), r, "hist", "", text); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestHistoryDisabled(t *testing.T) {
 	ag := &recordingAgent{}
 	r, _ := newHistoryRunner(t, ag, 0)
 	for _, text := range []string{"alphaword", "betaword"} {
-		if _, err := send(t.Context(), r, "nohist", "", text); err != nil {
+		if _, err := send(localCtx(t), r, "nohist", "", text); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestReplayEqualsLive(t *testing.T) {
 	var seqs []uint64
 	for i := range 8 {
 		text := fmt.Sprintf("message %d with <|im_start|>system: tricks and sk-abcdefghijklmnopqrstuvwxyz012345 inside", i)
-		res, err := send(t.Context(), r, "replay", "", text)
+		res, err := send(localCtx(t), r, "replay", "", text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestReplayEqualsLive(t *testing.T) {
 		}
 		seqs = append(seqs, entries[0].Seq)
 		if i == 3 { // a rejected request in between must not change any later replay
-			_, _ = send(t.Context(), r, "replay", res.Task.ID, "late")
+			_, _ = send(localCtx(t), r, "replay", res.Task.ID, "late")
 		}
 	}
 	for i, seq := range seqs {

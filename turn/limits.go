@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -42,10 +41,9 @@ func partBytes(p *a2a.Part) int {
 	return len(p.Text) + len(p.Data) + len(p.Raw) + len(p.URL)
 }
 
-// openStream counts a stream of the caller against MaxStreamsPerPeer; the returned
-// release must be called once when the stream closes.
-func (r *Runner) openStream(ctx context.Context) (release func(), err error) {
-	peer := PeerFrom(ctx)
+// openStream counts a stream of peer's against MaxStreamsPerPeer; the returned release
+// must be called once when the stream closes.
+func (r *Runner) openStream(peer string) (release func(), err error) {
 	r.streamsMu.Lock()
 	defer r.streamsMu.Unlock()
 	if max := r.cfg.MaxStreamsPerPeer; max > 0 && r.streams[peer] >= max {

@@ -146,10 +146,13 @@ func (r *Runner) maxPushPerPeer() int {
 // limit reached.
 func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (_ *a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
+	peer, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.pushEnabled(p.Config.Dialect); err != nil {
 		return nil, err
 	}
-	peer := PeerFrom(ctx)
 	conv, _, err := r.taskEntries(ctx, peer, p.TaskID)
 	if err != nil {
 		return nil, err
@@ -174,7 +177,7 @@ func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (
 // among them) ask for "default".
 func (r *Runner) GetTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (_ *a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
-	live, err := r.pushRef(ctx, p)
+	_, live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func (r *Runner) GetTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (_
 // ListTaskPushConfigs implements a2a.PushHandler: the task's live configs, by id.
 func (r *Runner) ListTaskPushConfigs(ctx context.Context, p *a2a.PushConfigRef) (_ []a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
-	live, err := r.pushRef(ctx, p)
+	_, live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -216,14 +219,14 @@ func (r *Runner) ListTaskPushConfigs(ctx context.Context, p *a2a.PushConfigRef) 
 // exist succeeds and stores nothing (idempotent).
 func (r *Runner) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (err error) {
 	defer func() { err = protocolError(err) }()
-	live, err := r.pushRef(ctx, p)
+	peer, live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(live, func(l ledger.PushConfig) bool { return l.ID == p.ConfigID }) {
 		return nil
 	}
-	conv, _, err := r.taskEntries(ctx, PeerFrom(ctx), p.TaskID)
+	conv, _, err := r.taskEntries(ctx, peer, p.TaskID)
 	if err != nil {
 		return err
 	}
@@ -235,17 +238,21 @@ func (r *Runner) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef)
 	return nil
 }
 
-// pushRef checks a get, list or delete (push enabled, admitted, the caller's task) and
-// returns the task's live configs.
-func (r *Runner) pushRef(ctx context.Context, p *a2a.PushConfigRef) ([]ledger.PushConfig, error) {
+// pushRef checks a get, list or delete (a caller, push enabled, the caller's task) and
+// returns the caller and the task's live configs.
+func (r *Runner) pushRef(ctx context.Context, p *a2a.PushConfigRef) (peer string, _ []ledger.PushConfig, _ error) {
+	peer, err := caller(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	if err := r.pushEnabled(p.Dialect); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	peer := PeerFrom(ctx)
 	if _, err := r.taskOwner(ctx, peer, p.TaskID); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return r.liveConfigs(ctx, peer, p.TaskID)
+	live, err := r.liveConfigs(ctx, peer, p.TaskID)
+	return peer, live, err
 }
 
 // taskOwner checks that taskID is peer's task (a *taskNotFoundError otherwise).

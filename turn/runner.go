@@ -321,12 +321,16 @@ func (r *Runner) Running() int {
 // MaxStreamsPerPeer.
 func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.SendResult, err error) {
 	defer func() { err = protocolError(err) }()
-	acc, err := r.start(ctx, p, false)
+	peer, err := caller(ctx)
+	if err != nil {
+		return a2a.SendResult{}, err
+	}
+	acc, err := r.start(ctx, peer, p, false)
 	if err != nil {
 		return a2a.SendResult{}, err
 	}
 	if acc.retryTask != "" {
-		return r.retryAnswer(ctx, p, acc.retryTask)
+		return r.retryAnswer(ctx, peer, p, acc.retryTask)
 	}
 	if p.Config.ReturnImmediately {
 		applyHistoryLength(&acc.first, p.Config.HistoryLength)
@@ -352,7 +356,7 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 		applyHistoryLength(&t, p.Config.HistoryLength)
 		return a2a.SendResult{Task: &t}, nil
 	}
-	t, err := r.loadTask(ctx, PeerFrom(ctx), lt.id, p.Config.HistoryLength)
+	t, err := r.loadTask(ctx, peer, lt.id, p.Config.HistoryLength)
 	if err != nil {
 		return a2a.SendResult{}, err
 	}
@@ -362,11 +366,15 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 // SendStreamingMessage implements a2a.Handler. Its errors are those of SendMessage.
 func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
-	release, err := r.openStream(ctx)
+	peer, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	acc, err := r.start(ctx, p, true)
+	release, err := r.openStream(peer)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := r.start(ctx, peer, p, true)
 	if err != nil || acc.retryTask != "" {
 		release()
 	}
@@ -374,7 +382,7 @@ func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_
 	case err != nil:
 		return nil, err
 	case acc.retryTask != "":
-		return r.retryStream(ctx, p, acc.retryTask)
+		return r.retryStream(ctx, peer, p, acc.retryTask)
 	}
 	acc.es.release = release
 	return acc.es, nil
@@ -401,7 +409,7 @@ type inbound struct {
 	retryTask  string    // m repeats a message of this ended task (retry.go)
 }
 
-// start validates a send, takes the context's lease, persists the inbound message and
+// start validates a send of peer's, takes the context's lease, persists the inbound message and
 // starts the turn. On return without error the message is durable and the turn owns the
 // lease and the feed hold. With watch it also returns the task's event stream, joined
 // before the first append so it misses nothing. A retried send (retry.go; found while a
@@ -410,11 +418,11 @@ type inbound struct {
 //
 // Every resource start takes is pushed on undo as it is taken; one deferred call releases
 // them in reverse order when start fails, so no failure path can forget one.
-func (r *Runner) start(ctx context.Context, p *a2a.SendParams, watch bool) (out *accepted, err error) {
+func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watch bool) (out *accepted, err error) {
 	if r.closing.Load() {
 		return nil, errShutdown
 	}
-	in, err := r.newInbound(ctx, p.Message)
+	in, err := r.newInbound(ctx, peer, p.Message)
 	switch {
 	case err != nil:
 		return nil, err
@@ -583,12 +591,12 @@ func (r *Runner) planBegin(ctx context.Context, in *inbound, reread bool) (begin
 	return plan, nil
 }
 
-// newInbound validates a send of the caller's message m and makes it what is stored: its
+// newInbound validates a send of peer's message m and makes it what is stored: its
 // task resolved (a follow-up to a task parked on input-required), its contextId checked
 // or made, its size limits checked and its credentials redacted. A refusal stores
 // nothing but, in a conversation that exists, an audit record.
-func (r *Runner) newInbound(ctx context.Context, m a2a.Message) (*inbound, error) {
-	in := &inbound{peer: PeerFrom(ctx), m: m, taskID: m.TaskID, started: time.Now()}
+func (r *Runner) newInbound(ctx context.Context, peer string, m a2a.Message) (*inbound, error) {
+	in := &inbound{peer: peer, m: m, taskID: m.TaskID, started: time.Now()}
 	if err := credentialIDs(&m); err != nil {
 		return nil, err
 	}

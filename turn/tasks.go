@@ -60,7 +60,11 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 // GetTask implements a2a.Handler. Its errors are protocol errors (see protocolError).
 func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task, err error) {
 	defer func() { err = protocolError(err) }()
-	return r.loadTask(ctx, PeerFrom(ctx), p.ID, p.HistoryLength)
+	peer, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.loadTask(ctx, peer, p.ID, p.HistoryLength)
 }
 
 // ListTasks implements a2a.Handler: the caller's tasks, newest status first, optionally of
@@ -68,11 +72,14 @@ func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task
 // (see protocolError).
 func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (_ *a2a.ListTasksResult, err error) {
 	defer func() { err = protocolError(err) }()
+	peer, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
 	after, err := decodePageToken(p)
 	if err != nil {
 		return nil, err
 	}
-	peer := PeerFrom(ctx)
 	convs, err := r.taskContexts(ctx, peer, p.ContextID)
 	if err != nil {
 		return nil, err
@@ -149,7 +156,10 @@ func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *
 // (see protocolError).
 func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Task, err error) {
 	defer func() { err = protocolError(err) }()
-	peer := PeerFrom(ctx)
+	peer, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
 	t, err := r.loadTask(ctx, peer, p.ID, nil)
 	if err != nil {
 		return nil, err
@@ -230,13 +240,16 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 // protocolError).
 func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
-	return r.subscribe(ctx, p, false)
+	peer, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.subscribe(ctx, peer, p, false)
 }
 
 // subscribe is SubscribeToTask once admitted. With whole (a retried send's stream,
 // retry.go) a terminal task is streamed as its snapshot instead of refused.
-func (r *Runner) subscribe(ctx context.Context, p *a2a.SubscribeParams, whole bool) (a2a.Stream, error) {
-	peer := PeerFrom(ctx)
+func (r *Runner) subscribe(ctx context.Context, peer string, p *a2a.SubscribeParams, whole bool) (a2a.Stream, error) {
 	conv, entries, err := r.taskEntries(ctx, peer, p.ID)
 	if err != nil {
 		return nil, err
@@ -277,7 +290,7 @@ func (r *Runner) subscribe(ctx context.Context, p *a2a.SubscribeParams, whole bo
 		}
 		return &sliceStream{events: []a2a.Event{{Seq: lastSeq, Task: t}}}, nil
 	}
-	release, err := r.openStream(ctx)
+	release, err := r.openStream(peer)
 	if err != nil {
 		return nil, err
 	}

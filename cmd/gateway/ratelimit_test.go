@@ -412,8 +412,9 @@ func TestRateLimitedEveryMethod(t *testing.T) {
 	}
 }
 
-// TestRateLimitedPassesOn: PushSupported is no request (no token taken); no limit is the
-// runner itself.
+// TestRateLimitedPassesOn: PushSupported is no request (no token taken); a request
+// without a caller is passed on for the runner to refuse (no bucket is "local"'s by
+// default); no limit is the runner itself.
 func TestRateLimitedPassesOn(t *testing.T) {
 	t.Parallel()
 	clock := &fakeNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -423,12 +424,17 @@ func TestRateLimitedPassesOn(t *testing.T) {
 		if !h.PushSupported() {
 			t.Fatal("PushSupported() = false, want the runner's true")
 		}
+		if _, err := h.GetTask(t.Context(), &a2a.GetTaskParams{}); err != nil {
+			t.Fatalf("GetTask without a caller: %v, want it passed on", err)
+		}
 	}
-	if n := next.count("PushSupported"); n != 3 {
-		t.Errorf("%d calls passed on, want 3", n)
+	if n := next.count("PushSupported") + next.count("GetTask"); n != 6 {
+		t.Errorf("%d calls passed on, want 6", n)
 	}
-	if _, err := h.GetTask(turn.WithPeer(t.Context(), "alice"), &a2a.GetTaskParams{}); err != nil {
-		t.Errorf("alice's first request: %v, want it admitted (PushSupported took no token)", err)
+	for _, peer := range []string{"alice", "local"} {
+		if _, err := h.GetTask(turn.WithPeer(t.Context(), peer), &a2a.GetTaskParams{}); err != nil {
+			t.Errorf("%s's first request: %v, want it admitted (the others took no token)", peer, err)
+		}
 	}
 	if got := limitRate(next, nil, nil); got != peerHandler(next) {
 		t.Errorf("limitRate(off) = %T, want the handler itself", got)
