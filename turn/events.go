@@ -328,32 +328,3 @@ func (s *eventStream) Close() {
 		s.release = nil
 	}
 }
-
-// SubscribeContext streams every event of the caller's context contextID (all its tasks)
-// with seq > afterSeq: replayed from the ledger, then live. The stream does not end by
-// itself. Errors: invalid params for a bad contextId, RATE_LIMITED over the peer's
-// limits. A context that does not exist yet is not an error: its events arrive when it
-// starts.
-func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (_ a2a.Stream, err error) {
-	defer func() { err = protocolError(err) }()
-	peer, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := contextid.Validate(contextID); err != nil {
-		return nil, &paramError{Field: "contextId", Err: err}
-	}
-	release, err := r.openStream(peer)
-	if err != nil {
-		return nil, err
-	}
-	return r.subscriberStream(peer, contextID, "", afterSeq, release), nil
-}
-
-// subscriberStream is newEventStream for a subscriber (no head), which over a shared
-// store signals its watch to the other instances (see Config.SignalWatch).
-func (r *Runner) subscriberStream(owner, contextID, taskID string, afterSeq uint64, release func()) *eventStream {
-	es := r.newEventStream(owner, contextID, taskID, afterSeq, nil, release)
-	es.signal = r.cfg.SharedStore && r.cfg.SignalWatch != nil
-	return es
-}
