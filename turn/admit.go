@@ -13,6 +13,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/locking"
 )
 
 // inbound is a send that passed validation: the message as it is stored (redacted, with
@@ -27,11 +28,11 @@ type inbound struct {
 	retryTask  string    // m repeats a message of this ended task (retry.go)
 }
 
-// start validates a send of peer's, takes the context's lease, persists the inbound message and
-// starts the turn. On return without error the message is durable and the turn owns the
-// lease and the feed hold. With watch it also returns the task's event stream, joined
-// before the first append so it misses nothing. A retried send (retry.go; found while a
-// turn holds the lease, or by the append's Dedup check) returns with only
+// start validates a send of peer's, takes the context's lease, persists the inbound
+// message and starts the turn. On return without error the message is durable and the
+// turn owns the lease and the feed hold. With watch it also returns the task's event
+// stream, joined before the first append so it misses nothing. A retried send (retry.go;
+// found while a turn holds the lease, or by the append's Dedup check) returns with only
 // out.retryTask set: nothing stored, no lease held.
 //
 // Every resource start takes is pushed on undo as it is taken; one deferred call releases
@@ -51,12 +52,10 @@ func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watc
 	if err != nil {
 		return nil, err
 	}
-	var undo []func()
+	var undo undoStack
 	defer func() {
 		if err != nil || out.retryTask != "" {
-			for _, release := range slices.Backward(undo) {
-				release()
-			}
+			undo.run()
 		}
 	}()
 	lease, retry, err := r.takeLease(ctx, in)
@@ -66,10 +65,19 @@ func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watc
 	case retry != "":
 		return &accepted{retryTask: retry}, nil
 	}
-	undo = append(undo, func() { r.releaseLease(ctx, lease) })
+	undo.push(func() { r.leases.release(ctx, lease) })
+	return r.begin(ctx, in, lease, pushEntries, watch, &undo)
+}
+
+// begin starts the turn of the send in, whose lease start holds: it prepares what the
+// agent is given, joins the task's stream (watch), holds the context's feed, stores the
+// message (with the entries of its push config) and launches the turn. What it takes is
+// pushed on undo, for start to release when it fails or answers a retry.
+func (r *Runner) begin(ctx context.Context, in *inbound, lease *locking.Lease, pushEntries []ledger.Entry, watch bool, undo *undoStack) (*accepted, error) {
 	user := userEntry(in)
 	tr := &turnRun{r: r, lease: lease, peer: in.peer, text: in.m.Text(), messageID: in.m.MessageID, started: in.started, key: in.key,
 		chunks: chunks{wake: make(chan struct{}, 1)}}
+	var err error
 	if tr.prep, err = r.prepareTurn(ctx, in, user); err != nil {
 		return nil, err
 	}
@@ -77,14 +85,14 @@ func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watc
 	if watch {
 		acc.es = r.newEventStream(in.peer, in.m.ContextID, in.taskID, 0, nil, nil)
 		acc.es.replaying = false // everything of this turn comes after the join
-		undo = append(undo, acc.es.Close)
+		undo.push(acc.es.Close)
 	}
 	tr.feed = r.feeds.Hold(in.key)
-	undo = append(undo, func() { r.feeds.Unhold(in.key, tr.feed) })
+	undo.push(func() { r.feeds.Unhold(in.key, tr.feed) })
 	if !r.enter() {
 		return nil, errShutdown
 	}
-	undo = append(undo, r.wg.Done) // launch's goroutine calls it once the turn is on
+	undo.push(r.wg.Done) // launch's goroutine calls it once the turn is on
 	res, retry, err := r.storeInbound(ctx, in, append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...))
 	switch {
 	case err != nil:
@@ -98,6 +106,18 @@ func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watc
 		acc.es.ended = acc.lt.finished
 	}
 	return acc, nil
+}
+
+// undoStack is the releases of what a send has taken so far, run in reverse order when
+// it fails (start).
+type undoStack []func()
+
+func (u *undoStack) push(release func()) { *u = append(*u, release) }
+
+func (u *undoStack) run() {
+	for _, release := range slices.Backward(*u) {
+		release()
+	}
 }
 
 // newInbound validates a send of peer's message m and makes it what is stored: its

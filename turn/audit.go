@@ -2,6 +2,9 @@ package turn
 
 import (
 	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
@@ -9,9 +12,17 @@ import (
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
+// Refused requests are recorded as AUDIT_ONLY entries of the conversation they were sent
+// to (never entering it): a send to a busy context, a cancel refused as busy, a message
+// refused for its content. The audit is written off the request path (auditLog), so a
+// refusal never waits for an fsync.
+
 // auditQueue bounds the audits waiting to be written: 1,024 rejected requests, a few
 // hundred KiB at most.
 const auditQueue = 1024
+
+// auditBatch is the most audits one pass of the writer gathers.
+const auditBatch = 256
 
 // auditItem is a queued audit; ifExists skips it when its conversation does not exist.
 // ctx is the refused request's context without its cancellation: the writer logs with
@@ -22,8 +33,61 @@ type auditItem struct {
 	ifExists bool
 }
 
-func (r *Runner) writeAudits(queue <-chan auditItem) {
-	defer close(r.auditsDone)
+// auditLog writes the audits of refused requests. Its queue is bounded (a flood of busy
+// sends drops audits, counted); one goroutine, started by newAuditLog and ended by close,
+// writes them, each append bounded by timeout.
+type auditLog struct {
+	store   auditStore
+	timeout time.Duration
+	log     *slog.Logger
+	done    chan struct{} // closed when the writer has returned
+	dropped atomic.Uint64
+
+	mu       sync.Mutex // guards queue and lastWarn; never held with another lock
+	queue    chan auditItem
+	lastWarn time.Time
+}
+
+// newAuditLog starts the writer of audits appended to store.
+func newAuditLog(store auditStore, timeout time.Duration, log *slog.Logger) *auditLog {
+	a := &auditLog{store: store, timeout: timeout, log: log, done: make(chan struct{}), queue: make(chan auditItem, auditQueue)}
+	go a.write(a.queue) // exits when close closes the queue and it is drained
+	return a
+}
+
+// add queues an audit; it never blocks. When the queue is full the audit is dropped and
+// counted; the warning says so at most every 10 seconds. After close it does nothing.
+func (a *auditLog) add(ctx context.Context, it auditItem) {
+	it.ctx = context.WithoutCancel(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queue == nil {
+		return // closed
+	}
+	select {
+	case a.queue <- it:
+	default:
+		n := a.dropped.Add(1)
+		if now := time.Now(); now.Sub(a.lastWarn) >= 10*time.Second {
+			a.lastWarn = now
+			a.log.WarnContext(ctx, "audit queue full: some rejected requests are not recorded", "dropped_total", n)
+		}
+	}
+}
+
+// close writes what is queued and stops the writer.
+func (a *auditLog) close() {
+	a.mu.Lock()
+	if a.queue != nil {
+		close(a.queue)
+		a.queue = nil
+	}
+	a.mu.Unlock()
+	<-a.done
+}
+
+func (a *auditLog) write(queue <-chan auditItem) {
+	defer close(a.done)
 	batch := make([]auditItem, 0, auditBatch)
 	for first := range queue {
 		// Drain what else is queued: a flood of busy rejections for one context becomes one
@@ -41,16 +105,13 @@ func (r *Runner) writeAudits(queue <-chan auditItem) {
 				break drain
 			}
 		}
-		r.appendAudits(batch)
+		a.appendBatch(batch)
 	}
 }
 
-// auditBatch is the most audits one pass of the writer gathers.
-const auditBatch = 256
-
-// appendAudits appends a batch of audits, one append per conversation.
-func (r *Runner) appendAudits(batch []auditItem) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.FinalizeTimeout)
+// appendBatch appends a batch of audits, one append per conversation.
+func (a *auditLog) appendBatch(batch []auditItem) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()
 	type convKey struct{ owner, contextID string }
 	groups := map[convKey]*auditItem{}
@@ -70,39 +131,19 @@ func (r *Runner) appendAudits(batch []auditItem) {
 	for _, k := range order {
 		it := groups[k]
 		if it.ifExists {
-			if _, err := r.led.Conversation(ctx, it.req.Owner, it.req.ContextID); err != nil {
+			if _, err := a.store.Conversation(ctx, it.req.Owner, it.req.ContextID); err != nil {
 				continue // no conversation (or unreadable): a refused request creates none
 			}
 		}
-		if _, err := r.led.Append(ctx, it.req); err != nil {
-			r.log.WarnContext(it.ctx, "audit of rejected requests not recorded", "entries", len(it.req.Entries), "err", err)
-		}
-	}
-}
-
-// audit queues an audit-only record of a rejected request; it never blocks. When the queue
-// is full the audit is dropped and counted; the warning says so at most every 10 seconds.
-func (r *Runner) audit(ctx context.Context, req auditItem) {
-	req.ctx = context.WithoutCancel(ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.audits == nil {
-		return // closed
-	}
-	select {
-	case r.audits <- req:
-	default:
-		n := r.auditsDropped.Add(1)
-		if now := time.Now(); now.Sub(r.lastDropWarn) >= 10*time.Second {
-			r.lastDropWarn = now
-			r.log.WarnContext(ctx, "audit queue full: some rejected requests are not recorded", "dropped_total", n)
+		if _, err := a.store.Append(ctx, it.req); err != nil {
+			a.log.WarnContext(it.ctx, "audit of rejected requests not recorded", "entries", len(it.req.Entries), "err", err)
 		}
 	}
 }
 
 // AuditsDropped returns how many audits of rejected requests were dropped because the
 // queue was full.
-func (r *Runner) AuditsDropped() uint64 { return r.auditsDropped.Load() }
+func (r *Runner) AuditsDropped() uint64 { return r.audits.dropped.Load() }
 
 // auditEntry is the audit-only record of a rejected request.
 func auditEntry(peer string, m *a2a.Message, reason, taskID string) ledger.Entry {
@@ -141,5 +182,5 @@ func (r *Runner) auditRejected(ctx context.Context, peer string, m *a2a.Message,
 	if m.ContextID == "" || contextid.Validate(m.ContextID) != nil {
 		return
 	}
-	r.audit(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
+	r.audits.add(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: m.ContextID, Entries: []ledger.Entry{auditEntry(peer, m, reason, taskID)}}, ifExists: true})
 }

@@ -30,6 +30,13 @@ type Ledger interface {
 	PendingPush(ctx context.Context, limit int) ([]ledger.PendingPush, error)
 }
 
+// auditStore is what the audit writer needs (audit.go): whether a conversation exists,
+// and the append.
+type auditStore interface {
+	Conversation(ctx context.Context, owner, contextID string) (ledger.Conversation, error)
+	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
+}
+
 // PushGuard checks a push notification URL when a peer sets it (the SSRF guard of package
 // push; DESIGN N-1). A non-nil error refuses the config: the peer gets invalid params
 // carrying the error's message, and nothing is stored. It must be safe for concurrent use.

@@ -13,8 +13,10 @@
 //
 // # Locks
 //
-// Runner.mu, Runner.streamsMu, then the live feed's (feed.Feeds; in that order when
-// nested; the others are never held together), chunks.mu. None is held across I/O.
+// Runner.mu (the live tasks), then the live feed's (feed.Feeds), when nested. Each small
+// type of the Runner guards its own state with a lock never held with another:
+// leases.mu (the handovers), auditLog.mu, openStreams.mu, outbox.mu, prefixTracker.mu,
+// chunks.mu. None is held across I/O.
 //
 // # Imports
 //

@@ -218,31 +218,11 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			continue
 		default:
 			var err error
-			ev, err = s.follow(ctx)
-			if errors.Is(err, errPollStore) {
-				s.replaying = true // nothing announced for a while: look in the shared store
-				continue
-			}
-			if errors.Is(err, feed.ErrEnded) {
-				s.done = true
-				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
-					"task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(s.taskID))
-			}
-			if errors.Is(err, feed.ErrLagged) {
-				// Too far behind the feed: rejoin at its end and catch up from the ledger.
-				s.cur.Close()
-				s.cur = s.r.feeds.Join(s.key)
-				s.replaying = true
-				continue
-			}
-			if err != nil {
+			if ev, err = s.live(ctx); err != nil {
 				return a2a.Event{}, err
 			}
-			if s.r.cfg.SharedStore && ev.Seq > s.covered+1 {
-				// A seq in between may be an event announced late or never (another
-				// instance's commit): read the store from covered first; ev comes again.
-				s.replaying = true
-				continue
+			if s.replaying {
+				continue // back to the ledger first
 			}
 		}
 		if ev.Seq <= s.covered {
@@ -260,6 +240,36 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 		return ev, nil
 	}
 	return a2a.Event{}, io.EOF
+}
+
+// live takes the next event of the live feed (follow). When the stream must read the
+// ledger first it sets replaying and returns no event: nothing came on the feed for a
+// while over a shared store, the reader lagged too far behind the feed (it rejoins at its
+// end), or, over a shared store, the event skips a seq (an event announced late or never,
+// another instance's commit: the ledger is read from covered first, and the event comes
+// again). A task whose turn ended without a recorded final status ends the stream with
+// UNAVAILABLE.
+func (s *eventStream) live(ctx context.Context) (a2a.Event, error) {
+	ev, err := s.follow(ctx)
+	switch {
+	case errors.Is(err, errPollStore), errors.Is(err, feed.ErrLagged):
+		if errors.Is(err, feed.ErrLagged) {
+			s.cur.Close()
+			s.cur = s.r.feeds.Join(s.key)
+		}
+		s.replaying = true
+		return a2a.Event{}, nil
+	case errors.Is(err, feed.ErrEnded):
+		s.done = true
+		return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
+			"task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(s.taskID))
+	case err != nil:
+		return a2a.Event{}, err
+	case s.r.cfg.SharedStore && ev.Seq > s.covered+1:
+		s.replaying = true
+		return a2a.Event{}, nil
+	}
+	return ev, nil
 }
 
 // sharedPoll is how long a stream over a shared store waits for an announced event

@@ -133,16 +133,14 @@ func (tr *turnRun) release(ctx context.Context) {
 	r := tr.r
 	if !tr.leaseGone {
 		tr.leaseGone = true
-		r.releaseLease(ctx, tr.lease)
+		r.leases.release(ctx, tr.lease)
 	}
 	r.feeds.Unhold(tr.key, tr.feed)
 	r.mu.Lock()
 	delete(r.live, tr.lt.id)
-	if tr.handedOver != nil && r.handovers[tr.key] == tr.handedOver {
-		delete(r.handovers, tr.key)
-	}
 	r.mu.Unlock()
 	if tr.handedOver != nil {
+		r.leases.handedOver(tr.key, tr.handedOver)
 		close(tr.handedOver)
 	}
 	close(tr.lt.finished)
@@ -162,7 +160,7 @@ func (tr *turnRun) handOver(ctx context.Context) {
 	tr.beginHandover()
 	tr.stopWatch() // a lease given up on purpose is not a lost one
 	tr.leaseGone = true
-	tr.r.releaseLease(ctx, tr.lease)
+	tr.r.leases.release(ctx, tr.lease)
 }
 
 // beginHandover marks the turn as ending, from just before its end is stored (the agent
@@ -174,10 +172,7 @@ func (tr *turnRun) beginHandover() {
 	if tr.handedOver != nil {
 		return
 	}
-	tr.handedOver = make(chan struct{})
-	tr.r.mu.Lock()
-	tr.r.handovers[tr.key] = tr.handedOver
-	tr.r.mu.Unlock()
+	tr.handedOver = tr.r.leases.handingOver(tr.key)
 }
 
 // watchLease cancels the turn when its lease is lost: another instance may now run this

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/a2a-gateway/gateway/contextid"
@@ -11,22 +13,43 @@ import (
 	"github.com/a2a-gateway/gateway/locking"
 )
 
+// leases takes and gives back the leases (Locker) of the Runner's turns, cancels and push
+// claims, and knows the turns of this Runner that are handing their context's lease over.
+type leases struct {
+	locks    Locker
+	busyWait time.Duration // Config.BusyWait
+	timeout  time.Duration // Config.FinalizeTimeout: bounds a release and a wait for a handover
+	obs      Observer
+	log      *slog.Logger
+
+	mu sync.Mutex // guards handovers only; never held with another lock
+	// handovers holds, by context key, the turns that gave their lease up on ending
+	// (turnRun.handOver) and have not yet published their end and left: the next turn of
+	// that context waits for the channel to close (awaitHandover).
+	handovers map[string]chan struct{}
+}
+
+func newLeases(cfg *Config, locks Locker, obs Observer, log *slog.Logger) *leases {
+	return &leases{locks: locks, busyWait: cfg.BusyWait, timeout: cfg.FinalizeTimeout, obs: obs, log: log,
+		handovers: map[string]chan struct{}{}}
+}
+
 // acquire takes the context's lease; with a BusyWait it waits for a busy context to free
 // up until the bound, then reports it held.
-func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
+func (l *leases) acquire(ctx context.Context, key, holder string) (*locking.Lease, error) {
 	t0 := time.Now()
-	lease, err := r.locks.Acquire(ctx, key, holder)
-	if errors.Is(err, locking.ErrHeld) && r.awaitEnding(ctx, key) {
-		lease, err = r.locks.Acquire(ctx, key, holder) // the ending turn gave the lease up
+	lease, err := l.locks.Acquire(ctx, key, holder)
+	if errors.Is(err, locking.ErrHeld) && l.awaitEnding(ctx, key) {
+		lease, err = l.locks.Acquire(ctx, key, holder) // the ending turn gave the lease up
 	}
-	r.obs.LeaseAcquire(time.Since(t0), err)
-	if err == nil || r.cfg.BusyWait <= 0 || !errors.Is(err, locking.ErrHeld) {
+	l.obs.LeaseAcquire(time.Since(t0), err)
+	if err == nil || l.busyWait <= 0 || !errors.Is(err, locking.ErrHeld) {
 		return lease, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.BusyWait)
+	wctx, cancel := context.WithTimeout(ctx, l.busyWait)
 	defer cancel()
 	for {
-		if werr := r.locks.Wait(wctx, key); werr != nil {
+		if werr := l.locks.Wait(wctx, key); werr != nil {
 			switch {
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -35,11 +58,42 @@ func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Leas
 			}
 			return nil, werr // the lock service failed: fail closed
 		}
-		lease, err = r.locks.Acquire(ctx, key, holder)
+		lease, err = l.locks.Acquire(ctx, key, holder)
 		if err == nil || !errors.Is(err, locking.ErrHeld) {
 			return lease, err
 		}
 	}
+}
+
+// claim takes key's lease at once for holder, as it is: no busy wait, no measurement,
+// no handover to wait for (the outbox's push claims).
+func (l *leases) claim(ctx context.Context, key, holder string) (*locking.Lease, error) {
+	return l.locks.Acquire(ctx, key, holder)
+}
+
+// handingOver registers the handover of the context key's lease by the turn ending there
+// (turnRun.beginHandover) and returns the channel that turn closes when it has left.
+func (l *leases) handingOver(key string) chan struct{} {
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.handovers[key] = done
+	l.mu.Unlock()
+	return done
+}
+
+// handedOver forgets the handover done of the context key, unless a newer one replaced it.
+func (l *leases) handedOver(key string, done chan struct{}) {
+	l.mu.Lock()
+	if l.handovers[key] == done {
+		delete(l.handovers, key)
+	}
+	l.mu.Unlock()
+}
+
+func (l *leases) handover(key string) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handovers[key]
 }
 
 // takeLease takes the context lease of the send in, once the turn ending there has handed
@@ -48,7 +102,7 @@ func (r *Runner) acquire(ctx context.Context, key, holder string) (*locking.Leas
 // append of the message checks for a repeat: start.)
 // A refusal is refuse's error.
 func (r *Runner) takeLease(ctx context.Context, in *inbound) (_ *locking.Lease, retry string, _ error) {
-	lease, err := r.acquire(ctx, in.key, in.taskID)
+	lease, err := r.leases.acquire(ctx, in.key, in.taskID)
 	if err != nil {
 		if errors.Is(err, locking.ErrHeld) && r.mayRepeat(in) {
 			if task, ok, rerr := r.latestRetry(ctx, in); rerr == nil && ok {
@@ -59,8 +113,8 @@ func (r *Runner) takeLease(ctx context.Context, in *inbound) (_ *locking.Lease, 
 			return auditEntry(in.peer, &in.m, "CONTEXT_BUSY", holder)
 		})
 	}
-	if err := r.awaitHandover(ctx, in.key); err != nil {
-		r.releaseLease(ctx, lease)
+	if err := r.leases.awaitHandover(ctx, in.key); err != nil {
+		r.leases.release(ctx, lease)
 		return nil, "", err
 	}
 	return lease, "", nil
@@ -75,7 +129,7 @@ func (r *Runner) refuse(ctx context.Context, peer, contextID string, err error, 
 	var held *locking.HeldError
 	switch {
 	case errors.As(err, &held):
-		r.audit(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: contextID, Entries: []ledger.Entry{busyAudit(held.Holder)}}})
+		r.audits.add(ctx, auditItem{req: ledger.AppendRequest{Owner: peer, ContextID: contextID, Entries: []ledger.Entry{busyAudit(held.Holder)}}})
 		r.obs.Busy()
 		return &busyError{ContextID: contextID, Holder: held.Holder, Err: err}
 	case ctx.Err() != nil:
@@ -94,10 +148,8 @@ func (r *Runner) refuse(ctx context.Context, peer, contextID string, err error, 
 // (turnRun.handOver) has published its end and left, so that the next turn's events
 // follow it on the context's feed in seq order. The wait is short: what that turn still
 // does is in memory. It returns ctx's error when ctx ends first.
-func (r *Runner) awaitHandover(ctx context.Context, key string) error {
-	r.mu.Lock()
-	done := r.handovers[key]
-	r.mu.Unlock()
+func (l *leases) awaitHandover(ctx context.Context, key string) error {
+	done := l.handover(key)
 	if done == nil {
 		return nil
 	}
@@ -118,14 +170,12 @@ func (r *Runner) awaitHandover(ctx context.Context, key string) error {
 // two was refused with CONTEXT_BUSY for a turn its client had seen end). The ledger shows
 // a turn's end from its commit on, so a client that read it there (GetTask) and sends at
 // once is admitted, not refused.
-func (r *Runner) awaitEnding(ctx context.Context, key string) bool {
-	r.mu.Lock()
-	done := r.handovers[key]
-	r.mu.Unlock()
+func (l *leases) awaitEnding(ctx context.Context, key string) bool {
+	done := l.handover(key)
 	if done == nil {
 		return true // one more Acquire: it fails again while the holder still runs
 	}
-	t := time.NewTimer(r.cfg.FinalizeTimeout)
+	t := time.NewTimer(l.timeout)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -136,13 +186,13 @@ func (r *Runner) awaitEnding(ctx context.Context, key string) bool {
 	return false
 }
 
-// releaseLease releases l. It runs without ctx's cancellation (a lease is released even
+// release releases lease. It runs without ctx's cancellation (a lease is released even
 // after the caller has gone), bounded by FinalizeTimeout; a failure is logged, as the
 // lease expires by itself.
-func (r *Runner) releaseLease(ctx context.Context, l *locking.Lease) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
+func (l *leases) release(ctx context.Context, lease *locking.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 	defer cancel()
-	if err := l.Release(ctx); err != nil {
-		r.log.WarnContext(ctx, "lease release failed; it expires by itself", "err", err)
+	if err := lease.Release(ctx); err != nil {
+		l.log.WarnContext(ctx, "lease release failed; it expires by itself", "err", err)
 	}
 }

@@ -82,96 +82,87 @@ type Config struct {
 	MaxPushConfigsPerPeer int
 }
 
-// Runner runs turns and serves the A2A methods over the ledger.
+// Runner runs turns and serves the A2A methods over the ledger. Its jobs live in files
+// of their own: admission (send.go, admit.go, lease.go, audit.go), a running turn
+// (execute.go, chunks.go), reading tasks and streams (tasks.go, subscribe.go, events.go),
+// recovery (recover.go), push (push.go, outbox.go).
 type Runner struct {
 	cfg   Config
-	led   Ledger
-	locks Locker
+	led   Ledger // with push, wrapped so that every append carries its outbox entries (outbox.go)
 	agent agent.Agent
 	log   *slog.Logger
+	obs   Observer
 
 	base    context.Context // parent of every turn; canceled by Close after its deadline
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // the running turns (enter, launch)
 	closing atomic.Bool
 
 	mu   sync.Mutex
 	live map[string]*liveTask // running tasks by id
-	// handovers holds, by context key, the turns that gave their lease up on ending
-	// (turnRun.handOver) and have not yet published their end and left: the next turn of
-	// that context waits for the channel to close (awaitHandover).
-	handovers map[string]chan struct{}
 
-	feeds feed.Feeds // live events by context
-
-	// Rejected requests are audited off the request path, so a busy reply never waits
-	// for an fsync. The queue is bounded (a flood of busy sends drops audits, counted);
-	// one goroutine, owned by the Runner, writes them.
-	audits        chan auditItem
-	auditsDone    chan struct{}
-	auditsDropped atomic.Uint64
-	lastDropWarn  time.Time // guarded by mu
-
-	obs      Observer
-	prefixes prefixTracker
-	seen     latestSeen // the latest messageId stored per conversation (retry.go)
+	feeds    feed.Feeds      // live events by context
+	leases   *leases         // the context leases, and the turns handing theirs over (lease.go)
+	audits   *auditLog       // the audit of refused requests, written off the request path (audit.go)
+	streams  openStreams     // the streams each peer has open (limits.go)
+	prefixes prefixTracker   // the prompt's stable prefix, measured (limits.go)
+	seen     latestSeen      // the latest messageId stored per conversation (retry.go)
+	recovery *recovery       // marks the tasks of stopped turns failed (recover.go)
+	push     *pushConfigs    // peers' push configs; nil when push is disabled (push.go)
+	outbox   *outbox         // the push outbox; nil when push is disabled (outbox.go)
+	signals  *watchSignaller // subscribers' watch signals (shared.go); nil without Config.SignalWatch
 
 	sweepDone chan struct{} // closed when the recovery sweep has returned; already closed without one
-
-	outbox *outbox // the push outbox; nil when push is disabled (outbox.go)
-
-	// Watch signals of subscribers (Config.SignalWatch), sent by one goroutine owned by
-	// the Runner (sendWatchSignals) so that no stream waits for them; signalsDone is
-	// closed when it has returned (already closed without one).
-	watchSignals chan watchSignal
-	signalsDone  chan struct{}
-
-	streamsMu sync.Mutex     // guards streams only; never held with mu
-	streams   map[string]int // open streams per peer
 }
 
 var _ a2a.Handler = (*Runner)(nil)
 
-// New returns a Runner. Close it to stop its turns.
+// New returns a Runner. Close it to stop its turns. It starts the Runner's own
+// goroutines: the audit writer, and over a shared store the watch signaller
+// (Config.SignalWatch) and the recovery sweep (Config.LeaseTTL); Close ends them.
 func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logger) *Runner {
 	if cfg.FinalizeTimeout <= 0 {
 		cfg.FinalizeTimeout = 10 * time.Second
 	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runner{
-		cfg: cfg, led: led, locks: locks, agent: ag,
+		cfg: cfg, led: led, agent: ag, obs: cfg.Observe,
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
-		live:       map[string]*liveTask{},
-		seen:       latestSeen{genmap.Map[seenMessage]{Max: latestSeenMax}},
-		handovers:  map[string]chan struct{}{},
-		audits:     make(chan auditItem, auditQueue),
-		auditsDone: make(chan struct{}),
-		obs:        cfg.Observe,
-		streams:    map[string]int{},
+		live: map[string]*liveTask{},
+		seen: latestSeen{genmap.Map[seenMessage]{Max: latestSeenMax}},
 	}
 	if r.obs == nil {
 		r.obs = noObserver{}
 	}
+	r.streams = openStreams{max: cfg.MaxStreamsPerPeer, obs: r.obs}
+	r.leases = newLeases(&cfg, locks, r.obs, r.log)
 	if cfg.PushGuard != nil {
-		r.led = &outboxLedger{Ledger: led, r: r} // outbox.go
-		r.outbox = newOutbox(r)
+		r.push = newPushConfigs(&cfg, led)
+		r.outbox = newOutbox(r.push, r.leases, cfg.SharedStore, r.log)
+		r.led = &outboxLedger{Ledger: led, o: r.outbox, notify: cfg.PushNotify} // outbox.go
+		r.outbox.store = r.led
 	}
-	go r.writeAudits(r.audits) // exits when Close closes the queue and it is drained
+	r.audits = newAuditLog(r.led, cfg.FinalizeTimeout, r.log)
+	r.recovery = &recovery{store: r.led, locks: locks, shared: cfg.SharedStore, log: r.log}
+	r.startShared()
+	return r
+}
+
+// startShared starts, over a shared store, the watch signaller (Config.SignalWatch) and
+// the recovery sweep (Config.LeaseTTL); both run until Close cancels r.base.
+func (r *Runner) startShared() {
 	r.sweepDone = make(chan struct{})
-	r.signalsDone = make(chan struct{})
-	if cfg.SharedStore && cfg.SignalWatch != nil {
-		r.watchSignals = make(chan watchSignal, watchQueue)
-		go r.sendWatchSignals() // exits when Close cancels r.base
-	} else {
-		close(r.signalsDone)
+	if !r.cfg.SharedStore {
+		close(r.sweepDone)
+		return
 	}
-	if cfg.SharedStore && cfg.LeaseTTL > 0 {
-		go r.sweepRecover(cfg.LeaseTTL) // exits when Close cancels r.base
+	r.signals = startSignaller(r.base, r.cfg.SignalWatch, r.log)
+	if r.cfg.LeaseTTL > 0 {
+		go r.recovery.sweep(r.base, r.cfg.LeaseTTL, r.sweepDone) // exits when Close cancels r.base
 	} else {
 		close(r.sweepDone)
 	}
-	return r
 }
 
 // Close stops accepting turns, waits for the running ones until ctx is done, then cancels
@@ -192,14 +183,8 @@ func (r *Runner) Close(ctx context.Context) error {
 	}
 	r.cancel()
 	<-r.sweepDone
-	<-r.signalsDone
-	r.mu.Lock()
-	if r.audits != nil {
-		close(r.audits)
-		r.audits = nil
-	}
-	r.mu.Unlock()
-	<-r.auditsDone
+	r.signals.wait()
+	r.audits.close()
 	return err
 }
 

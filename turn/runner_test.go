@@ -348,11 +348,11 @@ func TestBusyWaitPolicy(t *testing.T) {
 		}
 		<-ag.started
 		// A bound shorter than the running turn still ends in CONTEXT_BUSY, at the bound.
-		r.cfg.BusyWait = 50 * time.Millisecond
+		r.leases.busyWait = 50 * time.Millisecond
 		start = time.Now()
 		_, err = send(localCtx(t), r, "wait", "", "three")
-		if d := time.Since(start); !errors.Is(err, a2a.ErrContextBusy) || d != r.cfg.BusyWait {
-			t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after %v", err, d, r.cfg.BusyWait)
+		if d := time.Since(start); !errors.Is(err, a2a.ErrContextBusy) || d != r.leases.busyWait {
+			t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after %v", err, d, r.leases.busyWait)
 		}
 	})
 }

@@ -63,7 +63,7 @@ func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_
 	if err != nil {
 		return nil, err
 	}
-	release, err := r.openStream(peer)
+	release, err := r.streams.open(peer)
 	if err != nil {
 		return nil, err
 	}

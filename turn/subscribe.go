@@ -25,55 +25,103 @@ func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_
 	return r.subscribe(ctx, peer, p, false)
 }
 
-// subscribe is SubscribeToTask once admitted. With whole (a retried send's stream,
-// retry.go) a terminal task is streamed as its snapshot instead of refused.
+// subMode is what a task subscription streams, chosen once from the task's state, its
+// turn and the resume point (subscriptionOf); subscribe has one path per mode.
+type subMode int
+
+const (
+	// subRefuse: a terminal task asked from the start; refused, as the spec says (GetTask
+	// reads it).
+	subRefuse subMode = iota
+	// subNothing: a resumed stream that missed nothing of a task no turn runs: nothing
+	// more will come.
+	subNothing
+	// subSnapshot: no turn runs the task (orphaned: working with no turn running; or
+	// ended, asked whole): its snapshot is all there is.
+	subSnapshot
+	// subFollow: the task's events after the resume point (from its snapshot when there
+	// is none), replayed from the ledger and then live, to its final status: a running
+	// task, or an ended one whose stream is resumed (what it missed, up to its end).
+	subFollow
+	// subFollowParked: subFollow for a task parked on input-required, followed into its
+	// next turn: the stream ends when the task reaches a terminal state (a2a-spec v1.0
+	// §3.1.6), not at once.
+	subFollowParked
+)
+
+// subscription is how a task subscription is served (see subMode).
+type subscription struct {
+	mode subMode
+	// ended (subFollow) is closed when the task's turn has ended; nil while it may run
+	// (eventStream.ended).
+	ended <-chan struct{}
+}
+
+// subscriptionOf chooses how a subscription to task taskID, in state st with its last
+// entry at lastSeq, is served from afterSeq (0: from the start). A task runs when its end
+// is not stored and its turn runs here or, over a shared store, may run on another
+// instance. With whole (a retried send's stream, retry.go) a parked task's stream ends
+// where the stream it repeats did, and a terminal task is its snapshot, not refused.
+func (r *Runner) subscriptionOf(taskID string, st a2a.TaskState, afterSeq, lastSeq uint64, whole bool) subscription {
+	r.mu.Lock()
+	lt, here := r.live[taskID]
+	r.mu.Unlock()
+	ended := endedAlready // a turn that is not running has ended
+	if here {
+		ended = lt.finished // running, or finishing: its end is stored, not yet published
+	}
+	switch {
+	case !st.EndsStream() && here:
+		return subscription{mode: subFollow, ended: ended}
+	case !st.EndsStream() && r.cfg.SharedStore:
+		return subscription{mode: subFollow} // it may run on another instance: follow it to its end
+	case st.Interrupted() && !whole:
+		return subscription{mode: subFollowParked}
+	case afterSeq > 0 && afterSeq < lastSeq:
+		return subscription{mode: subFollow, ended: ended}
+	case afterSeq > 0:
+		return subscription{mode: subNothing}
+	case st.Terminal() && !whole:
+		return subscription{mode: subRefuse}
+	}
+	return subscription{mode: subSnapshot}
+}
+
+// subscribe is SubscribeToTask for peer, served as subscriptionOf chooses. With whole (a
+// retried send's stream, retry.go) a terminal task is streamed as its snapshot instead of
+// refused.
 func (r *Runner) subscribe(ctx context.Context, peer string, p *a2a.SubscribeParams, whole bool) (a2a.Stream, error) {
 	conv, entries, err := r.taskEntries(ctx, peer, p.ID)
 	if err != nil {
 		return nil, err
 	}
 	st := foldTask(conv, p.ID, entries).Status.State
-	r.mu.Lock()
-	lt, running := r.live[p.ID]
-	r.mu.Unlock()
-	ended := endedAlready // a turn that is not running has ended
-	if running {
-		ended = lt.finished
-	}
-	if !running && r.cfg.SharedStore && !st.EndsStream() {
-		running, ended = true, nil // it may run on another instance: follow it to its end
-	}
-	running = running && !st.EndsStream() // its end is stored: it is finishing
-	// A task parked on input-required is followed into its next turn: the stream ends
-	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once. A
-	// retried send's stream ends there, as the stream it repeats did.
-	parked := !running && st.Interrupted() && !whole
-	if parked {
-		ended = nil
-	}
 	lastSeq := entries[len(entries)-1].Seq
-	switch {
-	case p.AfterSeq > 0 && p.AfterSeq < lastSeq || running:
-		// resuming, or a running task: replay and follow below
-	case st.Terminal() && p.AfterSeq == 0 && !whole:
+	sub := r.subscriptionOf(p.ID, st, p.AfterSeq, lastSeq, whole)
+	switch sub.mode {
+	case subRefuse:
 		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %s is %s; use GetTask to read it", a2a.EchoQuote(p.ID), st)
-	case p.AfterSeq >= lastSeq && (st.Terminal() || !running && !parked):
-		return &sliceStream{}, nil // nothing missed, and nothing more will come here
-	case !running && !parked && p.AfterSeq == 0:
-		// orphaned (working, with no turn running), or ended and asked whole: its
-		// snapshot is all there is
+	case subNothing:
+		return &sliceStream{}, nil
+	case subSnapshot:
 		t, err := r.loadTask(ctx, peer, p.ID, nil)
 		if err != nil {
 			return nil, err
 		}
 		return &sliceStream{events: []a2a.Event{{Seq: lastSeq, Task: t}}}, nil
 	}
-	release, err := r.openStream(peer)
+	return r.followTask(ctx, peer, conv.ContextID, p, sub)
+}
+
+// followTask opens the stream of a followed task (subFollow, subFollowParked): its events
+// after p.AfterSeq, or from its snapshot without one.
+func (r *Runner) followTask(ctx context.Context, peer, contextID string, p *a2a.SubscribeParams, sub subscription) (a2a.Stream, error) {
+	release, err := r.streams.open(peer)
 	if err != nil {
 		return nil, err
 	}
-	es := r.subscriberStream(peer, conv.ContextID, p.ID, p.AfterSeq, release)
-	es.ended = ended
+	es := r.subscriberStream(peer, contextID, p.ID, p.AfterSeq, release)
+	es.ended = sub.ended
 	if p.AfterSeq > 0 {
 		return es, nil
 	}
@@ -81,7 +129,8 @@ func (r *Runner) subscribe(ctx context.Context, peer string, p *a2a.SubscribePar
 		es.Close()
 		return nil, err
 	}
-	if parked {
+	if sub.mode == subFollowParked {
+		// The snapshot's input-required status does not end the stream: the next turn's does.
 		es.done = es.head[0].Task.Status.State.Terminal()
 	}
 	return es, nil
@@ -142,7 +191,7 @@ func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSe
 	if err := contextid.Validate(contextID); err != nil {
 		return nil, &paramError{Field: "contextId", Err: err}
 	}
-	release, err := r.openStream(peer)
+	release, err := r.streams.open(peer)
 	if err != nil {
 		return nil, err
 	}

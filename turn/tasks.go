@@ -183,13 +183,13 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Ta
 	}
 	// Not running here: parked (input-required) or left over. Take the lease so no turn
 	// runs meanwhile, and record the cancellation in a new epoch.
-	lease, err := r.acquire(ctx, contextid.Key(peer, t.ContextID), p.ID)
+	lease, err := r.leases.acquire(ctx, contextid.Key(peer, t.ContextID), p.ID)
 	if err != nil {
 		return nil, r.refuse(ctx, peer, t.ContextID, err, func(holder string) ledger.Entry {
 			return cancelAuditEntry(peer, p.ID, holder)
 		})
 	}
-	defer r.releaseLease(ctx, lease)
+	defer r.leases.release(ctx, lease)
 	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
 		TaskID: p.ID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
 		Actor: peer, State: string(a2a.StateCanceled), MessageID: uuid.NewString(),
