@@ -164,7 +164,7 @@ func (r *Runner) newInbound(ctx context.Context, peer string, m a2a.Message) (*i
 // still running is left to the lease, which answers CONTEXT_BUSY.
 func (r *Runner) continueTask(ctx context.Context, in *inbound) error {
 	m := &in.m
-	conv, entries, err := r.led.TaskEntries(ctx, m.TaskID)
+	conv, entries, err := r.tasks.TaskEntries(ctx, m.TaskID)
 	if errors.Is(err, ledger.ErrNotFound) || othersDamage(err, in.peer) || (err == nil && conv.Owner != in.peer) {
 		return &taskNotFoundError{TaskID: m.TaskID}
 	}
@@ -290,7 +290,7 @@ const beginAttempts = 4
 // settle other tasks (see storeInbound); retry names the task a repeated message belongs
 // to (nothing was stored).
 func (r *Runner) appendInbound(ctx context.Context, in *inbound, req ledger.AppendRequest, settled int) (_ ledger.AppendResult, retry string, _ error) {
-	res, err := r.led.Append(ctx, req)
+	res, err := r.store.Append(ctx, req)
 	var repeat *ledger.RepeatError
 	if !errors.As(err, &repeat) {
 		return res, "", err
@@ -302,7 +302,7 @@ func (r *Runner) appendInbound(ctx context.Context, in *inbound, req ledger.Appe
 	r.log.InfoContext(ctx, "a message sent again after its task ended unsuccessfully; running it as a new task",
 		"message_id", in.m.MessageID, "earlier_task_id", repeat.TaskID, "earlier_state", repeat.State)
 	req.Dedup = false
-	res, err = r.led.Append(ctx, req)
+	res, err = r.store.Append(ctx, req)
 	return res, "", err
 }
 
@@ -336,7 +336,7 @@ func (r *Runner) planBegin(ctx context.Context, in *inbound, reread bool) (begin
 	if m, ok := r.seen.Get(in.key); ok && m.ended && !reread {
 		return beginPlan{epoch: m.epoch}, nil
 	}
-	conv, running, err := r.led.ConversationRunning(ctx, in.peer, in.m.ContextID)
+	conv, running, err := r.store.ConversationRunning(ctx, in.peer, in.m.ContextID)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return beginPlan{}, nil // a new conversation: nothing runs there (and no turn can begin it but ours)

@@ -146,7 +146,7 @@ func (tr *turnRun) appendChunk(ctx context.Context, text string, last bool) erro
 	r := tr.r
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
-	res, err := r.led.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: tr.lt.contextID, Epoch: tr.epoch,
+	res, err := r.store.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: tr.lt.contextID, Epoch: tr.epoch,
 		Entries: []ledger.Entry{tr.chunkEntry(text, last)}})
 	if err != nil {
 		return fmt.Errorf("store a reply chunk: %w", err)

@@ -304,7 +304,7 @@ func (s *eventStream) follow(ctx context.Context) (a2a.Event, error) {
 
 // readPage reads the next entries after covered from the ledger.
 func (s *eventStream) readPage(ctx context.Context) error {
-	entries, err := s.r.led.Range(ctx, s.owner, s.contextID, s.covered, replayPage)
+	entries, err := s.r.tasks.Range(ctx, s.owner, s.contextID, s.covered, replayPage)
 	if errors.Is(err, ledger.ErrNotFound) {
 		entries, err = nil, nil // no conversation yet: everything will come live
 	}

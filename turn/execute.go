@@ -218,7 +218,7 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalizeTimeout)
 	defer cancel()
 	tr.beginHandover() // readers of the ledger see the end from its commit on: see handOver
-	stored, err := r.led.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
+	stored, err := r.store.Append(fctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
 		failed := tr.recordFailure(fctx, err)
 		if failed == nil {
@@ -350,7 +350,7 @@ func (tr *turnRun) recordFailure(ctx context.Context, err error) []ledger.Entry 
 	} else {
 		r.log.ErrorContext(ctx, "recording the end of a turn failed", "task_id", lt.id, "err", err)
 	}
-	failed, err := r.led.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
+	failed, err := r.store.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: lt.contextID, Entries: []ledger.Entry{{
 		TaskID: lt.id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityAudit,
 		Actor: "gateway", State: string(a2a.StateFailed), MessageID: uuid.NewString(),
 		Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}},

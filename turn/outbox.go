@@ -208,7 +208,7 @@ func (r *Runner) PushOutbox() push.Outbox {
 // outbox implements push.Outbox over the Runner's ledger, and makes the outbox entries of
 // the events the Runner appends (outboxLedger).
 type outbox struct {
-	store   Ledger       // the Runner's ledger (appends through outboxLedger); set by New
+	store   outboxStore  // the Runner's ledger (appends through outboxLedger); set by New
 	configs *pushConfigs // the tasks' live configs
 	locks   *leases      // the claims of a shared store (Claim, Record)
 	shared  bool         // Config.SharedStore

@@ -48,7 +48,7 @@ func (r *Runner) prepare(history []ledger.Entry, peer string, current ledger.Ent
 
 // readHistory returns the entries the projection of a message may use (see prompt.History).
 func (r *Runner) readHistory(ctx context.Context, peer, contextID string, beforeSeq uint64) ([]ledger.Entry, error) {
-	return prompt.History(ctx, r.led, r.cfg.Policy, peer, contextID, beforeSeq)
+	return prompt.History(ctx, r.store, r.cfg.Policy, peer, contextID, beforeSeq)
 }
 
 // Replay rebuilds what the agent was given at the turn whose message is at seq atSeq of the

@@ -78,13 +78,13 @@ func pushLedgerEntry(kind ledger.Kind, taskID, id string, rec any) ledger.Entry 
 // pushConfigs reads the push configs of peers' tasks and checks a new one (the URL guard,
 // the limits). The Runner has one when push is enabled (Config.PushGuard).
 type pushConfigs struct {
-	store   Ledger
+	store   pushConfigStore
 	guard   PushGuard
 	perTask int // Config.MaxPushConfigsPerTask, or its default
 	perPeer int // Config.MaxPushConfigsPerPeer, or its default
 }
 
-func newPushConfigs(cfg *Config, store Ledger) *pushConfigs {
+func newPushConfigs(cfg *Config, store pushConfigStore) *pushConfigs {
 	pc := &pushConfigs{store: store, guard: cfg.PushGuard, perTask: cfg.MaxPushConfigsPerTask, perPeer: cfg.MaxPushConfigsPerPeer}
 	if pc.perTask <= 0 {
 		pc.perTask = DefaultMaxPushConfigsPerTask
@@ -167,7 +167,7 @@ func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (
 	if err := r.push.check(ctx, peer, p.TaskID, &c); err != nil {
 		return nil, err
 	}
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: conv.ContextID,
+	_, err = r.store.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: conv.ContextID,
 		Entries: []ledger.Entry{pushConfigEntry(p.TaskID, toPushRecord(&c))}})
 	if err != nil {
 		return nil, fmt.Errorf("store push config: %w", err)
@@ -236,7 +236,7 @@ func (r *Runner) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef)
 	if err != nil {
 		return err
 	}
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID,
+	_, err = r.store.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID,
 		Entries: []ledger.Entry{pushConfigEntry(p.TaskID, ledger.PushConfig{ID: p.ConfigID, Deleted: true})}})
 	if err != nil {
 		return fmt.Errorf("delete push config: %w", err)

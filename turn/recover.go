@@ -51,7 +51,7 @@ func (r *Runner) Recover(ctx context.Context) (int, error) { return r.recovery.r
 // recovery marks as FAILED the tasks that turns stopped with their instance left running:
 // Recover, and the sweep over a shared store (Config.LeaseTTL).
 type recovery struct {
-	store  Ledger
+	store  recoveryStore
 	locks  Locker // Holder only: recovery never takes a lease
 	shared bool   // Config.SharedStore
 	log    *slog.Logger

@@ -93,7 +93,7 @@ func sentAgain(repeat *ledger.RepeatError) bool {
 // among the last ledger.DedupWindow entries, and returns the task that message started
 // or continued. A conversation that does not exist yet has nothing to repeat.
 func (r *Runner) latestRetry(ctx context.Context, in *inbound) (taskID string, ok bool, err error) {
-	got, err := r.led.LastBefore(ctx, in.peer, in.m.ContextID, 0, 1, ledger.UntilUserMessage())
+	got, err := r.store.LastBefore(ctx, in.peer, in.m.ContextID, 0, 1, ledger.UntilUserMessage())
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return "", false, nil

@@ -87,8 +87,11 @@ type Config struct {
 // (execute.go, chunks.go), reading tasks and streams (tasks.go, subscribe.go, events.go),
 // recovery (recover.go), push (push.go, outbox.go).
 type Runner struct {
-	cfg   Config
-	led   Ledger // with push, wrapped so that every append carries its outbox entries (outbox.go)
+	cfg Config
+	// The ledger, as the Runner's own methods use it (deps.go); with push, its appends
+	// carry their outbox entries (outboxLedger). Its small types hold their own view.
+	store turnStore
+	tasks taskReader
 	agent agent.Agent
 	log   *slog.Logger
 	obs   Observer
@@ -126,7 +129,7 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	}
 	base, cancel := context.WithCancel(context.Background())
 	r := &Runner{
-		cfg: cfg, led: led, agent: ag, obs: cfg.Observe,
+		cfg: cfg, agent: ag, obs: cfg.Observe,
 		log:  logger.With("component", "turn"),
 		base: base, cancel: cancel,
 		live: map[string]*liveTask{},
@@ -140,11 +143,12 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	if cfg.PushGuard != nil {
 		r.push = newPushConfigs(&cfg, led)
 		r.outbox = newOutbox(r.push, r.leases, cfg.SharedStore, r.log)
-		r.led = &outboxLedger{Ledger: led, o: r.outbox, notify: cfg.PushNotify} // outbox.go
-		r.outbox.store = r.led
+		led = &outboxLedger{Ledger: led, o: r.outbox, notify: cfg.PushNotify} // outbox.go
+		r.outbox.store = led
 	}
-	r.audits = newAuditLog(r.led, cfg.FinalizeTimeout, r.log)
-	r.recovery = &recovery{store: r.led, locks: locks, shared: cfg.SharedStore, log: r.log}
+	r.store, r.tasks = led, led
+	r.audits = newAuditLog(led, cfg.FinalizeTimeout, r.log)
+	r.recovery = &recovery{store: led, locks: locks, shared: cfg.SharedStore, log: r.log}
 	r.startShared()
 	return r
 }

@@ -26,7 +26,7 @@ func (r *Runner) Announce(ctx context.Context, owner, contextID string, firstSeq
 	if firstSeq == 0 || lastSeq < firstSeq || !r.feeds.Watching(key) {
 		return
 	}
-	entries, err := r.led.Range(ctx, owner, contextID, firstSeq-1, int(lastSeq-firstSeq+1))
+	entries, err := r.tasks.Range(ctx, owner, contextID, firstSeq-1, int(lastSeq-firstSeq+1))
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		r.log.WarnContext(ctx, "live stream: an announced append could not be read", "context_key", key, "err", err)
 		return

@@ -139,7 +139,7 @@ func (r *Runner) followTask(ctx context.Context, peer, contextID string, p *a2a.
 // snapshotHead puts the task's snapshot at the head of es, a stream from the start. The
 // stream joined the feed before this read, so nothing after the snapshot is missed.
 func (r *Runner) snapshotHead(ctx context.Context, es *eventStream) error {
-	conv, entries, err := r.led.TaskEntries(ctx, es.taskID)
+	conv, entries, err := r.tasks.TaskEntries(ctx, es.taskID)
 	if err == nil {
 		err = r.inflate(ctx, entries)
 	}

@@ -17,7 +17,7 @@ import (
 // taskEntries reads a task of peer from the ledger: a *taskNotFoundError when it does not
 // exist or is another peer's.
 func (r *Runner) taskEntries(ctx context.Context, peer, taskID string) (ledger.Conversation, []ledger.Entry, error) {
-	conv, entries, err := r.led.TaskEntries(ctx, taskID)
+	conv, entries, err := r.tasks.TaskEntries(ctx, taskID)
 	if errors.Is(err, ledger.ErrNotFound) || othersDamage(err, peer) || (err == nil && conv.Owner != peer) {
 		return ledger.Conversation{}, nil, &taskNotFoundError{TaskID: taskID}
 	}
@@ -46,7 +46,7 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 	for i := range entries {
 		for j := range entries[i].Parts {
 			if entries[i].Parts[j].ArtifactRef != "" {
-				if err := r.led.Inflate(ctx, entries); err != nil {
+				if err := r.tasks.Inflate(ctx, entries); err != nil {
 					return fmt.Errorf("inflate artifacts: %w", err)
 				}
 				return nil
@@ -108,7 +108,7 @@ func (r *Runner) taskContexts(ctx context.Context, peer, contextID string) ([]st
 		}
 		return []string{contextID}, nil
 	}
-	all, err := r.led.List(ctx, ledger.ListOptions{Owner: peer})
+	all, err := r.tasks.List(ctx, ledger.ListOptions{Owner: peer})
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
@@ -123,7 +123,7 @@ func (r *Runner) taskContexts(ctx context.Context, peer, contextID string) ([]st
 func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *a2a.ListTasksParams) ([]a2a.Task, error) {
 	var tasks []a2a.Task
 	for _, cid := range convs {
-		ids, err := r.led.TaskIDs(ctx, peer, cid)
+		ids, err := r.tasks.TaskIDs(ctx, peer, cid)
 		if errors.Is(err, ledger.ErrNotFound) || (errors.Is(err, ledger.ErrQuarantined) && p.ContextID == "") {
 			continue // gone, or damaged: listing all of the peer's tasks skips it (its contextId alone says so)
 		}
@@ -190,7 +190,7 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Ta
 		})
 	}
 	defer r.leases.release(ctx, lease)
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
+	_, err = r.store.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
 		TaskID: p.ID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
 		Actor: peer, State: string(a2a.StateCanceled), MessageID: uuid.NewString(),
 	}}})
@@ -209,7 +209,7 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 	if !ok {
 		return
 	}
-	_, entries, err := r.led.TaskEntries(ctx, taskID)
+	_, entries, err := r.tasks.TaskEntries(ctx, taskID)
 	if err != nil {
 		return
 	}
