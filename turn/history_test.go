@@ -14,6 +14,7 @@ import (
 	"github.com/a2a-gateway/gateway/history"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/prompt"
 )
 
 // recordingAgent records what it is given and replies "reply <n>".
@@ -122,7 +123,7 @@ func TestReplayEqualsLive(t *testing.T) {
 	for i, seq := range seqs {
 		live := ag.turns[i]
 		for _, at := range []uint64{seq, seq + 1} { // the message's seq, or any seq in its turn
-			got, err := Replay(t.Context(), st, r.cfg.Policy, "local", "replay", at)
+			got, err := prompt.Replay(t.Context(), st, r.cfg.Policy, "local", "replay", at)
 			if err != nil {
 				t.Fatalf("Replay(turn %d at %d) error = %v", i, at, err)
 			}
@@ -144,11 +145,11 @@ func TestReplayEqualsLive(t *testing.T) {
 			t.Fatalf("turn %d: a secret reached the agent:\n%s", i, live.Prompt)
 		}
 	}
-	last, err := Replay(t.Context(), st, r.cfg.Policy, "local", "replay", 0)
+	last, err := prompt.Replay(t.Context(), st, r.cfg.Policy, "local", "replay", 0)
 	if err != nil || last.Prompt != ag.turns[len(ag.turns)-1].Prompt {
 		t.Fatalf("Replay(latest) = %v, want the last live prompt", err)
 	}
-	if _, err := Replay(t.Context(), st, r.cfg.Policy, "local", "nope", 0); err == nil {
+	if _, err := prompt.Replay(t.Context(), st, r.cfg.Policy, "local", "nope", 0); err == nil {
 		t.Fatal("Replay of an unknown conversation succeeded")
 	}
 	_ = a2a.RoleUser

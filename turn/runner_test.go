@@ -23,6 +23,7 @@ import (
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/prompt"
 	"github.com/a2a-gateway/gateway/redact"
 )
 
@@ -528,8 +529,8 @@ func TestUpstreamTaskHandedToTheNextTurnOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayed, err := Replay(t.Context(), st, r.cfg.Policy, "local", "relayed", entries[len(entries)-1].Seq)
-	if err != nil || replayed.UpstreamTaskID != "up-task" || replayed.UpstreamContextID != "up-ctx" {
+	replayed, err := prompt.Replay(t.Context(), st, r.cfg.Policy, "local", "relayed", entries[len(entries)-1].Seq)
+	if err != nil || replayed.UpstreamTask != "up-task" || replayed.Upstream != "up-ctx" {
 		t.Fatalf("Replay(second turn) = %+v, %v; want the upstream task it was handed", replayed, err)
 	}
 }
