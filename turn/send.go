@@ -10,8 +10,8 @@ import (
 
 // SendMessage implements a2a.Handler. Its errors are protocol errors (see protocolError):
 // invalid params naming the field, TASK_NOT_FOUND, UNSUPPORTED_OPERATION for an ended
-// task, CONTEXT_BUSY, UNAVAILABLE during shutdown; a stream, RATE_LIMITED beyond
-// MaxStreamsPerPeer.
+// task, CONTEXT_BUSY, UNAVAILABLE during shutdown; an internal error for a request
+// without a caller (WithPeer).
 func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.SendResult, err error) {
 	defer func() { err = protocolError(err) }()
 	peer, err := caller(ctx)
@@ -56,7 +56,8 @@ func (r *Runner) SendMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Send
 	return a2a.SendResult{Task: t}, nil
 }
 
-// SendStreamingMessage implements a2a.Handler. Its errors are those of SendMessage.
+// SendStreamingMessage implements a2a.Handler. Its errors are those of SendMessage, and
+// RATE_LIMITED when the caller has MaxStreamsPerPeer streams open.
 func (r *Runner) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (_ a2a.Stream, err error) {
 	defer func() { err = protocolError(err) }()
 	peer, err := caller(ctx)

@@ -86,9 +86,10 @@ func (s *Server) peerAuth(next http.Handler) http.Handler { return s.authPeers(n
 // without a bearer token that carries a valid console session cookie (see
 // console.Handler.Operator; the Live page's socket) is marked turn.WithOperator. When peer
 // tokens are configured it has no peer of its own: its caller is contextid.LocalOwner, as
-// on a gateway without them, and it may only follow conversations, any peer's, naming
-// their owner (see wsSubscribeAs, wsSubscribeOnly). The Origin check of the WebSocket
-// handler applies to it as to everyone.
+// on a gateway without them (what it was before callers were explicit), and it may only
+// follow conversations: any peer's, naming the owner, or local's, naming none (see
+// wsSubscribeAs, wsSubscribeOnly). The Origin check of the WebSocket handler applies to
+// it as to everyone.
 func (s *Server) wsAuth(next http.Handler) http.Handler { return s.authPeers(next, true) }
 
 // operator reports whether r carries a valid console session.
