@@ -45,7 +45,7 @@ func newSharedRunner(t *testing.T) (*Runner, *countingReads) {
 // interrupted.
 func nonTerminal(t *testing.T, r *Runner, contextID string) []string {
 	t.Helper()
-	res, err := r.ListTasks(t.Context(), &a2a.ListTasksParams{ContextID: contextID})
+	res, err := r.ListTasks(localCtx(t), &a2a.ListTasksParams{ContextID: contextID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestTurnSettlesStoppedTask(t *testing.T) {
 			}
 			// Bounded: before the fix, the repeat was answered with the stopped task and
 			// waited for its end, which no turn would bring.
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(localCtx(t), 30*time.Second)
 			defer cancel()
 			res, err := r.SendMessage(ctx, &a2a.SendParams{Message: a2a.Message{
 				MessageID: msgID, ContextID: "c", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(tt.text)}}})
@@ -156,7 +156,7 @@ func TestTurnSettlesStoppedTask(t *testing.T) {
 func TestTurnBeginReadsOnlyWhenUnsure(t *testing.T) {
 	t.Parallel()
 	r, led := newSharedRunner(t)
-	ctx := t.Context()
+	ctx := localCtx(t)
 	for i, text := range []string{"one", "two", "three"} {
 		if res, err := send(ctx, r, "known", "", text); err != nil || res.Task.Status.State != a2a.StateCompleted {
 			t.Fatalf("send %q = %+v, %v", text, res.Task, err)

@@ -6,28 +6,74 @@ import (
 
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/prompt"
 )
 
-// Ledger is what a turn needs of the ledger. Implemented by *ledger.Store.
+// The ledger as each part of the Runner uses it: a small interface per consumer, each
+// naming the methods that consumer calls. *ledger.Store implements them all (Ledger).
+
+// Ledger is the ledger a Runner is given (New): the union of what its parts use.
+// Implemented by *ledger.Store.
 type Ledger interface {
+	turnStore
+	taskReader
+	auditStore
+	recoveryStore
+	pushConfigStore
+	outboxStore
+}
+
+// turnStore is how a turn and the requests that change a conversation write it
+// (admit.go, execute.go, chunks.go, tools.go; CancelTask, the push config methods), and
+// what admission reads to begin a turn.
+type turnStore interface {
 	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
-	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
-	Conversation(ctx context.Context, owner, contextID string) (ledger.Conversation, error)
-	Range(ctx context.Context, owner, contextID string, afterSeq uint64, limit int) ([]ledger.Entry, error)
-	LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*ledger.Entry) bool) ([]ledger.Entry, error)
-	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
-	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
-	// RunningTasks lists the tasks started and not settled since (Recover).
-	RunningTasks(ctx context.Context) ([]ledger.RunningTask, error)
 	// ConversationRunning reads a conversation's head and its running tasks together
 	// (planBegin, over a shared store).
 	ConversationRunning(ctx context.Context, owner, contextID string) (ledger.Conversation, []string, error)
+	// prompt.Reader reads the history given to the agent (LastBefore, Inflate); LastBefore
+	// also reads the latest message a retried send may repeat (latestRetry).
+	prompt.Reader
+}
+
+// taskReader reads tasks and their streams (tasks.go, subscribe.go, events.go, shared.go;
+// a follow-up's check of its task, continueTask).
+type taskReader interface {
+	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
 	Inflate(ctx context.Context, entries []ledger.Entry) error
-	// The push indexes (ledger/push.go): a task's live configs, a peer's config count,
-	// and the pending outbox entries.
+	Range(ctx context.Context, owner, contextID string, afterSeq uint64, limit int) ([]ledger.Entry, error)
+	List(ctx context.Context, opts ledger.ListOptions) ([]ledger.Conversation, error)
+	TaskIDs(ctx context.Context, owner, contextID string) ([]string, error)
+}
+
+// auditStore is what the audit writer needs (audit.go): whether a conversation exists,
+// and the append.
+type auditStore interface {
+	Conversation(ctx context.Context, owner, contextID string) (ledger.Conversation, error)
+	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
+}
+
+// recoveryStore is the recovery's view (recover.go).
+type recoveryStore interface {
+	// RunningTasks lists the tasks started and not settled since.
+	RunningTasks(ctx context.Context) ([]ledger.RunningTask, error)
+	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
+	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
+}
+
+// pushConfigStore reads the push config index (ledger/push.go) for pushConfigs
+// (push.go): a task's live configs, a peer's config count.
+type pushConfigStore interface {
 	PushConfigs(ctx context.Context, owner, taskID string) ([]ledger.Entry, error)
 	PushConfigCount(ctx context.Context, owner string) (int, error)
+}
+
+// outboxStore is the push outbox's (outbox.go): the pending outbox entries, a task's
+// entries (its attempts, its owner), and the append of an attempt.
+type outboxStore interface {
 	PendingPush(ctx context.Context, limit int) ([]ledger.PendingPush, error)
+	TaskEntries(ctx context.Context, taskID string) (ledger.Conversation, []ledger.Entry, error)
+	Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error)
 }
 
 // PushGuard checks a push notification URL when a peer sets it (the SSRF guard of package
@@ -49,13 +95,6 @@ type Locker interface {
 	Holder(ctx context.Context, key string) (string, error)
 }
 
-// RateLimiter admits a peer's requests. Allow reports whether one more request of
-// peer may run now and, when not, how long until one may. It must be safe for concurrent
-// use and must not block.
-type RateLimiter interface {
-	Allow(peer string) (ok bool, retryAfter time.Duration)
-}
-
 // Observer receives the runner's measurements (metrics). Every method must be cheap and
 // must not block; a nil Observer in Config observes nothing.
 type Observer interface {
@@ -65,8 +104,6 @@ type Observer interface {
 	Busy()
 	// Retried: a send was answered as a retry of a stored message (retry.go); no turn ran.
 	Retried()
-	// RateLimited: a request of peer was refused with RATE_LIMITED.
-	RateLimited(peer string)
 	// LimitExceeded: a request was refused for a size limit; what names it ("parts",
 	// "part_bytes", "message_bytes", "streams").
 	LimitExceeded(what string)

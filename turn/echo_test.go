@@ -16,7 +16,7 @@ func TestProtocolErrorCapsEchoedValues(t *testing.T) {
 	}{
 		{"busy context", &busyError{ContextID: long, Holder: long}},
 		{"task not found", &taskNotFoundError{TaskID: long}},
-		{"rate limited peer", &rateLimitError{Peer: long, RetryAfter: 1}},
+		{"peer at its stream limit", &streamLimitError{Peer: long, Max: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

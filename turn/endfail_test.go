@@ -34,7 +34,7 @@ func TestStorageFullMidTurn(t *testing.T) {
 	})
 	p := &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "c", Role: a2a.RoleUser,
 		Parts: []a2a.Part{a2a.TextPart("hello")}}}
-	res, err := r.SendMessage(t.Context(), p)
+	res, err := r.SendMessage(localCtx(t), p)
 	if err == nil {
 		state := a2a.TaskState("")
 		if res.Task != nil {

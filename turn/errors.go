@@ -63,20 +63,15 @@ func (e *limitError) Reason() string {
 	return fmt.Sprintf("the message holds %d bytes; the limit is %d", e.Got, e.Max)
 }
 
-// rateLimitError is a request refused by the peer's limits: its request rate (Streams is
-// 0, RetryAfter the seconds until a request may run) or its open streams (Streams, the
-// limit).
-type rateLimitError struct {
-	Peer       string
-	RetryAfter int
-	Streams    int
+// streamLimitError is a stream refused because its peer has Max streams open
+// (Config.MaxStreamsPerPeer).
+type streamLimitError struct {
+	Peer string
+	Max  int
 }
 
-func (e *rateLimitError) Error() string {
-	if e.Streams > 0 {
-		return fmt.Sprintf("peer %s has %d streams open, the limit; close one and retry", a2a.EchoQuote(e.Peer), e.Streams)
-	}
-	return fmt.Sprintf("rate limit exceeded for peer %s; retry in %ds", a2a.EchoQuote(e.Peer), e.RetryAfter)
+func (e *streamLimitError) Error() string {
+	return fmt.Sprintf("peer %s has %d streams open, the limit; close one and retry", a2a.EchoQuote(e.Peer), e.Max)
 }
 
 // busyError is a request refused because task Holder ("" when the lease service could
@@ -233,7 +228,7 @@ func refusalError(err error) error {
 		ue *unrecordedEndError
 		be *busyError
 		nf *taskNotFoundError
-		rl *rateLimitError
+		sl *streamLimitError
 		se *ledger.StorageError
 		qe *ledger.QuarantinedError
 	)
@@ -250,13 +245,9 @@ func refusalError(err error) error {
 			meta["taskId"] = a2a.Echo(be.Holder)
 		}
 		return &a2a.Error{Err: a2a.ErrContextBusy, Message: be.Error(), Metadata: meta}
-	case errors.As(err, &rl):
-		retry := "1"
-		if rl.Streams == 0 {
-			retry = fmt.Sprint(rl.RetryAfter)
-		}
-		return &a2a.Error{Err: a2a.ErrRateLimited, Message: rl.Error(),
-			Metadata: map[string]string{"peer": a2a.Echo(rl.Peer), "retryAfterSeconds": retry}}
+	case errors.As(err, &sl):
+		return &a2a.Error{Err: a2a.ErrRateLimited, Message: sl.Error(),
+			Metadata: map[string]string{"peer": a2a.Echo(sl.Peer), "retryAfterSeconds": "1"}}
 	case errors.Is(err, locking.ErrHeld):
 		return a2a.Errorf(a2a.ErrContextBusy, "another task is running in this context; retry when it completes")
 	case errors.Is(err, ledger.ErrFenced):

@@ -67,9 +67,7 @@ func TestProtocolError(t *testing.T) {
 			wireError{-32602, "message.parts[1]: the part holds 9 bytes; the limit is 5 per part", "message.parts[1]", nil}},
 		{"message bytes limit", &limitError{Limit: "message_bytes", Field: "message.parts", Got: 12, Max: 8}, a2a.ErrInvalidParams,
 			wireError{-32602, "message.parts: the message holds 12 bytes; the limit is 8", "message.parts", nil}},
-		{"rate limit", &rateLimitError{Peer: "p", RetryAfter: 3}, a2a.ErrRateLimited,
-			wireError{-32000, `rate limit exceeded for peer "p"; retry in 3s`, "", map[string]string{"peer": "p", "retryAfterSeconds": "3"}}},
-		{"stream limit", &rateLimitError{Peer: "p", Streams: 4}, a2a.ErrRateLimited,
+		{"stream limit", &streamLimitError{Peer: "p", Max: 4}, a2a.ErrRateLimited,
 			wireError{-32000, `peer "p" has 4 streams open, the limit; close one and retry`, "", map[string]string{"peer": "p", "retryAfterSeconds": "1"}}},
 		{"busy, holder known", &busyError{ContextID: "c1", Holder: "t9", Err: &locking.HeldError{Key: "k", Holder: "t9"}}, a2a.ErrContextBusy,
 			wireError{-32004, `context "c1" is busy: task t9 is running; retry when it completes`, "", map[string]string{"contextId": "c1", "taskId": "t9"}}},
@@ -152,10 +150,10 @@ func countEntries(t *testing.T, st *ledger.Store, owner, contextID string) int {
 func TestInvalidMessageRefusedPlainly(t *testing.T) {
 	t.Parallel()
 	r, st := newRunnerWith(t, Config{MaxStreamsPerPeer: 1}, locking.NewLocal(), agent.Echo{})
-	if _, err := send(t.Context(), r, "exists", "", "hello"); err != nil {
+	if _, err := send(localCtx(t), r, "exists", "", "hello"); err != nil {
 		t.Fatalf("first send error = %v", err)
 	}
-	owner := PeerFrom(t.Context())
+	owner := contextid.LocalOwner
 	before := countEntries(t, st, owner, "exists")
 	longID := strings.Repeat("m", 257)
 	tests := []struct {
@@ -174,11 +172,11 @@ func TestInvalidMessageRefusedPlainly(t *testing.T) {
 			var err error
 			if streaming {
 				var s a2a.Stream
-				if s, err = r.SendStreamingMessage(t.Context(), p); s != nil {
+				if s, err = r.SendStreamingMessage(localCtx(t), p); s != nil {
 					s.Close()
 				}
 			} else {
-				_, err = r.SendMessage(t.Context(), p)
+				_, err = r.SendMessage(localCtx(t), p)
 			}
 			w := wireOf(err)
 			if w.Code != -32602 || !strings.HasPrefix(w.Message, tt.want) || strings.Contains(w.Message, tt.never) {
@@ -193,7 +191,7 @@ func TestInvalidMessageRefusedPlainly(t *testing.T) {
 		t.Errorf("Streams() after refused streaming sends = %d, want 0 (the slot is given back)", n)
 	}
 	// The lease of the existing context was given back: a good message runs.
-	if res, err := send(t.Context(), r, "exists", "", "again"); err != nil || res.Task.Status.State != a2a.StateCompleted {
+	if res, err := send(localCtx(t), r, "exists", "", "again"); err != nil || res.Task.Status.State != a2a.StateCompleted {
 		t.Fatalf("send after the refusals = %+v, %v; want it completed", res.Task, err)
 	}
 	_ = r.Close(t.Context()) // drains the audit queue: nothing may be written after this
@@ -230,13 +228,13 @@ func TestLimitErrorsCarryFieldAndReason(t *testing.T) {
 		if diff := cmp.Diff(tt.want, *le); diff != "" {
 			t.Errorf("%s: limitError (-want +got):\n%s", tt.name, diff)
 		}
-		_, err := r.SendMessage(t.Context(), &a2a.SendParams{Message: m})
+		_, err := r.SendMessage(localCtx(t), &a2a.SendParams{Message: m})
 		if w := wireOf(err); w.Code != -32602 || w.Field != tt.want.Field || w.Message != tt.want.Field+": "+tt.want.Reason() {
 			t.Errorf("%s: SendMessage error = %+v, want -32602 on %s: %s", tt.name, w, tt.want.Field, tt.want.Reason())
 		}
 	}
 	_ = r.Close(t.Context())
-	if n := countEntries(t, st, PeerFrom(t.Context()), "limits"); n != 0 {
+	if n := countEntries(t, st, contextid.LocalOwner, "limits"); n != 0 {
 		t.Errorf("entries after messages over the limits = %d, want 0", n)
 	}
 }
@@ -296,12 +294,12 @@ func TestLogLinesCarryTheRequestContext(t *testing.T) {
 		return agent.Result{}, errors.New("backend down")
 	})
 	r := newLoggedRunner(t, locking.NewLocal(), failing, rec)
-	ctx := context.WithValue(t.Context(), ctxKey{}, "req-1")
+	ctx := context.WithValue(localCtx(t), ctxKey{}, "req-1")
 	if res, err := send(ctx, r, "logs", "", "hi"); err != nil || res.Task.Status.State != a2a.StateFailed {
 		t.Fatalf("send = %+v, %v; want the task failed", res.Task, err)
 	}
 	down := newLoggedRunner(t, failingLocker{}, agent.Echo{}, rec)
-	_, err := send(context.WithValue(t.Context(), ctxKey{}, "req-2"), down, "logs", "", "hi")
+	_, err := send(context.WithValue(localCtx(t), ctxKey{}, "req-2"), down, "logs", "", "hi")
 	if !errors.Is(err, a2a.ErrLockUnavailable) {
 		t.Fatalf("send with the lock service down error = %v, want ErrLockUnavailable", err)
 	}

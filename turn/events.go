@@ -218,31 +218,11 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 			continue
 		default:
 			var err error
-			ev, err = s.follow(ctx)
-			if errors.Is(err, errPollStore) {
-				s.replaying = true // nothing announced for a while: look in the shared store
-				continue
-			}
-			if errors.Is(err, feed.ErrEnded) {
-				s.done = true
-				return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
-					"task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(s.taskID))
-			}
-			if errors.Is(err, feed.ErrLagged) {
-				// Too far behind the feed: rejoin at its end and catch up from the ledger.
-				s.cur.Close()
-				s.cur = s.r.feeds.Join(s.key)
-				s.replaying = true
-				continue
-			}
-			if err != nil {
+			if ev, err = s.live(ctx); err != nil {
 				return a2a.Event{}, err
 			}
-			if s.r.cfg.SharedStore && ev.Seq > s.covered+1 {
-				// A seq in between may be an event announced late or never (another
-				// instance's commit): read the store from covered first; ev comes again.
-				s.replaying = true
-				continue
+			if s.replaying {
+				continue // back to the ledger first
 			}
 		}
 		if ev.Seq <= s.covered {
@@ -260,6 +240,36 @@ func (s *eventStream) next(ctx context.Context) (a2a.Event, error) {
 		return ev, nil
 	}
 	return a2a.Event{}, io.EOF
+}
+
+// live takes the next event of the live feed (follow). When the stream must read the
+// ledger first it sets replaying and returns no event: nothing came on the feed for a
+// while over a shared store, the reader lagged too far behind the feed (it rejoins at its
+// end), or, over a shared store, the event skips a seq (an event announced late or never,
+// another instance's commit: the ledger is read from covered first, and the event comes
+// again). A task whose turn ended without a recorded final status ends the stream with
+// UNAVAILABLE.
+func (s *eventStream) live(ctx context.Context) (a2a.Event, error) {
+	ev, err := s.follow(ctx)
+	switch {
+	case errors.Is(err, errPollStore), errors.Is(err, feed.ErrLagged):
+		if errors.Is(err, feed.ErrLagged) {
+			s.cur.Close()
+			s.cur = s.r.feeds.Join(s.key)
+		}
+		s.replaying = true
+		return a2a.Event{}, nil
+	case errors.Is(err, feed.ErrEnded):
+		s.done = true
+		return a2a.Event{}, a2a.Errorf(a2a.ErrUnavailable,
+			"task %s ended without a recorded final status (the ledger failed); read it with GetTask", a2a.EchoQuote(s.taskID))
+	case err != nil:
+		return a2a.Event{}, err
+	case s.r.cfg.SharedStore && ev.Seq > s.covered+1:
+		s.replaying = true
+		return a2a.Event{}, nil
+	}
+	return ev, nil
 }
 
 // sharedPoll is how long a stream over a shared store waits for an announced event
@@ -294,7 +304,7 @@ func (s *eventStream) follow(ctx context.Context) (a2a.Event, error) {
 
 // readPage reads the next entries after covered from the ledger.
 func (s *eventStream) readPage(ctx context.Context) error {
-	entries, err := s.r.led.Range(ctx, s.owner, s.contextID, s.covered, replayPage)
+	entries, err := s.r.tasks.Range(ctx, s.owner, s.contextID, s.covered, replayPage)
 	if errors.Is(err, ledger.ErrNotFound) {
 		entries, err = nil, nil // no conversation yet: everything will come live
 	}
@@ -327,32 +337,4 @@ func (s *eventStream) Close() {
 		s.release()
 		s.release = nil
 	}
-}
-
-// SubscribeContext streams every event of the caller's context contextID (all its tasks)
-// with seq > afterSeq: replayed from the ledger, then live. The stream does not end by
-// itself. Errors: invalid params for a bad contextId, RATE_LIMITED over the peer's
-// limits. A context that does not exist yet is not an error: its events arrive when it
-// starts.
-func (r *Runner) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (_ a2a.Stream, err error) {
-	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
-	if err := contextid.Validate(contextID); err != nil {
-		return nil, &paramError{Field: "contextId", Err: err}
-	}
-	release, err := r.openStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.subscriberStream(PeerFrom(ctx), contextID, "", afterSeq, release), nil
-}
-
-// subscriberStream is newEventStream for a subscriber (no head), which over a shared
-// store signals its watch to the other instances (see Config.SignalWatch).
-func (r *Runner) subscriberStream(owner, contextID, taskID string, afterSeq uint64, release func()) *eventStream {
-	es := r.newEventStream(owner, contextID, taskID, afterSeq, nil, release)
-	es.signal = r.cfg.SharedStore && r.cfg.SignalWatch != nil
-	return es
 }

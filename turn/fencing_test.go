@@ -34,7 +34,7 @@ func TestFencingStaleHolder(t *testing.T) {
 	r := New(Config{}, st, expiringLocker{}, ag, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { _ = r.Close(context.Background()); _ = st.Close() })
 
-	stale, err := r.SendMessage(t.Context(), &a2a.SendParams{
+	stale, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m1", ContextID: "fenced", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("stale turn")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},
 	})
@@ -42,7 +42,7 @@ func TestFencingStaleHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ag.started // the stale holder is stalled inside its agent
-	fresh, err := r.SendMessage(t.Context(), &a2a.SendParams{
+	fresh, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m2", ContextID: "fenced", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("fresh turn")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},
 	})
@@ -57,7 +57,7 @@ func TestFencingStaleHolder(t *testing.T) {
 	close(ag.release) // both agents finish now: the stale one tries to append its reply
 	testutil.WaitFor(t, "both turns to end", func() bool { return r.Running() == 0 })
 	// The newer turn completed and is intact.
-	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: fresh.Task.ID})
+	got, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: fresh.Task.ID})
 	if err != nil || got.Status.State != a2a.StateCompleted || a2a.PartsText(got.Artifacts[0].Parts) != "partial done" {
 		t.Fatalf("fresh task = %+v, %v; want completed with its reply", got, err)
 	}
@@ -75,7 +75,7 @@ func TestFencingStaleHolder(t *testing.T) {
 		}
 	}
 	// The stale task is closed as failed (audit-only), and its reply is nowhere.
-	old, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: stale.Task.ID})
+	old, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: stale.Task.ID})
 	if err != nil || old.Status.State != a2a.StateFailed || len(old.Artifacts) != 0 {
 		t.Fatalf("stale task = %+v, %v; want failed with no reply", old, err)
 	}

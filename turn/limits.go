@@ -1,31 +1,14 @@
 package turn
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/a2a-gateway/gateway/a2a"
 )
-
-// admit applies the peer's rate limit to one request; a refusal is a
-// *rateLimitError.
-func (r *Runner) admit(ctx context.Context) error {
-	if r.cfg.RateLimit == nil {
-		return nil
-	}
-	peer := PeerFrom(ctx)
-	ok, retry := r.cfg.RateLimit.Allow(peer)
-	if ok {
-		return nil
-	}
-	r.obs.RateLimited(peer)
-	return &rateLimitError{Peer: peer, RetryAfter: max(1, int(math.Ceil(retry.Seconds())))}
-}
 
 // checkLimits refuses a message over the configured size limits before anything of it is
 // stored, with a *limitError.
@@ -58,39 +41,54 @@ func partBytes(p *a2a.Part) int {
 	return len(p.Text) + len(p.Data) + len(p.Raw) + len(p.URL)
 }
 
-// openStream counts a stream of the caller against MaxStreamsPerPeer; the returned
+// openStreams counts the streams (SSE and WebSocket subscriptions) each peer has open,
+// against Config.MaxStreamsPerPeer. Its zero value counts without a limit.
+type openStreams struct {
+	max int      // 0: no limit
+	obs Observer // counts a refusal (LimitExceeded "streams")
+
+	mu     sync.Mutex // guards byPeer only; never held with another lock
+	byPeer map[string]int
+}
+
+// open counts a stream of peer's, or refuses it with a *streamLimitError; the returned
 // release must be called once when the stream closes.
-func (r *Runner) openStream(ctx context.Context) (release func(), err error) {
-	peer := PeerFrom(ctx)
-	r.streamsMu.Lock()
-	defer r.streamsMu.Unlock()
-	if max := r.cfg.MaxStreamsPerPeer; max > 0 && r.streams[peer] >= max {
-		r.obs.LimitExceeded("streams")
-		return nil, &rateLimitError{Peer: peer, Streams: max}
+func (o *openStreams) open(peer string) (release func(), err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.max > 0 && o.byPeer[peer] >= o.max {
+		o.obs.LimitExceeded("streams")
+		return nil, &streamLimitError{Peer: peer, Max: o.max}
 	}
-	r.streams[peer]++
+	if o.byPeer == nil {
+		o.byPeer = map[string]int{}
+	}
+	o.byPeer[peer]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			r.streamsMu.Lock()
-			if r.streams[peer]--; r.streams[peer] <= 0 {
-				delete(r.streams, peer)
+			o.mu.Lock()
+			if o.byPeer[peer]--; o.byPeer[peer] <= 0 {
+				delete(o.byPeer, peer)
 			}
-			r.streamsMu.Unlock()
+			o.mu.Unlock()
 		})
 	}, nil
 }
 
-// Streams returns the number of streams open (SSE and WebSocket), for metrics.
-func (r *Runner) Streams() int {
-	r.streamsMu.Lock()
-	defer r.streamsMu.Unlock()
+// total returns the number of streams open.
+func (o *openStreams) total() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	n := 0
-	for _, c := range r.streams {
+	for _, c := range o.byPeer {
 		n += c
 	}
 	return n
 }
+
+// Streams returns the number of streams open (SSE and WebSocket), for metrics.
+func (r *Runner) Streams() int { return r.streams.total() }
 
 // noObserver observes nothing.
 type noObserver struct{}
@@ -98,7 +96,6 @@ type noObserver struct{}
 func (noObserver) TurnDone(string, time.Duration)    {}
 func (noObserver) Busy()                             {}
 func (noObserver) Retried()                          {}
-func (noObserver) RateLimited(string)                {}
 func (noObserver) LimitExceeded(string)              {}
 func (noObserver) LeaseAcquire(time.Duration, error) {}
 func (noObserver) AgentDone(time.Duration, error)    {}

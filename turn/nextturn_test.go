@@ -53,7 +53,7 @@ func TestNextTurnAfterTerminalEventIsNotBusy(t *testing.T) {
 	const rounds = 500
 	// Watched, so the reply is streamed as REPLY_CHUNK entries too.
 	r, _ := newRunnerWith(t, Config{}, locking.NewLocal(), agent.Echo{})
-	ctx := t.Context()
+	ctx := localCtx(t)
 	busy, firstBusy := 0, error(nil)
 	for i := range rounds {
 		if err := streamTurn(ctx, r, "next-turn", fmt.Sprintf("stream %d", i)); err != nil {
@@ -102,7 +102,7 @@ func TestNextTurnAfterPolledEndIsNotBusy(t *testing.T) {
 	t.Parallel()
 	const rounds = 300
 	r, _ := newRunnerWith(t, Config{}, locking.NewLocal(), agent.Echo{})
-	ctx := t.Context()
+	ctx := localCtx(t)
 	busy, last := 0, ""
 	for i := range rounds {
 		res, err := r.SendMessage(ctx, &a2a.SendParams{
@@ -160,7 +160,7 @@ func TestSendAfterHolderLeftIsNotBusy(t *testing.T) {
 	r, _ := newRunnerWith(t, Config{}, locks, ag)
 	locks.r = r
 	locks.armed.Store(true)
-	ctx := t.Context()
+	ctx := localCtx(t)
 	first, err := r.SendMessage(ctx, &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m-first", ContextID: "left", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("first")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -37,16 +38,18 @@ const (
 	contentTypeV03 = "application/json"
 )
 
-// outboxLedger adds the outbox entries of the events an Append carries.
+// outboxLedger adds the outbox entries of the events an Append carries; notify is
+// Config.PushNotify (nil: none).
 type outboxLedger struct {
 	Ledger
-	r *Runner
+	o      *outbox
+	notify func()
 }
 
 // Append appends req with its outbox entries, then calls Config.PushNotify when it
 // created any.
 func (l *outboxLedger) Append(ctx context.Context, req ledger.AppendRequest) (ledger.AppendResult, error) {
-	items, err := l.r.outboxEntries(ctx, &req)
+	items, err := l.o.entries(ctx, &req)
 	if err != nil {
 		return ledger.AppendResult{}, err
 	}
@@ -54,8 +57,8 @@ func (l *outboxLedger) Append(ctx context.Context, req ledger.AppendRequest) (le
 		req.Entries = append(slices.Clip(req.Entries), items...)
 	}
 	res, err := l.Ledger.Append(ctx, req)
-	if err == nil && len(items) > 0 && l.r.cfg.PushNotify != nil {
-		l.r.cfg.PushNotify()
+	if err == nil && len(items) > 0 && l.notify != nil {
+		l.notify()
 	}
 	return res, err
 }
@@ -91,12 +94,12 @@ func requestEvents(req *ledger.AppendRequest, tasks map[string][]ledger.PushConf
 	return out
 }
 
-// outboxEntries returns the PUSH_OUTBOX entries of req's events: one per event and live
+// entries returns the PUSH_OUTBOX entries of req's events: one per event and live
 // config of its task (the stored configs, as the PUSH_CONFIG entries of req itself
 // change them).
 // The configs are read first: an event is decoded (its metadata parsed, its parts
 // converted) only for a task that has any, which most turns' tasks do not.
-func (r *Runner) outboxEntries(ctx context.Context, req *ledger.AppendRequest) ([]ledger.Entry, error) {
+func (o *outbox) entries(ctx context.Context, req *ledger.AppendRequest) ([]ledger.Entry, error) {
 	var configs map[string][]ledger.PushConfig
 	for i := range req.Entries {
 		e := &req.Entries[i]
@@ -106,7 +109,7 @@ func (r *Runner) outboxEntries(ctx context.Context, req *ledger.AppendRequest) (
 		if _, ok := configs[e.TaskID]; ok {
 			continue
 		}
-		cs, err := r.requestConfigs(ctx, req, e.TaskID)
+		cs, err := o.requestConfigs(ctx, req, e.TaskID)
 		if err != nil {
 			return nil, err
 		}
@@ -130,8 +133,8 @@ func (r *Runner) outboxEntries(ctx context.Context, req *ledger.AppendRequest) (
 }
 
 // requestConfigs returns the configs of taskID live once req is stored.
-func (r *Runner) requestConfigs(ctx context.Context, req *ledger.AppendRequest, taskID string) ([]ledger.PushConfig, error) {
-	live, err := r.liveConfigs(ctx, req.Owner, taskID)
+func (o *outbox) requestConfigs(ctx context.Context, req *ledger.AppendRequest, taskID string) ([]ledger.PushConfig, error) {
+	live, err := o.configs.live(ctx, req.Owner, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +205,14 @@ func (r *Runner) PushOutbox() push.Outbox {
 	return r.outbox
 }
 
-// outbox implements push.Outbox over the Runner's ledger.
+// outbox implements push.Outbox over the Runner's ledger, and makes the outbox entries of
+// the events the Runner appends (outboxLedger).
 type outbox struct {
-	r *Runner
+	store   outboxStore  // the Runner's ledger (appends through outboxLedger); set by New
+	configs *pushConfigs // the tasks' live configs
+	locks   *leases      // the claims of a shared store (Claim, Record)
+	shared  bool         // Config.SharedStore
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	owners   map[string]string         // delivery id → owner of its conversation (from Pending)
@@ -212,13 +220,14 @@ type outbox struct {
 	leases   map[string]*locking.Lease // delivery id → claim lease (shared store)
 }
 
-func newOutbox(r *Runner) *outbox {
-	return &outbox{r: r, owners: map[string]string{}, attempts: map[string]int{}, leases: map[string]*locking.Lease{}}
+func newOutbox(configs *pushConfigs, locks *leases, shared bool, log *slog.Logger) *outbox {
+	return &outbox{configs: configs, locks: locks, shared: shared, log: log,
+		owners: map[string]string{}, attempts: map[string]int{}, leases: map[string]*locking.Lease{}}
 }
 
 // Pending implements push.Outbox.
 func (o *outbox) Pending(ctx context.Context, limit int) ([]push.Delivery, error) {
-	pp, err := o.r.led.PendingPush(ctx, limit)
+	pp, err := o.store.PendingPush(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("push outbox: %w", err)
 	}
@@ -228,7 +237,7 @@ func (o *outbox) Pending(ctx context.Context, limit int) ([]push.Delivery, error
 	for i := range pp {
 		d, err := delivery(&pp[i])
 		if err != nil {
-			o.r.log.WarnContext(ctx, "push outbox: an outbox entry is unreadable; skipped", "seq", pp[i].Entry.Seq, "err", err)
+			o.log.WarnContext(ctx, "push outbox: an outbox entry is unreadable; skipped", "seq", pp[i].Entry.Seq, "err", err)
 			continue
 		}
 		o.owners[d.ID] = pp[i].Entry.Owner
@@ -269,7 +278,7 @@ func delivery(p *ledger.PendingPush) (push.Delivery, error) {
 // true when this instance took the task's push lease (held until Record) and d has no
 // final attempt yet.
 func (o *outbox) Claim(ctx context.Context, d push.Delivery) (bool, error) {
-	if !o.r.cfg.SharedStore {
+	if !o.shared {
 		return true, nil
 	}
 	o.mu.Lock()
@@ -278,7 +287,7 @@ func (o *outbox) Claim(ctx context.Context, d push.Delivery) (bool, error) {
 	if held {
 		return true, nil
 	}
-	lease, err := o.r.locks.Acquire(ctx, "push/"+d.TaskID, d.ID)
+	lease, err := o.locks.claim(ctx, "push/"+d.TaskID, d.ID)
 	if errors.Is(err, locking.ErrHeld) {
 		return false, nil
 	}
@@ -289,7 +298,7 @@ func (o *outbox) Claim(ctx context.Context, d push.Delivery) (bool, error) {
 	// and released between that read and this claim): with the lease held, check that
 	// d is still undelivered, or it would be sent twice.
 	if done, err := o.finished(ctx, d); err != nil || done {
-		o.r.releaseLease(ctx, lease)
+		o.locks.release(ctx, lease)
 		return false, err
 	}
 	o.mu.Lock()
@@ -300,7 +309,7 @@ func (o *outbox) Claim(ctx context.Context, d push.Delivery) (bool, error) {
 
 // finished reports whether d has a final attempt recorded (by any instance).
 func (o *outbox) finished(ctx context.Context, d push.Delivery) (bool, error) {
-	_, es, err := o.r.led.TaskEntries(ctx, d.TaskID)
+	_, es, err := o.store.TaskEntries(ctx, d.TaskID)
 	if err != nil {
 		return false, fmt.Errorf("push outbox: claim %s: %w", d.ID, err)
 	}
@@ -334,7 +343,7 @@ func (o *outbox) Record(ctx context.Context, d push.Delivery, a push.Attempt) er
 	if !a.At.IsZero() {
 		e.CreatedAt = a.At
 	}
-	if _, err := o.r.led.Append(ctx, ledger.AppendRequest{Owner: owner, ContextID: d.ContextID, Entries: []ledger.Entry{e}}); err != nil {
+	if _, err := o.store.Append(ctx, ledger.AppendRequest{Owner: owner, ContextID: d.ContextID, Entries: []ledger.Entry{e}}); err != nil {
 		return fmt.Errorf("push outbox: record attempt of %s: %w", d.ID, err)
 	}
 	o.mu.Lock()
@@ -357,7 +366,7 @@ func (o *outbox) owner(ctx context.Context, d push.Delivery) (string, error) {
 	if ok {
 		return owner, nil
 	}
-	conv, _, err := o.r.led.TaskEntries(ctx, d.TaskID)
+	conv, _, err := o.store.TaskEntries(ctx, d.TaskID)
 	if err != nil {
 		return "", fmt.Errorf("push outbox: task of %s: %w", d.ID, err)
 	}
@@ -370,6 +379,6 @@ func (o *outbox) release(ctx context.Context, id string) {
 	delete(o.leases, id)
 	o.mu.Unlock()
 	if lease != nil {
-		o.r.releaseLease(ctx, lease)
+		o.locks.release(ctx, lease)
 	}
 }

@@ -48,20 +48,5 @@ func (r *Runner) prepare(history []ledger.Entry, peer string, current ledger.Ent
 
 // readHistory returns the entries the projection of a message may use (see prompt.History).
 func (r *Runner) readHistory(ctx context.Context, peer, contextID string, beforeSeq uint64) ([]ledger.Entry, error) {
-	return prompt.History(ctx, r.led, r.cfg.Policy, peer, contextID, beforeSeq)
-}
-
-// Replay rebuilds what the agent was given at the turn whose message is at seq atSeq of the
-// conversation (0: the latest turn); see prompt.Replay, which it calls. With the same
-// policy it equals the live input byte for byte. Errors wrap ledger.ErrNotFound when the
-// conversation or the turn does not exist.
-func Replay(ctx context.Context, led Ledger, policy projection.Policy, owner, contextID string, atSeq uint64) (agent.Turn, error) {
-	t, err := prompt.Replay(ctx, led, policy, owner, contextID, atSeq)
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	return agent.Turn{
-		ContextID: t.ContextID, TaskID: t.TaskID, Peer: t.Peer, Text: t.Text,
-		Prompt: t.Prompt, Request: t.Request, UpstreamContextID: t.Upstream, UpstreamTaskID: t.UpstreamTask,
-	}, nil
+	return prompt.History(ctx, r.store, r.cfg.Policy, peer, contextID, beforeSeq)
 }

@@ -75,9 +75,29 @@ func pushLedgerEntry(kind ledger.Kind, taskID, id string, rec any) ledger.Entry 
 		Visibility: ledger.VisibilityAudit, Actor: "gateway", Metadata: b}
 }
 
-// liveConfigs returns the live configs of peer's task.
-func (r *Runner) liveConfigs(ctx context.Context, peer, taskID string) ([]ledger.PushConfig, error) {
-	es, err := r.led.PushConfigs(ctx, peer, taskID)
+// pushConfigs reads the push configs of peers' tasks and checks a new one (the URL guard,
+// the limits). The Runner has one when push is enabled (Config.PushGuard).
+type pushConfigs struct {
+	store   pushConfigStore
+	guard   PushGuard
+	perTask int // Config.MaxPushConfigsPerTask, or its default
+	perPeer int // Config.MaxPushConfigsPerPeer, or its default
+}
+
+func newPushConfigs(cfg *Config, store pushConfigStore) *pushConfigs {
+	pc := &pushConfigs{store: store, guard: cfg.PushGuard, perTask: cfg.MaxPushConfigsPerTask, perPeer: cfg.MaxPushConfigsPerPeer}
+	if pc.perTask <= 0 {
+		pc.perTask = DefaultMaxPushConfigsPerTask
+	}
+	if pc.perPeer <= 0 {
+		pc.perPeer = DefaultMaxPushConfigsPerPeer
+	}
+	return pc
+}
+
+// live returns the live configs of peer's task.
+func (pc *pushConfigs) live(ctx context.Context, peer, taskID string) ([]ledger.PushConfig, error) {
+	es, err := pc.store.PushConfigs(ctx, peer, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("read push configs: %w", err)
 	}
@@ -92,52 +112,38 @@ func (r *Runner) liveConfigs(ctx context.Context, peer, taskID string) ([]ledger
 	return out, nil
 }
 
-// checkPushConfig makes c a config peer may store for taskID: its id given (v1.0: a new
+// check makes c a config peer may store for taskID: its id given (v1.0: a new
 // UUID; v0.3: the task id, as the v0.3 SDKs do), its URL passed by the guard, and the
 // limits kept (a new id counts against them; replacing one does not). Errors: a
 // *pushURLError or *pushLimitError; nothing is stored.
-func (r *Runner) checkPushConfig(ctx context.Context, peer, taskID string, c *a2a.PushConfig) error {
+func (pc *pushConfigs) check(ctx context.Context, peer, taskID string, c *a2a.PushConfig) error {
 	if c.ID == "" {
 		c.ID = uuid.NewString()
 		if c.Dialect == a2a.V03 {
 			c.ID = taskID
 		}
 	}
-	if err := r.cfg.PushGuard.CheckURL(ctx, c.URL); err != nil {
+	if err := pc.guard.CheckURL(ctx, c.URL); err != nil {
 		return &pushURLError{URL: c.URL, Err: err}
 	}
-	live, err := r.liveConfigs(ctx, peer, taskID)
+	live, err := pc.live(ctx, peer, taskID)
 	if err != nil {
 		return err
 	}
 	if slices.ContainsFunc(live, func(l ledger.PushConfig) bool { return l.ID == c.ID }) {
 		return nil
 	}
-	if max := r.maxPushPerTask(); len(live) >= max {
-		return &pushLimitError{Limit: "task", Max: max, TaskID: taskID}
+	if len(live) >= pc.perTask {
+		return &pushLimitError{Limit: "task", Max: pc.perTask, TaskID: taskID}
 	}
-	n, err := r.led.PushConfigCount(ctx, peer)
+	n, err := pc.store.PushConfigCount(ctx, peer)
 	if err != nil {
 		return fmt.Errorf("count push configs: %w", err)
 	}
-	if max := r.maxPushPerPeer(); n >= max {
-		return &pushLimitError{Limit: "peer", Max: max}
+	if n >= pc.perPeer {
+		return &pushLimitError{Limit: "peer", Max: pc.perPeer}
 	}
 	return nil
-}
-
-func (r *Runner) maxPushPerTask() int {
-	if r.cfg.MaxPushConfigsPerTask > 0 {
-		return r.cfg.MaxPushConfigsPerTask
-	}
-	return DefaultMaxPushConfigsPerTask
-}
-
-func (r *Runner) maxPushPerPeer() int {
-	if r.cfg.MaxPushConfigsPerPeer > 0 {
-		return r.cfg.MaxPushConfigsPerPeer
-	}
-	return DefaultMaxPushConfigsPerPeer
 }
 
 // SetTaskPushConfig implements a2a.PushHandler. Errors (protocol errors, see
@@ -146,22 +152,22 @@ func (r *Runner) maxPushPerPeer() int {
 // limit reached.
 func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (_ *a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
+	peer, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.pushEnabled(p.Config.Dialect); err != nil {
 		return nil, err
 	}
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
-	peer := PeerFrom(ctx)
 	conv, _, err := r.taskEntries(ctx, peer, p.TaskID)
 	if err != nil {
 		return nil, err
 	}
 	c := p.Config
-	if err := r.checkPushConfig(ctx, peer, p.TaskID, &c); err != nil {
+	if err := r.push.check(ctx, peer, p.TaskID, &c); err != nil {
 		return nil, err
 	}
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: conv.ContextID,
+	_, err = r.store.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: conv.ContextID,
 		Entries: []ledger.Entry{pushConfigEntry(p.TaskID, toPushRecord(&c))}})
 	if err != nil {
 		return nil, fmt.Errorf("store push config: %w", err)
@@ -177,7 +183,7 @@ func (r *Runner) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (
 // among them) ask for "default".
 func (r *Runner) GetTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (_ *a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
-	live, err := r.pushRef(ctx, p)
+	_, live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +209,7 @@ func (r *Runner) GetTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (_
 // ListTaskPushConfigs implements a2a.PushHandler: the task's live configs, by id.
 func (r *Runner) ListTaskPushConfigs(ctx context.Context, p *a2a.PushConfigRef) (_ []a2a.TaskPushConfig, err error) {
 	defer func() { err = protocolError(err) }()
-	live, err := r.pushRef(ctx, p)
+	_, live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -219,18 +225,18 @@ func (r *Runner) ListTaskPushConfigs(ctx context.Context, p *a2a.PushConfigRef) 
 // exist succeeds and stores nothing (idempotent).
 func (r *Runner) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (err error) {
 	defer func() { err = protocolError(err) }()
-	live, err := r.pushRef(ctx, p)
+	peer, live, err := r.pushRef(ctx, p)
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(live, func(l ledger.PushConfig) bool { return l.ID == p.ConfigID }) {
 		return nil
 	}
-	conv, _, err := r.taskEntries(ctx, PeerFrom(ctx), p.TaskID)
+	conv, _, err := r.taskEntries(ctx, peer, p.TaskID)
 	if err != nil {
 		return err
 	}
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID,
+	_, err = r.store.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID,
 		Entries: []ledger.Entry{pushConfigEntry(p.TaskID, ledger.PushConfig{ID: p.ConfigID, Deleted: true})}})
 	if err != nil {
 		return fmt.Errorf("delete push config: %w", err)
@@ -238,26 +244,21 @@ func (r *Runner) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef)
 	return nil
 }
 
-// pushRef checks a get, list or delete (push enabled, admitted, the caller's task) and
-// returns the task's live configs.
-func (r *Runner) pushRef(ctx context.Context, p *a2a.PushConfigRef) ([]ledger.PushConfig, error) {
+// pushRef checks a get, list or delete (a caller, push enabled, the caller's task) and
+// returns the caller and the task's live configs.
+func (r *Runner) pushRef(ctx context.Context, p *a2a.PushConfigRef) (peer string, _ []ledger.PushConfig, _ error) {
+	peer, err := caller(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	if err := r.pushEnabled(p.Dialect); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if err := r.admit(ctx); err != nil {
-		return nil, err
+	if _, _, err := r.taskEntries(ctx, peer, p.TaskID); err != nil { // the caller's task
+		return "", nil, err
 	}
-	peer := PeerFrom(ctx)
-	if _, err := r.taskOwner(ctx, peer, p.TaskID); err != nil {
-		return nil, err
-	}
-	return r.liveConfigs(ctx, peer, p.TaskID)
-}
-
-// taskOwner checks that taskID is peer's task (a *taskNotFoundError otherwise).
-func (r *Runner) taskOwner(ctx context.Context, peer, taskID string) (ledger.Conversation, error) {
-	conv, _, err := r.taskEntries(ctx, peer, taskID)
-	return conv, err
+	live, err := r.push.live(ctx, peer, p.TaskID)
+	return peer, live, err
 }
 
 // sendPushConfig checks the push config given on a send (nil: none) and returns the
@@ -270,7 +271,7 @@ func (r *Runner) sendPushConfig(ctx context.Context, in *inbound, c *a2a.PushCon
 		return nil, err
 	}
 	cc := *c
-	if err := r.checkPushConfig(ctx, in.peer, in.taskID, &cc); err != nil {
+	if err := r.push.check(ctx, in.peer, in.taskID, &cc); err != nil {
 		return nil, err
 	}
 	return []ledger.Entry{pushConfigEntry(in.taskID, toPushRecord(&cc))}, nil

@@ -20,7 +20,7 @@ func TestStreamReady(t *testing.T) {
 	t.Parallel()
 	g := &gatedAgent{pieces: []string{"hi"}, gate: make(chan struct{})}
 	r, _ := newRunner(t, g)
-	st, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "ready", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}})
+	st, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "ready", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}})
 	if err != nil {
 		t.Fatal(err)
 	}

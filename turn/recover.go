@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -41,12 +42,24 @@ func stoppedEntry(taskID string) ledger.Entry {
 // and leaves alone a task whose lease is held. It never takes the lease itself, so that it
 // never makes a live, idle context busy (a send arriving meanwhile is admitted): it only
 // looks (Locker.Holder), and its mark is a compare-and-bump on the epoch it read, which a
-// turn begun since fences off (recoverTask says why that is safe). A stopped instance's
+// turn begun since fences off (recovery.task says why that is safe). A stopped instance's
 // lease stays held until its TTL expires; the Runner's sweep (Config.LeaseTTL) recovers
 // those tasks later, and a turn that takes the lease first settles them as it begins
 // (planBegin). Its errors are the ledger's and the Locker's.
-func (r *Runner) Recover(ctx context.Context) (int, error) {
-	tasks, err := r.led.RunningTasks(ctx)
+func (r *Runner) Recover(ctx context.Context) (int, error) { return r.recovery.run(ctx) }
+
+// recovery marks as FAILED the tasks that turns stopped with their instance left running:
+// Recover, and the sweep over a shared store (Config.LeaseTTL).
+type recovery struct {
+	store  recoveryStore
+	locks  Locker // Holder only: recovery never takes a lease
+	shared bool   // Config.SharedStore
+	log    *slog.Logger
+}
+
+// run is Recover.
+func (rc *recovery) run(ctx context.Context) (int, error) {
+	tasks, err := rc.store.RunningTasks(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("recover: %w", err)
 	}
@@ -66,9 +79,9 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 		n    int
 		errs []error
 	)
-	r.eachConcurrently(keys, func(key string) {
+	eachConcurrently(keys, func(key string) {
 		for _, rt := range byConv[key] {
-			marked, err := r.recoverTask(ctx, rt)
+			marked, err := rc.task(ctx, rt)
 			mu.Lock()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("recover task %s: %w", rt.TaskID, err))
@@ -89,7 +102,7 @@ const recoverWorkers = 16
 
 // eachConcurrently calls fn with every key, on at most recoverWorkers goroutines, and
 // returns when every call has returned.
-func (r *Runner) eachConcurrently(keys []string, fn func(key string)) {
+func eachConcurrently(keys []string, fn func(key string)) {
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range min(recoverWorkers, len(keys)) {
@@ -106,7 +119,7 @@ func (r *Runner) eachConcurrently(keys []string, fn func(key string)) {
 	wg.Wait()
 }
 
-// recoverTask marks task rt failed when it is still running (see Recover); it reports
+// task marks task rt failed when it is still running (see Recover); it reports
 // whether it did.
 //
 // With a shared store it never takes the context's lease; why its mark cannot fail a
@@ -132,24 +145,24 @@ func (r *Runner) eachConcurrently(keys []string, fn func(key string)) {
 //
 // A held lease is left alone: a turn runs there, here or elsewhere, or a stopped one's
 // lease has not expired yet (the sweep comes back; a turn taking the lease settles it).
-func (r *Runner) recoverTask(ctx context.Context, rt ledger.RunningTask) (bool, error) {
-	conv, running, err := r.taskRunning(ctx, rt.TaskID)
+func (rc *recovery) task(ctx context.Context, rt ledger.RunningTask) (bool, error) {
+	conv, running, err := rc.taskRunning(ctx, rt.TaskID)
 	if err != nil || !running {
 		return false, err
 	}
-	if r.cfg.SharedStore {
-		holder, err := r.locks.Holder(ctx, contextid.Key(conv.Owner, conv.ContextID))
+	if rc.shared {
+		holder, err := rc.locks.Holder(ctx, contextid.Key(conv.Owner, conv.ContextID))
 		if err != nil || holder != "" {
 			return false, err
 		}
-		again, running, err := r.taskRunning(ctx, rt.TaskID)
+		again, running, err := rc.taskRunning(ctx, rt.TaskID)
 		if err != nil || !running || again.Epoch != conv.Epoch {
 			return false, err // ended, or a turn began since the first read: it is that turn's to settle
 		}
 	}
 	// Compare-and-bump on the epoch read first: of several instances recovering one shared
 	// ledger together, one wins; the others (and a turn begun since) are fenced off.
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID, BeginTurn: true, Epoch: conv.Epoch,
+	_, err = rc.store.Append(ctx, ledger.AppendRequest{Owner: conv.Owner, ContextID: conv.ContextID, BeginTurn: true, Epoch: conv.Epoch,
 		Entries: []ledger.Entry{stoppedEntry(rt.TaskID)}})
 	if errors.Is(err, ledger.ErrFenced) {
 		return false, nil
@@ -160,8 +173,8 @@ func (r *Runner) recoverTask(ctx context.Context, rt ledger.RunningTask) (bool, 
 // taskRunning reads taskID's conversation and reports whether the ledger shows the task
 // neither ended nor interrupted. A quarantined (damaged) conversation is not running: the
 // ledger logged it.
-func (r *Runner) taskRunning(ctx context.Context, taskID string) (ledger.Conversation, bool, error) {
-	conv, entries, err := r.led.TaskEntries(ctx, taskID)
+func (rc *recovery) taskRunning(ctx context.Context, taskID string) (ledger.Conversation, bool, error) {
+	conv, entries, err := rc.store.TaskEntries(ctx, taskID)
 	if errors.Is(err, ledger.ErrQuarantined) || errors.Is(err, ledger.ErrNotFound) {
 		return conv, false, nil
 	}
@@ -172,25 +185,25 @@ func (r *Runner) taskRunning(ctx context.Context, taskID string) (ledger.Convers
 	return conv, !st.Terminal() && !st.Interrupted(), nil
 }
 
-// sweepRecover runs Recover every interval until r.base is canceled (Close), so that the
-// tasks of an instance that stopped are marked failed once its leases expire. It closes
-// r.sweepDone when it returns.
-func (r *Runner) sweepRecover(interval time.Duration) {
-	defer close(r.sweepDone)
+// sweep runs Recover every interval until ctx is canceled (Close cancels the Runner's
+// base), so that the tasks of an instance that stopped are marked failed once its leases
+// expire. It closes done when it returns.
+func (rc *recovery) sweep(ctx context.Context, interval time.Duration, done chan<- struct{}) {
+	defer close(done)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-r.base.Done():
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		n, err := r.Recover(r.base)
+		n, err := rc.run(ctx)
 		switch {
-		case err != nil && r.base.Err() == nil:
-			r.log.WarnContext(r.base, "recovery sweep failed; it runs again", "err", err)
+		case err != nil && ctx.Err() == nil:
+			rc.log.WarnContext(ctx, "recovery sweep failed; it runs again", "err", err)
 		case n > 0:
-			r.log.WarnContext(r.base, "marked turns of a stopped instance as failed", "tasks", n)
+			rc.log.WarnContext(ctx, "marked turns of a stopped instance as failed", "tasks", n)
 		}
 	}
 }

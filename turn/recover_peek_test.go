@@ -137,7 +137,7 @@ func TestRecoverNeverMakesIdleContextBusy(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	r, hl, locks := newHookedRunner(t, slowTurnAgent(release))
-	ctx := t.Context()
+	ctx := localCtx(t)
 	first, err := r.SendMessage(ctx, &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m-slow", ContextID: "idle", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("slow")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},
@@ -219,7 +219,7 @@ func TestRecoverMarkWindow(t *testing.T) {
 			t.Parallel()
 			r, hl, locks := newHookedRunner(t, agent.Echo{})
 			appendRunning(t, hl.Ledger, "window", "t-stopped")
-			ctx := t.Context()
+			ctx := localCtx(t)
 			var (
 				res  a2a.SendResult
 				err  error

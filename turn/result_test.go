@@ -50,7 +50,7 @@ func bothDialects(t *testing.T, res a2a.SendResult) map[string]a2a.SendResult {
 func TestMessageResult(t *testing.T) {
 	t.Parallel()
 	r, st := newRunner(t, resultAgent("Direct message response", agent.Result{Message: true}))
-	ctx := t.Context()
+	ctx := localCtx(t)
 
 	res, err := send(ctx, r, "c-msg", "", "hi")
 	if err != nil {
@@ -87,11 +87,11 @@ func TestMessageResult(t *testing.T) {
 func TestMessageResultContinuingATaskNamesIt(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, resultAgent("done", agent.Result{Message: true}))
-	first, err := send(t.Context(), r, "c-cont", "", "park")
+	first, err := send(localCtx(t), r, "c-cont", "", "park")
 	if err != nil || first.Task == nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v; want a task parked on input-required", first, err)
 	}
-	res, err := send(t.Context(), r, "", first.Task.ID, "go on")
+	res, err := send(localCtx(t), r, "", first.Task.ID, "go on")
 	if err != nil || res.Message == nil {
 		t.Fatalf("follow-up = %+v, %v; want a Message", res, err)
 	}
@@ -103,7 +103,7 @@ func TestMessageResultContinuingATaskNamesIt(t *testing.T) {
 func TestMessageResultStreamsAsMessageEvent(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, resultAgent("hello", agent.Result{Message: true}))
-	s, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{
+	s, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{
 		MessageID: "m1", ContextID: "c-smsg", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hi")}}})
 	if err != nil {
 		t.Fatalf("SendStreamingMessage() error = %v", err)
@@ -145,11 +145,11 @@ func TestFileAndDataPartsRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r, _ := newRunner(t, resultAgent(tc.text, agent.Result{Parts: fileAndDataParts()}))
-			res, err := send(t.Context(), r, "c-parts", "", "hi")
+			res, err := send(localCtx(t), r, "c-parts", "", "hi")
 			if err != nil || res.Task == nil {
 				t.Fatalf("send = %+v, %v", res, err)
 			}
-			stored, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
+			stored, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: res.Task.ID})
 			if err != nil {
 				t.Fatalf("GetTask() error = %v", err)
 			}
@@ -173,7 +173,7 @@ func TestFileAndDataPartsStream(t *testing.T) {
 		t.Run(text, func(t *testing.T) {
 			t.Parallel()
 			r, _ := newRunner(t, resultAgent(text, agent.Result{Parts: fileAndDataParts()}))
-			s, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{
+			s, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{
 				MessageID: "m1", ContextID: "c-sparts", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hi")}}})
 			if err != nil {
 				t.Fatalf("SendStreamingMessage() error = %v", err)
@@ -199,11 +199,11 @@ func TestFileAndDataPartsStream(t *testing.T) {
 func TestRejectedFoldsAsRejected(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, resultAgent("rejected", agent.Result{Rejected: true}))
-	res, err := send(t.Context(), r, "c-rej", "", "do it")
+	res, err := send(localCtx(t), r, "c-rej", "", "do it")
 	if err != nil || res.Task == nil {
 		t.Fatalf("send = %+v, %v", res, err)
 	}
-	stored, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
+	stored, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: res.Task.ID})
 	if err != nil {
 		t.Fatalf("GetTask() error = %v", err)
 	}
@@ -212,7 +212,7 @@ func TestRejectedFoldsAsRejected(t *testing.T) {
 			t.Errorf("%s: status = %+v; want rejected, saying so", name, task.Status)
 		}
 	}
-	if _, err := send(t.Context(), r, "", res.Task.ID, "again"); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+	if _, err := send(localCtx(t), r, "", res.Task.ID, "again"); !errors.Is(err, a2a.ErrUnsupportedOperation) {
 		t.Fatalf("follow-up to a rejected task error = %v, want ErrUnsupportedOperation", err)
 	}
 }
@@ -220,11 +220,11 @@ func TestRejectedFoldsAsRejected(t *testing.T) {
 func TestSubscribeFollowsParkedTaskToTheEnd(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, resultAgent("finished", agent.Result{}))
-	first, err := send(t.Context(), r, "c-sub", "", "park")
+	first, err := send(localCtx(t), r, "c-sub", "", "park")
 	if err != nil || first.Task == nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v; want a parked task", first, err)
 	}
-	s, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: first.Task.ID})
+	s, err := r.SubscribeToTask(localCtx(t), &a2a.SubscribeParams{ID: first.Task.ID})
 	if err != nil {
 		t.Fatalf("SubscribeToTask() error = %v", err)
 	}
@@ -233,7 +233,7 @@ func TestSubscribeFollowsParkedTaskToTheEnd(t *testing.T) {
 	if head[0].Task == nil || head[0].Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first event = %+v; want the parked task's snapshot", head[0])
 	}
-	if _, err := send(t.Context(), r, "", first.Task.ID, "go on"); err != nil {
+	if _, err := send(localCtx(t), r, "", first.Task.ID, "go on"); err != nil {
 		t.Fatalf("follow-up error = %v", err)
 	}
 	evs := readAll(t, s, nil)
@@ -251,17 +251,17 @@ func TestSubscribeFollowsParkedTaskToTheEnd(t *testing.T) {
 func TestSubscribeToParkedTaskEndsWhenCanceled(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, resultAgent("unused", agent.Result{}))
-	first, err := send(t.Context(), r, "c-subcancel", "", "park")
+	first, err := send(localCtx(t), r, "c-subcancel", "", "park")
 	if err != nil || first.Task == nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v; want a parked task", first, err)
 	}
-	s, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: first.Task.ID})
+	s, err := r.SubscribeToTask(localCtx(t), &a2a.SubscribeParams{ID: first.Task.ID})
 	if err != nil {
 		t.Fatalf("SubscribeToTask() error = %v", err)
 	}
 	defer s.Close()
 	readN(t, s, 1) // the snapshot
-	if _, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: first.Task.ID}); err != nil {
+	if _, err := r.CancelTask(localCtx(t), &a2a.TaskIDParams{ID: first.Task.ID}); err != nil {
 		t.Fatalf("CancelTask() error = %v", err)
 	}
 	evs := readAll(t, s, nil)
@@ -282,7 +282,7 @@ func TestMessageWithAStateIsATask(t *testing.T) {
 		t.Run(string(tc.want), func(t *testing.T) {
 			t.Parallel()
 			r, _ := newRunner(t, resultAgent("text", tc.res))
-			res, err := send(t.Context(), r, "c-state", "", "hi")
+			res, err := send(localCtx(t), r, "c-state", "", "hi")
 			if err != nil || res.Task == nil || res.Message != nil {
 				t.Fatalf("send = %+v, %v; want a task", res, err)
 			}

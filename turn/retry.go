@@ -93,7 +93,7 @@ func sentAgain(repeat *ledger.RepeatError) bool {
 // among the last ledger.DedupWindow entries, and returns the task that message started
 // or continued. A conversation that does not exist yet has nothing to repeat.
 func (r *Runner) latestRetry(ctx context.Context, in *inbound) (taskID string, ok bool, err error) {
-	got, err := r.led.LastBefore(ctx, in.peer, in.m.ContextID, 0, 1, ledger.UntilUserMessage())
+	got, err := r.store.LastBefore(ctx, in.peer, in.m.ContextID, 0, 1, ledger.UntilUserMessage())
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return "", false, nil
@@ -121,16 +121,16 @@ func repeats(e *ledger.Entry, m *a2a.Message) bool {
 
 // retryAnswer answers a retried message/send with the task taskID as it stands once its
 // turn has ended, unless the send asked to return immediately.
-func (r *Runner) retryAnswer(ctx context.Context, p *a2a.SendParams, taskID string) (a2a.SendResult, error) {
+func (r *Runner) retryAnswer(ctx context.Context, peer string, p *a2a.SendParams, taskID string) (a2a.SendResult, error) {
 	r.log.InfoContext(ctx, "a retried send answered with its task; no turn started",
 		"message_id", p.Message.MessageID, "task_id", taskID)
 	r.obs.Retried()
 	if !p.Config.ReturnImmediately {
-		if err := r.awaitTurn(ctx, taskID); err != nil {
+		if err := r.awaitTurn(ctx, peer, taskID); err != nil {
 			return a2a.SendResult{}, err
 		}
 	}
-	t, err := r.loadTask(ctx, PeerFrom(ctx), taskID, p.Config.HistoryLength)
+	t, err := r.loadTask(ctx, peer, taskID, p.Config.HistoryLength)
 	if err != nil {
 		return a2a.SendResult{}, err
 	}
@@ -140,7 +140,7 @@ func (r *Runner) retryAnswer(ctx context.Context, p *a2a.SendParams, taskID stri
 // awaitTurn waits until no turn runs task taskID: one here has finished, or, over a
 // shared store, its stream (as a retried stream follows it) has ended. A stream the peer
 // has no slot for is not waited for: the task is answered as it stands.
-func (r *Runner) awaitTurn(ctx context.Context, taskID string) error {
+func (r *Runner) awaitTurn(ctx context.Context, peer, taskID string) error {
 	r.mu.Lock()
 	lt, running := r.live[taskID]
 	r.mu.Unlock()
@@ -155,7 +155,7 @@ func (r *Runner) awaitTurn(ctx context.Context, taskID string) error {
 	case !r.cfg.SharedStore:
 		return nil
 	}
-	s, err := r.subscribe(ctx, &a2a.SubscribeParams{ID: taskID}, true)
+	s, err := r.subscribe(ctx, peer, &a2a.SubscribeParams{ID: taskID}, true)
 	if err != nil {
 		return nil
 	}
@@ -170,9 +170,9 @@ func (r *Runner) awaitTurn(ctx context.Context, taskID string) error {
 // retryStream answers a retried message/stream with the task taskID's stream, as
 // SubscribeToTask gives it from the start: its snapshot, then, while it runs, its events
 // to its end. A task that has ended is its snapshot alone.
-func (r *Runner) retryStream(ctx context.Context, p *a2a.SendParams, taskID string) (a2a.Stream, error) {
+func (r *Runner) retryStream(ctx context.Context, peer string, p *a2a.SendParams, taskID string) (a2a.Stream, error) {
 	r.log.InfoContext(ctx, "a retried stream answered with its task; no turn started",
 		"message_id", p.Message.MessageID, "task_id", taskID)
 	r.obs.Retried()
-	return r.subscribe(ctx, &a2a.SubscribeParams{ID: taskID}, true)
+	return r.subscribe(ctx, peer, &a2a.SubscribeParams{ID: taskID}, true)
 }

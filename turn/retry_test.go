@@ -59,12 +59,12 @@ func TestRetriedSendAnsweredWithItsTask(t *testing.T) {
 	t.Parallel()
 	ag := &countingAgent{}
 	r, st := newRunner(t, ag)
-	first, err := sendID(t.Context(), r, "r1", "retry", "", "hello", false)
+	first, err := sendID(localCtx(t), r, "r1", "retry", "", "hello", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq := lastSeq(t, st, "retry")
-	again, err := sendID(t.Context(), r, "r1", "retry", "", "hello", false)
+	again, err := sendID(localCtx(t), r, "r1", "retry", "", "hello", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestRetriedSendAnsweredWithItsTask(t *testing.T) {
 		t.Fatalf("the retry stored entries: last seq %d, want %d", got, seq)
 	}
 	// The stream of a retry is the task's snapshot, and ends.
-	s, err := streamID(t.Context(), r, "r1", "retry", "hello")
+	s, err := streamID(localCtx(t), r, "r1", "retry", "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,22 +98,22 @@ func TestRetryNeedsTheSameMessage(t *testing.T) {
 	t.Parallel()
 	ag := &countingAgent{}
 	r, _ := newRunner(t, ag)
-	first, err := sendID(t.Context(), r, "r1", "same-id", "", "hello", false)
+	first, err := sendID(localCtx(t), r, "r1", "same-id", "", "hello", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same messageId with other text is a new message.
-	other, err := sendID(t.Context(), r, "r1", "same-id", "", "goodbye", false)
+	other, err := sendID(localCtx(t), r, "r1", "same-id", "", "goodbye", false)
 	if err != nil || other.Task.ID == first.Task.ID || artifactText(other.Task) != "echo: goodbye" {
 		t.Fatalf("same id, other text = %+v, %v; want a new task", other.Task, err)
 	}
 	// Only the latest message is a retry: r1 "hello" is no longer it.
-	third, err := sendID(t.Context(), r, "r1", "same-id", "", "hello", false)
+	third, err := sendID(localCtx(t), r, "r1", "same-id", "", "hello", false)
 	if err != nil || third.Task.ID == first.Task.ID {
 		t.Fatalf("an older message sent again = %+v, %v; want a new task", third.Task, err)
 	}
 	// The same message in another context is another message.
-	elsewhere, err := sendID(t.Context(), r, "r1", "other-context", "", "hello", false)
+	elsewhere, err := sendID(localCtx(t), r, "r1", "other-context", "", "hello", false)
 	if err != nil || elsewhere.Task.ID == third.Task.ID {
 		t.Fatalf("the message in another context = %+v, %v; want a new task", elsewhere.Task, err)
 	}
@@ -126,21 +126,21 @@ func TestRetryWhileItsTurnRuns(t *testing.T) {
 	t.Parallel()
 	ag := newBlockingAgent()
 	r, st := newRunner(t, ag)
-	first, err := sendID(t.Context(), r, "r1", "running", "", "hello", true)
+	first, err := sendID(localCtx(t), r, "r1", "running", "", "hello", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-ag.started
 	// Asked to return at once: the task as it stands, not CONTEXT_BUSY.
-	now, err := sendID(t.Context(), r, "r1", "running", "", "hello", true)
+	now, err := sendID(localCtx(t), r, "r1", "running", "", "hello", true)
 	if err != nil || now.Task.ID != first.Task.ID || now.Task.Status.State != a2a.StateWorking {
 		t.Fatalf("retry while running = %+v, %v; want task %s working", now.Task, err, first.Task.ID)
 	}
 	// Another message is still refused as busy.
-	if _, err := sendID(t.Context(), r, "r2", "running", "", "other", true); !errors.Is(err, a2a.ErrContextBusy) {
+	if _, err := sendID(localCtx(t), r, "r2", "running", "", "other", true); !errors.Is(err, a2a.ErrContextBusy) {
 		t.Fatalf("another message while running = %v, want CONTEXT_BUSY", err)
 	}
-	stream, err := streamID(t.Context(), r, "r1", "running", "hello")
+	stream, err := streamID(localCtx(t), r, "r1", "running", "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestRetryWhileItsTurnRuns(t *testing.T) {
 	}
 	blocking := make(chan result, 1)
 	go func() {
-		res, err := sendID(context.Background(), r, "r1", "running", "", "hello", false)
+		res, err := sendID(WithPeer(context.Background(), "local"), r, "r1", "running", "", "hello", false)
 		blocking <- result{res, err}
 	}()
 	close(ag.release)
@@ -188,25 +188,25 @@ func TestRetryOfAContinuation(t *testing.T) {
 	t.Parallel()
 	turns := 0
 	r, _ := newRunner(t, weatherAgent(&turns))
-	first, err := sendID(t.Context(), r, "q1", "cont", "", "weather?", false)
+	first, err := sendID(localCtx(t), r, "q1", "cont", "", "weather?", false)
 	if err != nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v", first.Task, err)
 	}
 	// Streamed again, the parked task is its snapshot, and the stream ends there, as the
 	// stream it repeats did (not followed into a next turn that may never come).
-	s, err := streamID(t.Context(), r, "q1", "cont", "weather?")
+	s, err := streamID(localCtx(t), r, "q1", "cont", "weather?")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if evs := drain(t, s); len(evs) != 1 || evs[0].Task == nil || evs[0].Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("retried stream of a parked task = %+v, want its input-required snapshot alone", evs)
 	}
-	done, err := sendID(t.Context(), r, "a1", "", first.Task.ID, "Paris", false)
+	done, err := sendID(localCtx(t), r, "a1", "", first.Task.ID, "Paris", false)
 	if err != nil || done.Task.Status.State != a2a.StateCompleted {
 		t.Fatalf("follow-up = %+v, %v", done.Task, err)
 	}
 	// The follow-up sent again names a completed task: answered with it, not refused.
-	again, err := sendID(t.Context(), r, "a1", "", first.Task.ID, "Paris", false)
+	again, err := sendID(localCtx(t), r, "a1", "", first.Task.ID, "Paris", false)
 	if err != nil || again.Task.ID != first.Task.ID || again.Task.Status.State != a2a.StateCompleted {
 		t.Fatalf("retried follow-up = %+v, %v; want the completed task", again.Task, err)
 	}
@@ -214,7 +214,7 @@ func TestRetryOfAContinuation(t *testing.T) {
 		t.Fatalf("the agent ran %d turns, want 2", turns)
 	}
 	// A new message to the completed task is still refused.
-	if _, err := sendID(t.Context(), r, "a2", "", first.Task.ID, "Paris", false); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+	if _, err := sendID(localCtx(t), r, "a2", "", first.Task.ID, "Paris", false); !errors.Is(err, a2a.ErrUnsupportedOperation) {
 		t.Fatalf("new message to a completed task = %v, want UNSUPPORTED_OPERATION", err)
 	}
 }
@@ -225,21 +225,21 @@ func TestRetryComparesWhatIsStored(t *testing.T) {
 	r, _ := newRunner(t, ag)
 	// A credential is stored redacted; the retry's text is compared redacted too.
 	secret := "my key is sk-proj-" + strings.Repeat("a1B2", 12)
-	first, err := sendID(t.Context(), r, "s1", "stored", "", secret, false)
+	first, err := sendID(localCtx(t), r, "s1", "stored", "", secret, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := sendID(t.Context(), r, "s1", "stored", "", secret, false)
+	again, err := sendID(localCtx(t), r, "s1", "stored", "", secret, false)
 	if err != nil || again.Task.ID != first.Task.ID {
 		t.Fatalf("retry of a redacted message = %+v, %v; want task %s", again.Task, err, first.Task.ID)
 	}
 	// A part over the large-part threshold is stored in the artifact store by its hash.
 	big := strings.Repeat("long text ", 8<<10)
-	bigFirst, err := sendID(t.Context(), r, "b1", "stored", "", big, false)
+	bigFirst, err := sendID(localCtx(t), r, "b1", "stored", "", big, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bigAgain, err := sendID(t.Context(), r, "b1", "stored", "", big, false)
+	bigAgain, err := sendID(localCtx(t), r, "b1", "stored", "", big, false)
 	if err != nil || bigAgain.Task.ID != bigFirst.Task.ID {
 		t.Fatalf("retry of a large message = %+v, %v; want task %s", bigAgain.Task, err, bigFirst.Task.ID)
 	}
@@ -296,15 +296,15 @@ func TestSentAgainAfterAFailure(t *testing.T) {
 	t.Parallel()
 	ag := &failFirstAgent{}
 	r, _ := newRunner(t, ag)
-	first, err := sendID(t.Context(), r, "m1", "again", "", "hello", false)
+	first, err := sendID(localCtx(t), r, "m1", "again", "", "hello", false)
 	if err != nil || first.Task.Status.State != a2a.StateFailed {
 		t.Fatalf("first send = %+v, %v; want a failed task", first.Task, err)
 	}
-	second, err := sendID(t.Context(), r, "m1", "again", "", "hello", false)
+	second, err := sendID(localCtx(t), r, "m1", "again", "", "hello", false)
 	if err != nil || second.Task.ID == first.Task.ID || second.Task.Status.State != a2a.StateCompleted {
 		t.Fatalf("sent again = %+v, %v; want a new task, completed", second.Task, err)
 	}
-	third, err := sendID(t.Context(), r, "m1", "again", "", "hello", false)
+	third, err := sendID(localCtx(t), r, "m1", "again", "", "hello", false)
 	if err != nil || third.Task.ID != second.Task.ID {
 		t.Fatalf("retry = %+v, %v; want task %s", third.Task, err, second.Task.ID)
 	}
@@ -328,7 +328,7 @@ func TestRetryCheckOnlyWhenItMayRepeat(t *testing.T) {
 		t.Helper()
 		led.lastBefore.Store(0)
 		led.dedup.Store(0)
-		res, err := sendID(t.Context(), r, id, "reads", "", text, false)
+		res, err := sendID(localCtx(t), r, id, "reads", "", text, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,10 +362,10 @@ func TestRetryOverASharedStore(t *testing.T) {
 	a, st := newRunnerWith(t, Config{SharedStore: true}, locks, ag)
 	b := New(Config{SharedStore: true}, st, locks, ag, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { _ = b.Close(context.Background()) })
-	if _, err := sendID(t.Context(), a, "m1", "shared", "", "one", false); err != nil {
+	if _, err := sendID(localCtx(t), a, "m1", "shared", "", "one", false); err != nil {
 		t.Fatal(err)
 	}
-	second, err := sendID(t.Context(), b, "m2", "shared", "", "two", false)
+	second, err := sendID(localCtx(t), b, "m2", "shared", "", "two", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestRetryOverASharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Announce(t.Context(), "local", "shared", conv.LastSeq, conv.LastSeq, conv.Epoch)
-	again, err := sendID(t.Context(), a, "m2", "shared", "", "two", false)
+	again, err := sendID(localCtx(t), a, "m2", "shared", "", "two", false)
 	if err != nil || again.Task.ID != second.Task.ID {
 		t.Fatalf("retry through the other instance = %+v, %v; want task %s", again.Task, err, second.Task.ID)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/prompt"
 	"github.com/a2a-gateway/gateway/redact"
 )
 
@@ -34,6 +35,10 @@ type funcAgent func(ctx context.Context, t agent.Turn, emit agent.Emit) (agent.R
 func (f funcAgent) Reply(ctx context.Context, t agent.Turn, emit agent.Emit) (agent.Result, error) {
 	return f(ctx, t, emit)
 }
+
+// localCtx is tb's context with the caller a transport without peer tokens names
+// (contextid.LocalOwner): the Runner refuses a request without a caller (WithPeer).
+func localCtx(tb testing.TB) context.Context { return WithPeer(tb.Context(), contextid.LocalOwner) }
 
 func openLedger(t *testing.T, path string) *ledger.Store {
 	t.Helper()
@@ -88,14 +93,14 @@ func TestInputRequiredContinues(t *testing.T) {
 	t.Parallel()
 	turns := 0
 	r, _ := newRunner(t, weatherAgent(&turns))
-	res, err := send(t.Context(), r, "c1", "", "weather?")
+	res, err := send(localCtx(t), r, "c1", "", "weather?")
 	if err != nil || res.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v; want input-required", res.Task, err)
 	}
 	if m := res.Task.Status.Message; m == nil || m.Text() != "which city?" {
 		t.Fatalf("input-required status message = %+v", m)
 	}
-	res2, err := send(t.Context(), r, "", res.Task.ID, "Paris")
+	res2, err := send(localCtx(t), r, "", res.Task.ID, "Paris")
 	if err != nil {
 		t.Fatalf("follow-up error = %v", err)
 	}
@@ -106,7 +111,7 @@ func TestInputRequiredContinues(t *testing.T) {
 		t.Fatalf("continued task history %d artifacts %d, want 4 and 2", len(res2.Task.History), len(res2.Task.Artifacts))
 	}
 	// Now terminal: a further follow-up is -32004.
-	if _, err := send(t.Context(), r, "", res.Task.ID, "more"); !errors.Is(err, a2a.ErrUnsupportedOperation) || errors.Is(err, a2a.ErrContextBusy) {
+	if _, err := send(localCtx(t), r, "", res.Task.ID, "more"); !errors.Is(err, a2a.ErrUnsupportedOperation) || errors.Is(err, a2a.ErrContextBusy) {
 		t.Fatalf("follow-up to completed task error = %v, want ErrUnsupportedOperation", err)
 	}
 }
@@ -138,7 +143,7 @@ func TestBusyContextAndCancel(t *testing.T) {
 	t.Parallel()
 	ag := newBlockingAgent()
 	r, st := newRunner(t, ag)
-	res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+	res, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m1", ContextID: "busy", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("first")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},
 	})
@@ -146,7 +151,7 @@ func TestBusyContextAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ag.started
-	_, err = send(t.Context(), r, "busy", "", "second")
+	_, err = send(localCtx(t), r, "busy", "", "second")
 	var ae *a2a.Error
 	if !errors.Is(err, a2a.ErrContextBusy) || !errors.As(err, &ae) || ae.Metadata["taskId"] != res.Task.ID || ae.Metadata["contextId"] != "busy" {
 		t.Fatalf("second send error = %v, want CONTEXT_BUSY naming task %s", err, res.Task.ID)
@@ -176,20 +181,20 @@ func TestBusyContextAndCancel(t *testing.T) {
 		t.Fatalf("audit entries = %d, want 1", audits)
 	}
 	// Cancel the running task: it ends CANCELED with the partial reply kept; cancel again is idempotent.
-	got, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+	got, err := r.CancelTask(localCtx(t), &a2a.TaskIDParams{ID: res.Task.ID})
 	if err != nil || got.Status.State != a2a.StateCanceled {
 		t.Fatalf("CancelTask = %+v, %v; want canceled", got, err)
 	}
 	if len(got.Artifacts) != 1 || a2a.PartsText(got.Artifacts[0].Parts) != "partial " {
 		t.Fatalf("canceled task artifacts = %+v, want the partial reply", got.Artifacts)
 	}
-	again, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+	again, err := r.CancelTask(localCtx(t), &a2a.TaskIDParams{ID: res.Task.ID})
 	if err != nil || again.Status.State != a2a.StateCanceled {
 		t.Fatalf("second CancelTask = %v, %v; want the canceled task again", again, err)
 	}
 	// The context is free again.
 	close(ag.release)
-	if res, err := send(t.Context(), r, "busy", "", "third"); err != nil || res.Task.Status.State != a2a.StateCompleted {
+	if res, err := send(localCtx(t), r, "busy", "", "third"); err != nil || res.Task.Status.State != a2a.StateCompleted {
 		t.Fatalf("send after cancel = %v, %v", res, err)
 	}
 }
@@ -206,7 +211,7 @@ func TestDetachedFromRequest(t *testing.T) {
 	t.Parallel()
 	ag := newBlockingAgent()
 	r, _ := newRunner(t, ag)
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(localCtx(t))
 	var wg sync.WaitGroup
 	var sendErr error
 	wg.Go(func() { _, sendErr = send(ctx, r, "detach", "", "go") })
@@ -219,7 +224,7 @@ func TestDetachedFromRequest(t *testing.T) {
 	close(ag.release)
 	// The turn finishes anyway and is recorded.
 	testutil.WaitFor(t, "the turn to finish", func() bool { return r.Running() == 0 })
-	list, err := r.ListTasks(t.Context(), &a2a.ListTasksParams{ContextID: "detach", PageSize: 10, IncludeArtifacts: true})
+	list, err := r.ListTasks(localCtx(t), &a2a.ListTasksParams{ContextID: "detach", PageSize: 10, IncludeArtifacts: true})
 	if err != nil || len(list.Tasks) != 1 || list.Tasks[0].Status.State != a2a.StateCompleted || a2a.PartsText(list.Tasks[0].Artifacts[0].Parts) != "partial done" {
 		t.Fatalf("after disconnect: %+v, %v; want the turn completed", list, err)
 	}
@@ -235,12 +240,12 @@ func TestInvalidInputStoresNothing(t *testing.T) {
 		{"too long", strings.Repeat("x", 257), "hi"},
 		{"empty text", "ok", "   "},
 	} {
-		_, err := send(t.Context(), r, tc.ctxID, "", tc.text)
+		_, err := send(localCtx(t), r, tc.ctxID, "", tc.text)
 		if !errors.Is(err, a2a.ErrInvalidParams) {
 			t.Errorf("%s: error = %v, want ErrInvalidParams", tc.name, err)
 		}
 	}
-	if _, err := send(t.Context(), r, "ok", "no-such-task", "hi"); !errors.Is(err, a2a.ErrTaskNotFound) {
+	if _, err := send(localCtx(t), r, "ok", "no-such-task", "hi"); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("unknown taskId error = %v, want ErrTaskNotFound", err)
 	}
 	_ = r.Close(t.Context()) // drains the audit queue: nothing may be written after this
@@ -256,7 +261,7 @@ func TestCloseFailsRunningTurnsAndRecover(t *testing.T) {
 	st := openLedger(t, path)
 	ag := newBlockingAgent()
 	r := New(Config{}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
-	res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+	res, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m1", ContextID: "shut", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("x")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},
 	})
@@ -264,16 +269,16 @@ func TestCloseFailsRunningTurnsAndRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ag.started
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(localCtx(t), 50*time.Millisecond)
 	defer cancel()
 	if err := r.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close() error = %v, want deadline exceeded", err)
 	}
-	if _, err := send(t.Context(), r, "other", "", "x"); !errors.Is(err, a2a.ErrUnavailable) {
+	if _, err := send(localCtx(t), r, "other", "", "x"); !errors.Is(err, a2a.ErrUnavailable) {
 		t.Fatalf("send after Close error = %v, want ErrUnavailable", err)
 	}
 	r2 := New(Config{}, st, locking.NewLocal(), agent.Echo{}, slog.New(slog.DiscardHandler))
-	got, err := r2.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
+	got, err := r2.GetTask(localCtx(t), &a2a.GetTaskParams{ID: res.Task.ID})
 	if err != nil || got.Status.State != a2a.StateFailed {
 		t.Fatalf("task after shutdown = %+v, %v; want failed", got, err)
 	}
@@ -298,7 +303,7 @@ func TestRecoverMarksInterruptedTurnsFailed(t *testing.T) {
 	if n, err := r.Recover(t.Context()); err != nil || n != 1 {
 		t.Fatalf("Recover() = %d, %v; want 1", n, err)
 	}
-	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: "t-crash"})
+	got, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: "t-crash"})
 	if err != nil || got.Status.State != a2a.StateFailed || got.Status.Message == nil {
 		t.Fatalf("recovered task = %+v, %v; want failed with a message", got, err)
 	}
@@ -318,7 +323,7 @@ func TestBusyWaitPolicy(t *testing.T) {
 		st := openLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
 		r := New(Config{BusyWait: busyWait}, st, locking.NewLocal(), ag, slog.New(slog.DiscardHandler))
 		defer func() { close(ag.release); _ = r.Close(context.Background()); _ = st.Close() }()
-		first, err := r.SendMessage(t.Context(), &a2a.SendParams{
+		first, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 			Message: a2a.Message{MessageID: "m1", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("one")}},
 			Config:  a2a.SendConfig{ReturnImmediately: true},
 		})
@@ -328,9 +333,11 @@ func TestBusyWaitPolicy(t *testing.T) {
 		<-ag.started
 		// The second send waits; the first is canceled 100ms (of the bubble's clock) later,
 		// which frees the context.
-		time.AfterFunc(cancelAfter, func() { _, _ = r.CancelTask(context.Background(), &a2a.TaskIDParams{ID: first.Task.ID}) })
+		time.AfterFunc(cancelAfter, func() {
+			_, _ = r.CancelTask(WithPeer(context.Background(), contextid.LocalOwner), &a2a.TaskIDParams{ID: first.Task.ID})
+		})
 		start := time.Now()
-		res, err := r.SendMessage(t.Context(), &a2a.SendParams{
+		res, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 			Message: a2a.Message{MessageID: "m2", ContextID: "wait", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("two")}},
 			Config:  a2a.SendConfig{ReturnImmediately: true},
 		})
@@ -342,11 +349,11 @@ func TestBusyWaitPolicy(t *testing.T) {
 		}
 		<-ag.started
 		// A bound shorter than the running turn still ends in CONTEXT_BUSY, at the bound.
-		r.cfg.BusyWait = 50 * time.Millisecond
+		r.leases.busyWait = 50 * time.Millisecond
 		start = time.Now()
-		_, err = send(t.Context(), r, "wait", "", "three")
-		if d := time.Since(start); !errors.Is(err, a2a.ErrContextBusy) || d != r.cfg.BusyWait {
-			t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after %v", err, d, r.cfg.BusyWait)
+		_, err = send(localCtx(t), r, "wait", "", "three")
+		if d := time.Since(start); !errors.Is(err, a2a.ErrContextBusy) || d != r.leases.busyWait {
+			t.Fatalf("send with a short wait = %v after %v, want CONTEXT_BUSY after %v", err, d, r.leases.busyWait)
 		}
 	})
 }
@@ -356,14 +363,14 @@ func TestBusyWaitPolicy(t *testing.T) {
 func TestRejectedContentIsAudited(t *testing.T) {
 	t.Parallel()
 	r, st := newRunner(t, agent.Echo{})
-	res, err := send(t.Context(), r, "kept", "", "first")
+	res, err := send(localCtx(t), r, "kept", "", "first")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := send(t.Context(), r, "kept", "", "  "); !errors.Is(err, a2a.ErrInvalidParams) {
+	if _, err := send(localCtx(t), r, "kept", "", "  "); !errors.Is(err, a2a.ErrInvalidParams) {
 		t.Fatalf("empty message error = %v", err)
 	}
-	if _, err := send(t.Context(), r, "kept", res.Task.ID, "late follow-up"); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+	if _, err := send(localCtx(t), r, "kept", res.Task.ID, "late follow-up"); !errors.Is(err, a2a.ErrUnsupportedOperation) {
 		t.Fatalf("follow-up to a completed task error = %v", err)
 	}
 	_ = r.Close(t.Context())
@@ -415,7 +422,7 @@ func TestBusyHolderUnknown(t *testing.T) {
 	t.Parallel()
 	obs := &countingObserver{}
 	r, _ := newRunnerWith(t, Config{Observe: obs}, heldByUnknown{}, agent.Echo{})
-	_, err := send(t.Context(), r, "c", "", "hello")
+	_, err := send(localCtx(t), r, "c", "", "hello")
 	var ae *a2a.Error
 	if !errors.Is(err, a2a.ErrContextBusy) || !errors.As(err, &ae) {
 		t.Fatalf("send error = %v, want CONTEXT_BUSY", err)
@@ -440,7 +447,7 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 	r, st := newRunnerWith(t, Config{}, locks, funcAgent(func(ctx context.Context, _ agent.Turn, emit agent.Emit) (agent.Result, error) {
 		return agent.Result{InputRequired: true}, emit("which city?")
 	}))
-	res, err := send(t.Context(), r, "parked", "", "weather?")
+	res, err := send(localCtx(t), r, "parked", "", "weather?")
 	if err != nil || res.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("send = %+v, %v; want input-required", res.Task, err)
 	}
@@ -449,7 +456,7 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+	_, err = r.CancelTask(localCtx(t), &a2a.TaskIDParams{ID: res.Task.ID})
 	if !errors.Is(err, a2a.ErrContextBusy) {
 		t.Fatalf("CancelTask error = %v, want CONTEXT_BUSY", err)
 	}
@@ -478,7 +485,7 @@ func TestCancelRefusedAsBusyIsAudited(t *testing.T) {
 	if diff := cmp.Diff(want, meta); diff != "" || audit.Visibility != ledger.VisibilityAudit || audit.TaskID != "" {
 		t.Errorf("audit entry %+v; metadata (-want +got):\n%s", audit, diff)
 	}
-	got, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: res.Task.ID})
+	got, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: res.Task.ID})
 	if err != nil || got.Status.State != a2a.StateInputRequired || len(got.History) != len(res.Task.History) {
 		t.Fatalf("task after the refused cancel = %+v, %v; want it unchanged (input-required)", got, err)
 	}
@@ -502,14 +509,14 @@ func TestUpstreamTaskHandedToTheNextTurnOnly(t *testing.T) {
 		mu.Unlock()
 		return results[n], emit(fmt.Sprintf("reply %d", n))
 	}))
-	first, err := send(t.Context(), r, "relayed", "", "weather?")
+	first, err := send(localCtx(t), r, "relayed", "", "weather?")
 	if err != nil || first.Task.Status.State != a2a.StateInputRequired {
 		t.Fatalf("first send = %+v, %v; want input-required", first.Task, err)
 	}
-	if _, err := send(t.Context(), r, "", first.Task.ID, "Paris"); err != nil {
+	if _, err := send(localCtx(t), r, "", first.Task.ID, "Paris"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := send(t.Context(), r, "relayed", "", "thanks"); err != nil {
+	if _, err := send(localCtx(t), r, "relayed", "", "thanks"); err != nil {
 		t.Fatal(err)
 	}
 	want := []struct{ ctx, task string }{{"", ""}, {"up-ctx", "up-task"}, {"up-ctx", ""}}
@@ -522,8 +529,8 @@ func TestUpstreamTaskHandedToTheNextTurnOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayed, err := Replay(t.Context(), st, r.cfg.Policy, "local", "relayed", entries[len(entries)-1].Seq)
-	if err != nil || replayed.UpstreamTaskID != "up-task" || replayed.UpstreamContextID != "up-ctx" {
+	replayed, err := prompt.Replay(t.Context(), st, r.cfg.Policy, "local", "relayed", entries[len(entries)-1].Seq)
+	if err != nil || replayed.UpstreamTask != "up-task" || replayed.Upstream != "up-ctx" {
 		t.Fatalf("Replay(second turn) = %+v, %v; want the upstream task it was handed", replayed, err)
 	}
 }
@@ -562,11 +569,11 @@ func TestCancelParkedTaskCancelsUpstream(t *testing.T) {
 			t.Parallel()
 			ag := &upstreamAgent{upstreamTask: tc.upstreamTask}
 			r, _ := newRunner(t, ag)
-			res, err := send(t.Context(), r, "relayed", "", "weather?")
+			res, err := send(localCtx(t), r, "relayed", "", "weather?")
 			if err != nil || res.Task.Status.State != a2a.StateInputRequired {
 				t.Fatalf("send = %+v, %v; want input-required", res.Task, err)
 			}
-			got, err := r.CancelTask(t.Context(), &a2a.TaskIDParams{ID: res.Task.ID})
+			got, err := r.CancelTask(localCtx(t), &a2a.TaskIDParams{ID: res.Task.ID})
 			if err != nil || got.Status.State != a2a.StateCanceled {
 				t.Fatalf("CancelTask = %+v, %v; want canceled", got, err)
 			}

@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/a2a-gateway/gateway/contextid"
@@ -25,7 +26,7 @@ func (r *Runner) Announce(ctx context.Context, owner, contextID string, firstSeq
 	if firstSeq == 0 || lastSeq < firstSeq || !r.feeds.Watching(key) {
 		return
 	}
-	entries, err := r.led.Range(ctx, owner, contextID, firstSeq-1, int(lastSeq-firstSeq+1))
+	entries, err := r.tasks.Range(ctx, owner, contextID, firstSeq-1, int(lastSeq-firstSeq+1))
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		r.log.WarnContext(ctx, "live stream: an announced append could not be read", "context_key", key, "err", err)
 		return
@@ -54,7 +55,7 @@ func (r *Runner) WatchedElsewhere(owner, contextID string) {
 }
 
 // signalWatch renews the stream's watch signal when it is due (subscribers over a shared
-// store only). The signal is sent by the Runner's signaller (sendWatchSignals), so that
+// store only). The signal is sent by the Runner's signaller (watchSignaller), so that
 // no event waits for its round trip; when the signaller's queue is full it is dropped,
 // which only delays the reply's text (the next renewal carries it).
 func (s *eventStream) signalWatch() {
@@ -63,7 +64,7 @@ func (s *eventStream) signalWatch() {
 	}
 	s.signaled = time.Now()
 	select {
-	case s.r.watchSignals <- watchSignal{s.owner, s.contextID}:
+	case s.r.signals.queue <- watchSignal{s.owner, s.contextID}:
 	default:
 	}
 }
@@ -74,23 +75,50 @@ type watchSignal struct{ owner, contextID string }
 // watchQueue bounds the watch signals waiting to be sent.
 const watchQueue = 256
 
-// sendWatchSignals sends the queued watch signals, one at a time, until Close cancels
-// r.base; it closes r.signalsDone when it returns. A failed signal is logged: it only
-// delays the reply's text (see signalWatch).
-func (r *Runner) sendWatchSignals() {
-	defer close(r.signalsDone)
+// watchSignaller sends the watch signals of the Runner's subscribers
+// (Config.SignalWatch), one at a time, from one goroutine of its own, so that no stream
+// waits for them (see signalWatch).
+type watchSignaller struct {
+	signal func(ctx context.Context, owner, contextID string) error
+	queue  chan watchSignal
+	done   chan struct{} // closed when run has returned
+	log    *slog.Logger
+}
+
+// startSignaller starts the sender of signal's calls, which runs until ctx is canceled
+// (Close cancels the Runner's base). nil signal: nil, no signals are sent.
+func startSignaller(ctx context.Context, signal func(ctx context.Context, owner, contextID string) error, log *slog.Logger) *watchSignaller {
+	if signal == nil {
+		return nil
+	}
+	w := &watchSignaller{signal: signal, queue: make(chan watchSignal, watchQueue), done: make(chan struct{}), log: log}
+	go w.run(ctx) // exits when ctx is canceled
+	return w
+}
+
+// run sends the queued watch signals until ctx is canceled. A failed signal is logged:
+// it only delays the reply's text (see signalWatch).
+func (w *watchSignaller) run(ctx context.Context) {
+	defer close(w.done)
 	for {
 		select {
-		case <-r.base.Done():
+		case <-ctx.Done():
 			return
-		case sig := <-r.watchSignals:
-			ctx, cancel := context.WithTimeout(r.base, watchRefresh)
-			err := r.cfg.SignalWatch(ctx, sig.owner, sig.contextID)
+		case sig := <-w.queue:
+			sctx, cancel := context.WithTimeout(ctx, watchRefresh)
+			err := w.signal(sctx, sig.owner, sig.contextID)
 			cancel()
-			if err != nil && r.base.Err() == nil {
-				r.log.Warn("live stream: could not signal a watch to the other instances",
+			if err != nil && ctx.Err() == nil {
+				w.log.Warn("live stream: could not signal a watch to the other instances",
 					"context_key", contextid.Key(sig.owner, sig.contextID), "err", err)
 			}
 		}
+	}
+}
+
+// wait waits until run has returned; a nil signaller has nothing to wait for.
+func (w *watchSignaller) wait() {
+	if w != nil {
+		<-w.done
 	}
 }

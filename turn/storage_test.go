@@ -64,7 +64,7 @@ func TestStorageFullRefusesTheTurn(t *testing.T) {
 				Parts: []a2a.Part{a2a.TextPart("hello")}}}
 
 			full.Store(true)
-			err := tc.send(t.Context(), r, p)
+			err := tc.send(localCtx(t), r, p)
 			if !errors.Is(err, a2a.ErrStorageUnavailable) {
 				t.Fatalf("send while full error = %v, want ErrStorageUnavailable", err)
 			}
@@ -78,7 +78,7 @@ func TestStorageFullRefusesTheTurn(t *testing.T) {
 			}
 
 			full.Store(false)
-			if err := tc.send(t.Context(), r, p); err != nil {
+			if err := tc.send(localCtx(t), r, p); err != nil {
 				t.Fatalf("send once the storage takes writes error = %v", err)
 			}
 		})

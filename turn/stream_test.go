@@ -55,7 +55,7 @@ func splitBytes(s string, n int) []string {
 // readAll reads st until io.EOF (or until stop says so), bounded by a hang guard.
 func readAll(t *testing.T, st a2a.Stream, stop func(a2a.Event) bool) []a2a.Event {
 	t.Helper()
-	ctx := testutil.Context(t)
+	ctx := WithPeer(testutil.Context(t), "local")
 	var evs []a2a.Event
 	for {
 		ev, err := st.Next(ctx)
@@ -108,12 +108,12 @@ func TestStreamedReplyEqualsStoredReply(t *testing.T) {
 			pieces := splitBytes(tc.reply, tc.cut)
 			g := &gatedAgent{pieces: pieces, gate: make(chan struct{})}
 			r, st := newRunner(t, g)
-			sub, err := r.SubscribeContext(t.Context(), "bytes", 0)
+			sub, err := r.SubscribeContext(localCtx(t), "bytes", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer sub.Close()
-			stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "bytes", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}})
+			stream, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "bytes", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestStreamedReplyEqualsStoredReply(t *testing.T) {
 			if chunks < 2 {
 				t.Errorf("the reply came in %d chunk(s); want it streamed in several", chunks)
 			}
-			task, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: direct[0].Task.ID})
+			task, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: direct[0].Task.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,12 +202,12 @@ func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
 	words := agent.SplitWords("one two three four five six seven eight nine ten eleven twelve")
 	g := &gatedAgent{pieces: words, gate: make(chan struct{})}
 	r, _ := newRunner(t, g)
-	ref, err := r.SubscribeContext(t.Context(), "resume", 0)
+	ref, err := r.SubscribeContext(localCtx(t), "resume", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "resume", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("count")}}})
+	stream, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "resume", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("count")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,12 +227,12 @@ func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
 			g.gate <- struct{}{}
 		}
 	})
-	resumedTask, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID, AfterSeq: last})
+	resumedTask, err := r.SubscribeToTask(localCtx(t), &a2a.SubscribeParams{ID: taskID, AfterSeq: last})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resumedTask.Close()
-	resumedCtx, err := r.SubscribeContext(t.Context(), "resume", last)
+	resumedCtx, err := r.SubscribeContext(localCtx(t), "resume", last)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
 		t.Errorf("resumed reply = %q, want %q", got, want)
 	}
 	// After the end: resuming the finished task from the middle still gives the rest.
-	late, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID, AfterSeq: last})
+	late, err := r.SubscribeToTask(localCtx(t), &a2a.SubscribeParams{ID: taskID, AfterSeq: last})
 	if err != nil {
 		t.Fatalf("resume after the end: %v", err)
 	}
@@ -259,14 +259,14 @@ func TestResumeMidStreamNoGapNoDuplicate(t *testing.T) {
 	if diff := cmp.Diff(seqs(full[len(cut):]), seqs(readAll(t, late, nil))); diff != "" {
 		t.Errorf("resume after the end (-want +got):\n%s", diff)
 	}
-	if _, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+	if _, err := r.SubscribeToTask(localCtx(t), &a2a.SubscribeParams{ID: taskID}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
 		t.Errorf("SubscribeToTask(terminal, no resume point) error = %v, want %v", err, a2a.ErrUnsupportedOperation)
 	}
 }
 
 func readN(t *testing.T, st a2a.Stream, n int) []a2a.Event {
 	t.Helper()
-	ctx := testutil.Context(t)
+	ctx := WithPeer(testutil.Context(t), "local")
 	out := make([]a2a.Event, 0, n)
 	for range n {
 		ev, err := st.Next(ctx)
@@ -302,7 +302,7 @@ func TestConcurrentSubscribersSeeTheSameEvents(t *testing.T) {
 	const readers, turns = 6, 3
 	subs := make([]a2a.Stream, readers)
 	for i := range subs {
-		s, err := r.SubscribeContext(t.Context(), "many", 0)
+		s, err := r.SubscribeContext(localCtx(t), "many", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestConcurrentSubscribersSeeTheSameEvents(t *testing.T) {
 		subs[i] = s
 	}
 	for i := range turns {
-		if _, err := send(t.Context(), r, "many", "", fmt.Sprintf("turn %d has a few words", i)); err != nil {
+		if _, err := send(localCtx(t), r, "many", "", fmt.Sprintf("turn %d has a few words", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -347,17 +347,17 @@ func TestLaggingReaderCatchesUpFromTheLedger(t *testing.T) {
 	g := &gatedAgent{pieces: words, gate: make(chan struct{})}
 	r, _ := newRunner(t, g)
 	r.feeds.Backlog = 4 // a tiny live backlog: the lagging reader must fall back to the ledger
-	fast, err := r.SubscribeContext(t.Context(), "lag", 0)
+	fast, err := r.SubscribeContext(localCtx(t), "lag", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fast.Close()
-	slow, err := r.SubscribeContext(t.Context(), "lag", 0)
+	slow, err := r.SubscribeContext(localCtx(t), "lag", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Close()
-	if _, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m", ContextID: "lag", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}}); err != nil {
+	if _, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{MessageID: "m", ContextID: "lag", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("go")}}}); err != nil {
 		t.Fatal(err)
 	}
 	var all []a2a.Event
@@ -379,7 +379,7 @@ func TestLaggingReaderCatchesUpFromTheLedger(t *testing.T) {
 func TestNobodyWatchingStoresNoChunks(t *testing.T) {
 	t.Parallel()
 	r, st := newRunner(t, agent.Echo{})
-	if _, err := send(t.Context(), r, "quiet", "", "a reply of several words"); err != nil {
+	if _, err := send(localCtx(t), r, "quiet", "", "a reply of several words"); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := st.Range(t.Context(), "local", "quiet", 0, 0)
@@ -392,7 +392,7 @@ func TestNobodyWatchingStoresNoChunks(t *testing.T) {
 		}
 	}
 	// A late reader replays the reply as one chunk from the AGENT_REPLY entry.
-	sub, err := r.SubscribeContext(t.Context(), "quiet", 0)
+	sub, err := r.SubscribeContext(localCtx(t), "quiet", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,12 +451,12 @@ func TestStreamEndsWhenTurnCannotRecordItsEnd(t *testing.T) {
 		_ = r.Close(ctx)
 		_ = st.Close()
 	})
-	stream, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "broken", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello there")}}})
+	stream, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "broken", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello there")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	ctx := testutil.Context(t)
+	ctx := WithPeer(testutil.Context(t), "local")
 	var taskID string
 	var lastSeq uint64
 	for {
@@ -505,7 +505,7 @@ func TestSubscribeMidTurnCarriesTheWholeReply(t *testing.T) {
 	t.Parallel()
 	ag := newBlockingAgent()
 	r, _ := newRunner(t, ag)
-	first, err := r.SendStreamingMessage(t.Context(), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "mid",
+	first, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: a2a.Message{MessageID: "m1", ContextID: "mid",
 		Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hello")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -522,7 +522,7 @@ func TestSubscribeMidTurnCarriesTheWholeReply(t *testing.T) {
 		}
 	}
 	first.Close() // the client's connection broke
-	again, err := r.SubscribeToTask(t.Context(), &a2a.SubscribeParams{ID: taskID})
+	again, err := r.SubscribeToTask(localCtx(t), &a2a.SubscribeParams{ID: taskID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestSubscribeMidTurnCarriesTheWholeReply(t *testing.T) {
 		t.Fatalf("the resubscribed stream carries %q, want %q", reply.String(), "partial done")
 	}
 	// The task as stored folds the same whole reply once.
-	task, err := r.GetTask(t.Context(), &a2a.GetTaskParams{ID: taskID})
+	task, err := r.GetTask(localCtx(t), &a2a.GetTaskParams{ID: taskID})
 	if err != nil || len(task.Artifacts) != 1 || a2a.PartsText(task.Artifacts[0].Parts) != "partial done" {
 		t.Fatalf("GetTask = %+v, %v; want one artifact %q", task, err, "partial done")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/google/uuid"
@@ -18,7 +17,7 @@ import (
 // taskEntries reads a task of peer from the ledger: a *taskNotFoundError when it does not
 // exist or is another peer's.
 func (r *Runner) taskEntries(ctx context.Context, peer, taskID string) (ledger.Conversation, []ledger.Entry, error) {
-	conv, entries, err := r.led.TaskEntries(ctx, taskID)
+	conv, entries, err := r.tasks.TaskEntries(ctx, taskID)
 	if errors.Is(err, ledger.ErrNotFound) || othersDamage(err, peer) || (err == nil && conv.Owner != peer) {
 		return ledger.Conversation{}, nil, &taskNotFoundError{TaskID: taskID}
 	}
@@ -47,7 +46,7 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 	for i := range entries {
 		for j := range entries[i].Parts {
 			if entries[i].Parts[j].ArtifactRef != "" {
-				if err := r.led.Inflate(ctx, entries); err != nil {
+				if err := r.tasks.Inflate(ctx, entries); err != nil {
 					return fmt.Errorf("inflate artifacts: %w", err)
 				}
 				return nil
@@ -60,10 +59,11 @@ func (r *Runner) inflate(ctx context.Context, entries []ledger.Entry) error {
 // GetTask implements a2a.Handler. Its errors are protocol errors (see protocolError).
 func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
+	peer, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return r.loadTask(ctx, PeerFrom(ctx), p.ID, p.HistoryLength)
+	return r.loadTask(ctx, peer, p.ID, p.HistoryLength)
 }
 
 // ListTasks implements a2a.Handler: the caller's tasks, newest status first, optionally of
@@ -71,14 +71,14 @@ func (r *Runner) GetTask(ctx context.Context, p *a2a.GetTaskParams) (_ *a2a.Task
 // (see protocolError).
 func (r *Runner) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (_ *a2a.ListTasksResult, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
+	peer, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
 	after, err := decodePageToken(p)
 	if err != nil {
 		return nil, err
 	}
-	peer := PeerFrom(ctx)
 	convs, err := r.taskContexts(ctx, peer, p.ContextID)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (r *Runner) taskContexts(ctx context.Context, peer, contextID string) ([]st
 		}
 		return []string{contextID}, nil
 	}
-	all, err := r.led.List(ctx, ledger.ListOptions{Owner: peer})
+	all, err := r.tasks.List(ctx, ledger.ListOptions{Owner: peer})
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
@@ -123,7 +123,7 @@ func (r *Runner) taskContexts(ctx context.Context, peer, contextID string) ([]st
 func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *a2a.ListTasksParams) ([]a2a.Task, error) {
 	var tasks []a2a.Task
 	for _, cid := range convs {
-		ids, err := r.led.TaskIDs(ctx, peer, cid)
+		ids, err := r.tasks.TaskIDs(ctx, peer, cid)
 		if errors.Is(err, ledger.ErrNotFound) || (errors.Is(err, ledger.ErrQuarantined) && p.ContextID == "") {
 			continue // gone, or damaged: listing all of the peer's tasks skips it (its contextId alone says so)
 		}
@@ -155,10 +155,10 @@ func (r *Runner) listTasks(ctx context.Context, peer string, convs []string, p *
 // (see protocolError).
 func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Task, err error) {
 	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
+	peer, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	peer := PeerFrom(ctx)
 	t, err := r.loadTask(ctx, peer, p.ID, nil)
 	if err != nil {
 		return nil, err
@@ -183,14 +183,14 @@ func (r *Runner) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (_ *a2a.Ta
 	}
 	// Not running here: parked (input-required) or left over. Take the lease so no turn
 	// runs meanwhile, and record the cancellation in a new epoch.
-	lease, err := r.acquire(ctx, contextid.Key(peer, t.ContextID), p.ID)
+	lease, err := r.leases.acquire(ctx, contextid.Key(peer, t.ContextID), p.ID)
 	if err != nil {
 		return nil, r.refuse(ctx, peer, t.ContextID, err, func(holder string) ledger.Entry {
 			return cancelAuditEntry(peer, p.ID, holder)
 		})
 	}
-	defer r.releaseLease(ctx, lease)
-	_, err = r.led.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
+	defer r.leases.release(ctx, lease)
+	_, err = r.store.Append(ctx, ledger.AppendRequest{Owner: peer, ContextID: t.ContextID, BeginTurn: true, Entries: []ledger.Entry{{
 		TaskID: p.ID, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel,
 		Actor: peer, State: string(a2a.StateCanceled), MessageID: uuid.NewString(),
 	}}})
@@ -209,7 +209,7 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 	if !ok {
 		return
 	}
-	_, entries, err := r.led.TaskEntries(ctx, taskID)
+	_, entries, err := r.tasks.TaskEntries(ctx, taskID)
 	if err != nil {
 		return
 	}
@@ -229,122 +229,3 @@ func (r *Runner) cancelUpstream(ctx context.Context, taskID string) {
 			"task_id", taskID, "upstream_task_id", upstream, "err", err)
 	}
 }
-
-// SubscribeToTask implements a2a.Handler: a task's events after p.AfterSeq (the SSE
-// Last-Event-ID), replayed from the ledger and then live, ending with the task's final
-// status. Without AfterSeq the stream starts with a Task snapshot; a task parked on
-// input-required is followed into its next turn, until a final status. A terminal task is
-// refused as the spec says, unless AfterSeq shows a client resuming a stream it was
-// reading: then it gets what it missed, up to the end. Its errors are protocol errors (see
-// protocolError).
-func (r *Runner) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (_ a2a.Stream, err error) {
-	defer func() { err = protocolError(err) }()
-	if err := r.admit(ctx); err != nil {
-		return nil, err
-	}
-	return r.subscribe(ctx, p, false)
-}
-
-// subscribe is SubscribeToTask once admitted. With whole (a retried send's stream,
-// retry.go) a terminal task is streamed as its snapshot instead of refused.
-func (r *Runner) subscribe(ctx context.Context, p *a2a.SubscribeParams, whole bool) (a2a.Stream, error) {
-	peer := PeerFrom(ctx)
-	conv, entries, err := r.taskEntries(ctx, peer, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	st := foldTask(conv, p.ID, entries).Status.State
-	r.mu.Lock()
-	lt, running := r.live[p.ID]
-	r.mu.Unlock()
-	ended := endedAlready // a turn that is not running has ended
-	if running {
-		ended = lt.finished
-	}
-	if !running && r.cfg.SharedStore && !st.EndsStream() {
-		running, ended = true, nil // it may run on another instance: follow it to its end
-	}
-	running = running && !st.EndsStream() // its end is stored: it is finishing
-	// A task parked on input-required is followed into its next turn: the stream ends
-	// when the task reaches a terminal state (a2a-spec v1.0 §3.1.6), not at once. A
-	// retried send's stream ends there, as the stream it repeats did.
-	parked := !running && st.Interrupted() && !whole
-	if parked {
-		ended = nil
-	}
-	lastSeq := entries[len(entries)-1].Seq
-	switch {
-	case p.AfterSeq > 0 && p.AfterSeq < lastSeq || running:
-		// resuming, or a running task: replay and follow below
-	case st.Terminal() && p.AfterSeq == 0 && !whole:
-		return nil, a2a.Errorf(a2a.ErrUnsupportedOperation, "task %s is %s; use GetTask to read it", a2a.EchoQuote(p.ID), st)
-	case p.AfterSeq >= lastSeq && (st.Terminal() || !running && !parked):
-		return &sliceStream{}, nil // nothing missed, and nothing more will come here
-	case !running && !parked && p.AfterSeq == 0:
-		// orphaned (working, with no turn running), or ended and asked whole: its
-		// snapshot is all there is
-		t, err := r.loadTask(ctx, peer, p.ID, nil)
-		if err != nil {
-			return nil, err
-		}
-		return &sliceStream{events: []a2a.Event{{Seq: lastSeq, Task: t}}}, nil
-	}
-	release, err := r.openStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	es := r.subscriberStream(peer, conv.ContextID, p.ID, p.AfterSeq, release)
-	es.ended = ended
-	if p.AfterSeq > 0 {
-		return es, nil
-	}
-	if err := r.snapshotHead(ctx, es); err != nil {
-		es.Close()
-		return nil, err
-	}
-	if parked {
-		es.done = es.head[0].Task.Status.State.Terminal()
-	}
-	return es, nil
-}
-
-// snapshotHead puts the task's snapshot at the head of es, a stream from the start. The
-// stream joined the feed before this read, so nothing after the snapshot is missed.
-func (r *Runner) snapshotHead(ctx context.Context, es *eventStream) error {
-	conv, entries, err := r.led.TaskEntries(ctx, es.taskID)
-	if err == nil {
-		err = r.inflate(ctx, entries)
-	}
-	if err != nil {
-		return fmt.Errorf("load task: %w", err)
-	}
-	t := foldTask(conv, es.taskID, entries)
-	es.head = []a2a.Event{{Seq: entries[len(entries)-1].Seq, Task: &t}}
-	es.covered = es.head[0].Seq
-	if t.Status.State.EndsStream() {
-		es.done = true // it ended between the two reads
-	}
-	return nil
-}
-
-// sliceStream streams a fixed list of events.
-type sliceStream struct {
-	events []a2a.Event
-}
-
-func (s *sliceStream) Next(ctx context.Context) (a2a.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return a2a.Event{}, err
-	}
-	if len(s.events) == 0 {
-		return a2a.Event{}, io.EOF
-	}
-	ev := s.events[0]
-	s.events = s.events[1:]
-	return ev, nil
-}
-
-func (s *sliceStream) Close() {}
-
-// endedAlready is the ended channel of a task whose turn is not running.
-var endedAlready = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -38,7 +38,7 @@ func taskIDs(ts []a2a.Task) []string {
 func TestListTasksCursor(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, parkingAgent)
-	ctx := t.Context()
+	ctx := localCtx(t)
 	var ids []string // oldest first
 	for i := range 5 {
 		res, err := send(ctx, r, fmt.Sprint("cursor-", i), "", fmt.Sprint("park ", i))
@@ -72,7 +72,7 @@ func TestListTasksCursor(t *testing.T) {
 func TestListTasksPageTokenRefused(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, parkingAgent)
-	ctx := t.Context()
+	ctx := localCtx(t)
 	for i := range 3 {
 		if _, err := send(ctx, r, "refused", "", fmt.Sprint("park ", i)); err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestPageOfTies(t *testing.T) {
 func TestListTasksStatusTimestampAfterInclusive(t *testing.T) {
 	t.Parallel()
 	r, _ := newRunner(t, parkingAgent)
-	ctx := t.Context()
+	ctx := localCtx(t)
 	for i := range 2 {
 		if _, err := send(ctx, r, fmt.Sprint("since-", i), "", fmt.Sprint("park ", i)); err != nil {
 			t.Fatal(err)

@@ -50,7 +50,7 @@ func (tr *turnRun) recordTool(ctx context.Context, entries ...ledger.Entry) ([]l
 	for i := range entries {
 		entries[i].TaskID = tr.lt.id
 	}
-	res, err := tr.r.led.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: tr.lt.contextID, Epoch: tr.epoch, Entries: entries})
+	res, err := tr.r.store.Append(ctx, ledger.AppendRequest{Owner: tr.peer, ContextID: tr.lt.contextID, Epoch: tr.epoch, Entries: entries})
 	if err != nil {
 		return nil, fmt.Errorf("store a tool entry: %w", err)
 	}

@@ -39,7 +39,7 @@ func TestWatchedElsewhere(t *testing.T) {
 	}}
 	ag := newBlockingAgent()
 	r, st := newRunnerWith(t, cfg, locking.NewLocal(), ag)
-	if _, err := r.SendMessage(t.Context(), &a2a.SendParams{
+	if _, err := r.SendMessage(localCtx(t), &a2a.SendParams{
 		Message: a2a.Message{MessageID: "m1", ContextID: "w", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("hi")}},
 		Config:  a2a.SendConfig{ReturnImmediately: true},
 	}); err != nil {
@@ -57,7 +57,7 @@ func TestWatchedElsewhere(t *testing.T) {
 		t.Fatalf("chunks %q, want the text before the reader was known, then the rest", cs)
 	}
 
-	s, err := r.SubscribeContext(t.Context(), "w", 0)
+	s, err := r.SubscribeContext(localCtx(t), "w", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,13 +68,14 @@ func bearerToken(r *http.Request) (string, bool) {
 
 // peerAuth wraps an A2A route (POST /, POST /a2a, GET /ws) with peer authentication. With
 // peer tokens configured, a request must carry "Authorization: Bearer <token>" of a
-// configured peer; that peer's name becomes the request's identity (turn.WithPeer), which
+// configured peer; that peer's name becomes the request's caller (turn.WithPeer), which
 // owns the conversations it creates. Anything else is answered 401 with a Bearer
 // challenge and no detail, before the body is read; a source (remote IP) that presented
 // too many invalid tokens is answered 429 without its token being compared (authlimit.go).
 // The identity comes from the
 // credential only: nothing in the body or its metadata can name a peer. Without peer
-// tokens every request is the peer "local".
+// tokens every request's caller is the peer "local" (contextid.LocalOwner), set here:
+// the runner refuses a request that names no caller.
 //
 // It also gives the request its id (see tagRequest) if it has none yet: GET /ws is
 // served outside echo, and one more wrapper there would stay on the stack of every
@@ -83,10 +84,12 @@ func (s *Server) peerAuth(next http.Handler) http.Handler { return s.authPeers(n
 
 // wsAuth is peerAuth for GET /ws, which also admits the console's operator: a request
 // without a bearer token that carries a valid console session cookie (see
-// console.Handler.Operator; the Live page's socket) is marked turn.WithOperator, with no
-// peer of its own when peer tokens are configured. Such a connection may only follow
-// conversations, any peer's (see wsSubscribeAs, wsSubscribeOnly). The Origin check of
-// the WebSocket handler applies to it as to everyone.
+// console.Handler.Operator; the Live page's socket) is marked turn.WithOperator. When peer
+// tokens are configured it has no peer of its own: its caller is contextid.LocalOwner, as
+// on a gateway without them (what it was before callers were explicit), and it may only
+// follow conversations: any peer's, naming the owner, or local's, naming none (see
+// wsSubscribeAs, wsSubscribeOnly). The Origin check of the WebSocket handler applies to
+// it as to everyone.
 func (s *Server) wsAuth(next http.Handler) http.Handler { return s.authPeers(next, true) }
 
 // operator reports whether r carries a valid console session.
@@ -126,7 +129,7 @@ func (s *Server) authPeers(next http.Handler, operators bool) http.Handler {
 		}
 		tok, ok := bearerToken(r)
 		if !ok && operators && s.operator(r) {
-			next.ServeHTTP(w, r.WithContext(turn.WithOperator(r.Context())))
+			next.ServeHTTP(w, r.WithContext(turn.WithOperator(turn.WithPeer(r.Context(), contextid.LocalOwner))))
 			return
 		}
 		reason := "missing"

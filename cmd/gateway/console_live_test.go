@@ -145,6 +145,29 @@ func TestConsoleOperatorFollowsAnyPeer(t *testing.T) {
 	if code := wsError(t, op, consoleSendBody("ctx-op-2", "as the operator")); code != -32600 {
 		t.Errorf("message/send on the operator's socket: code %d, want -32600 (only subscribe)", code)
 	}
+	// A subscription that names no peer follows the conversation of "local": the caller
+	// the transport names for the operator's socket, which has no peer of its own (issue
+	// 36 item 4: the runner refuses a request without a caller as an internal error).
+	frames := make(chan wsFrameMsg, 1)
+	go func() { // exits when the socket closes (at cleanup at the latest)
+		if f, err := wsReadFrame(op); err == nil {
+			frames <- f
+		}
+	}()
+	wsWrite(t, op, "%s", subscribeFrame("own", "ctx-op-3", 0))
+	var answer *wsFrameMsg
+	testutil.WaitFor(t, "the operator's subscription naming no peer", func() bool {
+		select {
+		case f := <-frames:
+			answer = &f
+			return true
+		default:
+			return s.runner.Streams() == 2
+		}
+	})
+	if answer != nil {
+		t.Errorf("the operator's subscription naming no peer was answered %s %+v, want it followed", answer.ID, answer.Error)
+	}
 	close(gate)
 	gate = nil
 	if r := testutil.Receive(t, done, "alice's turn"); r.status != http.StatusOK {

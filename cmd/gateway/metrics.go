@@ -232,8 +232,8 @@ func (m *metrics) Busy() { m.busy.Inc() }
 // Retried implements turn.Observer.
 func (m *metrics) Retried() { m.retried.Inc() }
 
-// RateLimited implements turn.Observer. Peers are configured identities (or "local"), so
-// the label is bounded by the config.
+// RateLimited implements rateObserver (the rate limit, ratelimit.go). Peers are
+// configured identities (or "local"), so the label is bounded by the config.
 func (m *metrics) RateLimited(peer string) { m.rateLimited.WithLabelValues(peer).Inc() }
 
 // LimitExceeded implements turn.Observer.

@@ -1,16 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/streaming"
 	"github.com/a2a-gateway/gateway/turn"
 )
-
-var _ turn.RateLimiter = (*rateLimiter)(nil)
 
 // rateSpec is a parsed --rate-limit: N requests per Per. The zero value is "off".
 type rateSpec struct {
@@ -73,8 +75,8 @@ type rateLimiter struct {
 	lastSweep time.Time
 }
 
-// newRateLimiter returns a limiter for spec, or nil when spec is off (turn.Config takes a
-// nil RateLimit as "admit all"). now is time.Now when nil.
+// newRateLimiter returns a limiter for spec, or nil when spec is off (limitRate takes a nil
+// limiter as "admit all"). now is time.Now when nil.
 func newRateLimiter(spec rateSpec, now func() time.Time) *rateLimiter {
 	if spec.off() {
 		return nil
@@ -92,8 +94,8 @@ func newRateLimiter(spec rateSpec, now func() time.Time) *rateLimiter {
 	}
 }
 
-// Allow implements turn.RateLimiter: it takes one token of peer's bucket, or reports how
-// long until one is available. It never blocks beyond a short critical section.
+// Allow takes one token of peer's bucket, or reports how long until one is available. It
+// never blocks beyond a short critical section.
 func (l *rateLimiter) Allow(peer string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
@@ -147,4 +149,154 @@ func (l *rateLimiter) tracked() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.tat)
+}
+
+// peerHandler is what the transports serve: the A2A methods (JSON-RPC over HTTP and
+// /ws), the push config methods, and conversations/subscribe on /ws. *turn.Runner
+// implements it; so does rateLimited, which stands in front of it.
+type peerHandler interface {
+	a2a.Handler
+	a2a.PushHandler
+	streaming.Source
+}
+
+// Interface guards: the transports find the push methods and conversations/subscribe by
+// type assertion (a2a's servePush) and by type (streaming.NewHandler's Source).
+var (
+	_ peerHandler = (*turn.Runner)(nil)
+	_ peerHandler = (*rateLimited)(nil)
+)
+
+// rateObserver counts the requests the rate limit refuses (metrics.RateLimited).
+type rateObserver interface {
+	RateLimited(peer string)
+}
+
+// rateLimited applies the peers' rate limit in one place, at the edge: every
+// request of a peer (a call, a stream opened, a conversations/subscribe) takes one token
+// of its bucket before it reaches next. A refused request is answered RATE_LIMITED
+// (-32000) naming the peer and the seconds until a token is back (metadata
+// "retryAfterSeconds"), is counted (rateObserver), and nothing of it runs. A request with
+// no caller in its context (turn.PeerFrom is "") is passed on for next to refuse: that is a
+// wiring bug, not a peer to limit. PushSupported is no request: it is passed on as is.
+type rateLimited struct {
+	next  peerHandler
+	limit *rateLimiter
+	obs   rateObserver
+}
+
+// limitRate returns h behind limit, or h itself when limit is nil (no rate limit).
+func limitRate(h peerHandler, limit *rateLimiter, obs rateObserver) peerHandler {
+	if limit == nil {
+		return h
+	}
+	return &rateLimited{next: h, limit: limit, obs: obs}
+}
+
+// admit takes one token of the caller's bucket: nil, or the RATE_LIMITED error.
+func (l *rateLimited) admit(ctx context.Context) error {
+	peer := turn.PeerFrom(ctx)
+	if peer == "" {
+		return nil
+	}
+	ok, retry := l.limit.Allow(peer)
+	if ok {
+		return nil
+	}
+	l.obs.RateLimited(peer)
+	secs := max(1, int(math.Ceil(retry.Seconds())))
+	return &a2a.Error{Err: a2a.ErrRateLimited,
+		Message:  fmt.Sprintf("rate limit exceeded for peer %s; retry in %ds", a2a.EchoQuote(peer), secs),
+		Metadata: map[string]string{"peer": a2a.Echo(peer), "retryAfterSeconds": strconv.Itoa(secs)}}
+}
+
+// SendMessage implements a2a.Handler.
+func (l *rateLimited) SendMessage(ctx context.Context, p *a2a.SendParams) (a2a.SendResult, error) {
+	if err := l.admit(ctx); err != nil {
+		return a2a.SendResult{}, err
+	}
+	return l.next.SendMessage(ctx, p)
+}
+
+// SendStreamingMessage implements a2a.Handler.
+func (l *rateLimited) SendStreamingMessage(ctx context.Context, p *a2a.SendParams) (a2a.Stream, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.SendStreamingMessage(ctx, p)
+}
+
+// GetTask implements a2a.Handler.
+func (l *rateLimited) GetTask(ctx context.Context, p *a2a.GetTaskParams) (*a2a.Task, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.GetTask(ctx, p)
+}
+
+// ListTasks implements a2a.Handler.
+func (l *rateLimited) ListTasks(ctx context.Context, p *a2a.ListTasksParams) (*a2a.ListTasksResult, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.ListTasks(ctx, p)
+}
+
+// CancelTask implements a2a.Handler.
+func (l *rateLimited) CancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.CancelTask(ctx, p)
+}
+
+// SubscribeToTask implements a2a.Handler.
+func (l *rateLimited) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a2a.Stream, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.SubscribeToTask(ctx, p)
+}
+
+// SubscribeContext implements streaming.Source (conversations/subscribe).
+func (l *rateLimited) SubscribeContext(ctx context.Context, contextID string, afterSeq uint64) (a2a.Stream, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.SubscribeContext(ctx, contextID, afterSeq)
+}
+
+// PushSupported implements a2a.PushHandler; it is no request of a peer's.
+func (l *rateLimited) PushSupported() bool { return l.next.PushSupported() }
+
+// SetTaskPushConfig implements a2a.PushHandler.
+func (l *rateLimited) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.SetTaskPushConfig(ctx, p)
+}
+
+// GetTaskPushConfig implements a2a.PushHandler.
+func (l *rateLimited) GetTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) (*a2a.TaskPushConfig, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.GetTaskPushConfig(ctx, p)
+}
+
+// ListTaskPushConfigs implements a2a.PushHandler.
+func (l *rateLimited) ListTaskPushConfigs(ctx context.Context, p *a2a.PushConfigRef) ([]a2a.TaskPushConfig, error) {
+	if err := l.admit(ctx); err != nil {
+		return nil, err
+	}
+	return l.next.ListTaskPushConfigs(ctx, p)
+}
+
+// DeleteTaskPushConfig implements a2a.PushHandler.
+func (l *rateLimited) DeleteTaskPushConfig(ctx context.Context, p *a2a.PushConfigRef) error {
+	if err := l.admit(ctx); err != nil {
+		return err
+	}
+	return l.next.DeleteTaskPushConfig(ctx, p)
 }

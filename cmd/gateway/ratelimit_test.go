@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/turn"
 )
 
 func TestParseRate(t *testing.T) {
@@ -228,5 +235,252 @@ func TestRateLimitPerPeer(t *testing.T) {
 	}
 	if got := owners(t, c, s, "rl-bob"); len(got) != 1 || got[0] != "bob" {
 		t.Errorf("rl-bob owners = %v, want [bob]", got)
+	}
+}
+
+// countingHandler is a peerHandler that counts the requests that reach it.
+type countingHandler struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (h *countingHandler) hit(method string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.calls == nil {
+		h.calls = map[string]int{}
+	}
+	h.calls[method]++
+}
+
+func (h *countingHandler) count(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[method]
+}
+
+func (h *countingHandler) SendMessage(context.Context, *a2a.SendParams) (a2a.SendResult, error) {
+	h.hit("SendMessage")
+	return a2a.SendResult{}, nil
+}
+
+func (h *countingHandler) SendStreamingMessage(context.Context, *a2a.SendParams) (a2a.Stream, error) {
+	h.hit("SendStreamingMessage")
+	return nil, nil
+}
+
+func (h *countingHandler) GetTask(context.Context, *a2a.GetTaskParams) (*a2a.Task, error) {
+	h.hit("GetTask")
+	return nil, nil
+}
+
+func (h *countingHandler) ListTasks(context.Context, *a2a.ListTasksParams) (*a2a.ListTasksResult, error) {
+	h.hit("ListTasks")
+	return nil, nil
+}
+
+func (h *countingHandler) CancelTask(context.Context, *a2a.TaskIDParams) (*a2a.Task, error) {
+	h.hit("CancelTask")
+	return nil, nil
+}
+
+func (h *countingHandler) SubscribeToTask(context.Context, *a2a.SubscribeParams) (a2a.Stream, error) {
+	h.hit("SubscribeToTask")
+	return nil, nil
+}
+
+func (h *countingHandler) SubscribeContext(context.Context, string, uint64) (a2a.Stream, error) {
+	h.hit("SubscribeContext")
+	return nil, nil
+}
+
+func (h *countingHandler) PushSupported() bool { h.hit("PushSupported"); return true }
+
+func (h *countingHandler) SetTaskPushConfig(context.Context, *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
+	h.hit("SetTaskPushConfig")
+	return nil, nil
+}
+
+func (h *countingHandler) GetTaskPushConfig(context.Context, *a2a.PushConfigRef) (*a2a.TaskPushConfig, error) {
+	h.hit("GetTaskPushConfig")
+	return nil, nil
+}
+
+func (h *countingHandler) ListTaskPushConfigs(context.Context, *a2a.PushConfigRef) ([]a2a.TaskPushConfig, error) {
+	h.hit("ListTaskPushConfigs")
+	return nil, nil
+}
+
+func (h *countingHandler) DeleteTaskPushConfig(context.Context, *a2a.PushConfigRef) error {
+	h.hit("DeleteTaskPushConfig")
+	return nil
+}
+
+// countingObserver counts RateLimited per peer.
+type countingObserver struct {
+	mu      sync.Mutex
+	limited map[string]int
+}
+
+func (o *countingObserver) RateLimited(peer string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.limited == nil {
+		o.limited = map[string]int{}
+	}
+	o.limited[peer]++
+}
+
+// rateLimitedCalls calls every request method of h once, by name.
+var rateLimitedCalls = map[string]func(ctx context.Context, h peerHandler) error{
+	"SendMessage": func(ctx context.Context, h peerHandler) error {
+		_, err := h.SendMessage(ctx, &a2a.SendParams{})
+		return err
+	},
+	"SendStreamingMessage": func(ctx context.Context, h peerHandler) error {
+		_, err := h.SendStreamingMessage(ctx, &a2a.SendParams{})
+		return err
+	},
+	"GetTask": func(ctx context.Context, h peerHandler) error {
+		_, err := h.GetTask(ctx, &a2a.GetTaskParams{})
+		return err
+	},
+	"ListTasks": func(ctx context.Context, h peerHandler) error {
+		_, err := h.ListTasks(ctx, &a2a.ListTasksParams{})
+		return err
+	},
+	"CancelTask": func(ctx context.Context, h peerHandler) error {
+		_, err := h.CancelTask(ctx, &a2a.TaskIDParams{})
+		return err
+	},
+	"SubscribeToTask": func(ctx context.Context, h peerHandler) error {
+		_, err := h.SubscribeToTask(ctx, &a2a.SubscribeParams{})
+		return err
+	},
+	"SubscribeContext": func(ctx context.Context, h peerHandler) error {
+		_, err := h.SubscribeContext(ctx, "c", 0)
+		return err
+	},
+	"SetTaskPushConfig": func(ctx context.Context, h peerHandler) error {
+		_, err := h.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{})
+		return err
+	},
+	"GetTaskPushConfig": func(ctx context.Context, h peerHandler) error {
+		_, err := h.GetTaskPushConfig(ctx, &a2a.PushConfigRef{})
+		return err
+	},
+	"ListTaskPushConfigs": func(ctx context.Context, h peerHandler) error {
+		_, err := h.ListTaskPushConfigs(ctx, &a2a.PushConfigRef{})
+		return err
+	},
+	"DeleteTaskPushConfig": func(ctx context.Context, h peerHandler) error {
+		return h.DeleteTaskPushConfig(ctx, &a2a.PushConfigRef{})
+	},
+}
+
+// TestRateLimitedEveryMethod (issue 36 item 5): the rate limit in front of the runner takes
+// one token per request of every method a peer can call, passes an admitted request on,
+// and answers a refused one RATE_LIMITED (-32000) with the retry hint, as the runner did,
+// without passing it on; the refusal is counted for the peer.
+func TestRateLimitedEveryMethod(t *testing.T) {
+	t.Parallel()
+	for method, call := range rateLimitedCalls {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			next, obs := &countingHandler{}, &countingObserver{}
+			h := limitRate(next, newRateLimiter(rateSpec{1, time.Hour}, clock.now), obs)
+			ctx := turn.WithPeer(t.Context(), "alice")
+			if err := call(ctx, h); err != nil || next.count(method) != 1 {
+				t.Fatalf("first %s: err %v, %d calls passed on; want nil and 1", method, err, next.count(method))
+			}
+			clock.add(10 * time.Minute)
+			err := call(ctx, h)
+			want := a2a.RPCError{Code: -32000, Reason: "RATE_LIMITED", Domain: a2a.GatewayErrorDomain,
+				Message:  `rate limit exceeded for peer "alice"; retry in 3000s`,
+				Metadata: map[string]string{"peer": "alice", "retryAfterSeconds": "3000"}}
+			if diff := cmp.Diff(want, a2a.ToRPCError(err)); diff != "" || !errors.Is(err, a2a.ErrRateLimited) {
+				t.Errorf("second %s: error %v on the wire (-want +got):\n%s", method, err, diff)
+			}
+			if n := next.count(method); n != 1 {
+				t.Errorf("%s: %d calls passed on, want 1 (the refused one stops at the limit)", method, n)
+			}
+			if obs.limited["alice"] != 1 {
+				t.Errorf("RateLimited counted %v, want alice once", obs.limited)
+			}
+		})
+	}
+}
+
+// TestRateLimitedPassesOn: PushSupported is no request (no token taken); a request
+// without a caller is passed on for the runner to refuse (no bucket is "local"'s by
+// default); no limit is the runner itself.
+func TestRateLimitedPassesOn(t *testing.T) {
+	t.Parallel()
+	clock := &fakeNow{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	next := &countingHandler{}
+	h := limitRate(next, newRateLimiter(rateSpec{1, time.Hour}, clock.now), &countingObserver{})
+	for range 3 {
+		if !h.PushSupported() {
+			t.Fatal("PushSupported() = false, want the runner's true")
+		}
+		if _, err := h.GetTask(t.Context(), &a2a.GetTaskParams{}); err != nil {
+			t.Fatalf("GetTask without a caller: %v, want it passed on", err)
+		}
+	}
+	if n := next.count("PushSupported") + next.count("GetTask"); n != 6 {
+		t.Errorf("%d calls passed on, want 6", n)
+	}
+	for _, peer := range []string{"alice", "local"} {
+		if _, err := h.GetTask(turn.WithPeer(t.Context(), peer), &a2a.GetTaskParams{}); err != nil {
+			t.Errorf("%s's first request: %v, want it admitted (the others took no token)", peer, err)
+		}
+	}
+	if got := limitRate(next, nil, nil); got != peerHandler(next) {
+		t.Errorf("limitRate(off) = %T, want the handler itself", got)
+	}
+}
+
+// TestRateLimitedCapsPeer: the peer the refusal repeats is capped by a2a.Echo, in the
+// message and in the metadata (issue 15 item 10a), as the runner's refusal was.
+func TestRateLimitedCapsPeer(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("p", 100_000)
+	h := limitRate(&countingHandler{}, newRateLimiter(rateSpec{1, time.Hour}, nil), &countingObserver{})
+	ctx := turn.WithPeer(t.Context(), long)
+	_, _ = h.GetTask(ctx, &a2a.GetTaskParams{})
+	_, err := h.GetTask(ctx, &a2a.GetTaskParams{})
+	w := a2a.ToRPCError(err)
+	if len(w.Message) > 400 || !strings.Contains(w.Message, "…(100000 bytes)") || len(w.Metadata["peer"]) > 100 {
+		t.Errorf("refusal = %d-byte message %.80q…, peer %d bytes; want both capped", len(w.Message), w.Message, len(w.Metadata["peer"]))
+	}
+}
+
+// TestRateLimitOverWebSocket: the /ws transport serves the runner behind the same rate
+// limit as JSON-RPC over HTTP, one bucket per peer across both: a call and a
+// conversations/subscribe each take a token, the next request is refused with -32000
+// whichever transport carries it, and another peer is unaffected.
+func TestRateLimitOverWebSocket(t *testing.T) {
+	cfg := peersConfig(t)
+	cfg.RateLimit = "2/h" // no refill during the test
+	s := startWSServer(t, cfg)
+	alice := wsDial(t, s, tokAlice)
+	wsWrite(t, alice, "%s", subscribeFrame("sub", "rl-ws", 0))
+	wsWrite(t, alice, `{"jsonrpc":"2.0","id":"get","method":"tasks/get","params":{"id":"no-such-task"}}`)
+	if f, err := wsReadFrame(alice); err != nil || f.Error == nil || f.Error.Code != -32001 || string(f.ID) != `"get"` {
+		t.Fatalf("alice's tasks/get over /ws = %+v, %v; want TASK_NOT_FOUND (-32001): admitted", f, err)
+	}
+	wsWrite(t, alice, "%s", subscribeFrame("sub2", "rl-ws", 0))
+	if f, err := wsReadFrame(alice); err != nil || f.Error == nil || f.Error.Code != -32000 || string(f.ID) != `"sub2"` {
+		t.Fatalf("alice's third request over /ws = %+v, %v; want RATE_LIMITED (-32000)", f, err)
+	}
+	c := newHTTPClient(t)
+	if r := rpc(t, c, s.URL(), tokAlice, false, sendBody(false, "rl-ws", "hi", "", "")); r.Error == nil || r.Error.Code != -32000 {
+		t.Errorf("alice's send over HTTP: error %+v, want -32000 (the bucket is the peer's, not the transport's)", r.Error)
+	}
+	bob := wsDial(t, s, tokBob)
+	wsWrite(t, bob, `{"jsonrpc":"2.0","id":"get","method":"tasks/get","params":{"id":"no-such-task"}}`)
+	if f, err := wsReadFrame(bob); err != nil || f.Error == nil || f.Error.Code != -32001 {
+		t.Errorf("bob's tasks/get over /ws = %+v, %v; want TASK_NOT_FOUND (-32001): his own bucket", f, err)
 	}
 }

@@ -91,6 +91,10 @@ type Server struct {
 	console *console.Handler
 	// push is push-notification delivery (push_wiring.go); nil: off.
 	push *pushService
+
+	// handler is what the A2A transports serve: the runner behind the rate limit
+	// (ratelimit.go).
+	handler peerHandler
 }
 
 // serverOption adjusts a Server before it starts (tests swap the agent or tune the
@@ -271,14 +275,12 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		tcfg.Tools, s.toolbox = box, box // a nil *tools.Box in the interface would not read as "off"
 		s.closers.add(func(context.Context) error { return box.Close() })
 	}
-	if rl := newRateLimiter(rate, nil); rl != nil {
-		tcfg.RateLimit = rl // a nil *rateLimiter in the interface would not read as "off"
-	}
 	if s.cfg.BusyPolicy == "wait" {
 		tcfg.BusyWait = s.cfg.BusyWait
 	}
 	s.pushTurnConfig(&tcfg)
 	s.runner = turn.New(tcfg, s.ledger, s.locks, s.agent, s.log)
+	s.handler = limitRate(s.runner, newRateLimiter(rate, nil), s.metrics)
 	s.closers.add(s.closeRunner)
 	s.wsTune = deps.streaming
 	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns } // s.ws is set before the listener serves
@@ -318,7 +320,7 @@ func (s *Server) listen(ctx context.Context) error {
 	if s.wsTune != nil {
 		s.wsTune(&wscfg)
 	}
-	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.runner, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard}), s.runner, wscfg)
+	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.handler, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard}), s.handler, wscfg)
 	// No ReadTimeout: it would stay on the connection while an SSE response streams and
 	// cut it; the guard bounds each request body instead, and lifts its deadline once
 	// the body is read.
@@ -400,7 +402,7 @@ func (s *Server) routes() http.Handler {
 		ExtendedCard: s.extendedCard,
 		Observe:      s.metrics.observeRequest,
 	}
-	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, tcfg))
+	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.handler, tcfg))
 	e.POST("/", echo.WrapHandler(rpc))
 	e.GET("/", s.rootPage(card))
 	e.POST("/a2a", echo.WrapHandler(rpc))
