@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/a2a-gateway/gateway/ledger"
 )
@@ -12,9 +11,16 @@ import (
 // copyBatch is the most entries one copying append carries.
 const copyBatch = 200
 
-// copyLedger copies every conversation of src into dst (see ledgerCopyUsage) and returns
-// how many it copied or found copied.
-func copyLedger(ctx context.Context, src, dst ledgerStore, stdout io.Writer) (int, error) {
+// CopyLedger copies every conversation of src into dst, entry for entry with the same
+// hashes (`gateway ledger copy`: a bbolt ledger into PostgreSQL, or back). It verifies
+// each source chain before copying it and each copied chain after. A conversation dst
+// already holds whole is verified and skipped; one it holds a prefix of is continued;
+// one whose entries differ from the source's is an error. copied, when not nil, is
+// called after each conversation is copied (or found copied). It returns how many
+// conversations were copied or found copied, also on error (those before the failing
+// one). Errors name the conversation and wrap the ledger's error (the source's Verify
+// as "source: …", the copy's as "the copy: …").
+func CopyLedger(ctx context.Context, src, dst Ledger, copied func(ledger.Conversation)) (int, error) {
 	convs, err := src.List(ctx, ledger.ListOptions{})
 	if err != nil {
 		return 0, err
@@ -23,7 +29,9 @@ func copyLedger(ctx context.Context, src, dst ledgerStore, stdout io.Writer) (in
 		if err := copyConversation(ctx, src, dst, c); err != nil {
 			return i, fmt.Errorf("conversation %q (peer %q): %w", c.ContextID, c.Owner, err)
 		}
-		fmt.Fprintf(stdout, "copied  context %q  peer %q  %d entries\n", c.ContextID, c.Owner, c.LastSeq)
+		if copied != nil {
+			copied(c)
+		}
 	}
 	return len(convs), nil
 }
@@ -31,7 +39,7 @@ func copyLedger(ctx context.Context, src, dst ledgerStore, stdout io.Writer) (in
 // copyConversation verifies c in src, appends to dst the entries dst lacks (dst must hold a
 // prefix of c: the same hash at its last seq), checks every appended entry's hash against
 // the source's and verifies the copy.
-func copyConversation(ctx context.Context, src, dst ledgerStore, c ledger.Conversation) error {
+func copyConversation(ctx context.Context, src, dst Ledger, c ledger.Conversation) error {
 	if err := src.Verify(ctx, c.Owner, c.ContextID); err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
@@ -60,7 +68,7 @@ func copyConversation(ctx context.Context, src, dst ledgerStore, c ledger.Conver
 }
 
 // copiedPrefix returns how far dst already holds c (0 for nothing) and the epoch there.
-func copiedPrefix(ctx context.Context, src, dst ledgerStore, c ledger.Conversation) (seq, epoch uint64, err error) {
+func copiedPrefix(ctx context.Context, src, dst Ledger, c ledger.Conversation) (seq, epoch uint64, err error) {
 	d, err := dst.Conversation(ctx, c.Owner, c.ContextID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return 0, 0, nil
@@ -91,7 +99,7 @@ func copiedPrefix(ctx context.Context, src, dst ledgerStore, c ledger.Conversati
 // appendRun appends the leading entries of es that share one epoch (BeginTurn when it is
 // the next epoch after epoch) and returns how many. Each stored entry must hash as in the
 // source.
-func appendRun(ctx context.Context, dst ledgerStore, es []ledger.Entry, epoch uint64) (int, error) {
+func appendRun(ctx context.Context, dst Ledger, es []ledger.Entry, epoch uint64) (int, error) {
 	first := es[0]
 	n := 1
 	for n < len(es) && es[n].Epoch == first.Epoch {

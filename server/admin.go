@@ -74,13 +74,13 @@ func (g adminGate) refusal(r *http.Request) (int, string) {
 		if g.local != "" && bearer(r, g.local) {
 			return 0, ""
 		}
-		return http.StatusUnauthorized, "unauthorized: with peer tokens configured, the admin API needs the admin token for reads too (each peer sees only its own conversations): set --admin-token, or send the token this gateway wrote to " + adminTokenFile + " in its data dir (gateway conversations and send read it)"
+		return http.StatusUnauthorized, "unauthorized: with peer tokens configured, the admin API needs the admin token for reads too (each peer sees only its own conversations): set --admin-token, or send the token this gateway wrote to " + AdminTokenFile + " in its data dir (gateway conversations and send read it)"
 	}
 	if !g.readOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if g.local != "" && bearer(r, g.local) {
 			return 0, ""
 		}
-		return http.StatusUnauthorized, "unauthorized: admin writes need the admin token even from loopback: set --admin-token, or send the token this gateway wrote to " + adminTokenFile + " in its data dir (gateway send and gateway conversations read it)"
+		return http.StatusUnauthorized, "unauthorized: admin writes need the admin token even from loopback: set --admin-token, or send the token this gateway wrote to " + AdminTokenFile + " in its data dir (gateway send and gateway conversations read it)"
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {

@@ -75,7 +75,7 @@ func seedOps(t *testing.T) *Server {
 		}
 	}
 	rec := conversations.OutboundRecord{Peer: "a", PeerURL: "http://127.0.0.1:1/", ContextID: "shared", State: "completed", Text: "hi", Reply: "echo: hi"}
-	if _, err := newAdminClient("http://"+s.Addr(), s.localToken).RecordOutbound(t.Context(), rec); err != nil {
+	if _, err := NewAdminClient("http://"+s.Addr(), s.localToken).RecordOutbound(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -179,7 +179,7 @@ func TestAdminAnswer(t *testing.T) {
 // typed errors, values intact.
 func TestAdminClientRebuildsTypedErrors(t *testing.T) {
 	s := seedOps(t)
-	ac := newAdminClient("http://"+s.Addr(), s.localToken)
+	ac := NewAdminClient("http://"+s.Addr(), s.localToken)
 	defer ac.close()
 	ctx := t.Context()
 
@@ -257,7 +257,7 @@ func TestOpsModesAgree(t *testing.T) {
 // once, in the order of one unpaged listing.
 func TestAdminClientPages(t *testing.T) {
 	s := seedOps(t)
-	ac := newAdminClient("http://"+s.Addr(), s.localToken)
+	ac := NewAdminClient("http://"+s.Addr(), s.localToken)
 	defer ac.close()
 	all, err := ac.List(t.Context(), conversations.ListOptions{})
 	if err != nil || all.Next != "" {

@@ -70,7 +70,7 @@ func TestAdminWriteNeedsTokenFromLoopback(t *testing.T) {
 		t.Fatalf("refused writes stored conversations %v", got)
 	}
 
-	path := filepath.Join(cfg.DataDir, adminTokenFile)
+	path := filepath.Join(cfg.DataDir, AdminTokenFile)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatalf("the token file: %v", err)
@@ -119,7 +119,7 @@ func TestAdminTokenConfigured(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	cfg.AdminToken = "configured-admin"
-	stale := filepath.Join(cfg.DataDir, adminTokenFile)
+	stale := filepath.Join(cfg.DataDir, AdminTokenFile)
 	if err := os.WriteFile(stale, []byte("stale\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -19,26 +19,26 @@ import (
 // adminClient is the conversations service of a running gateway, through its admin API
 // (the CLI's --server mode). It answers with the service's values and rebuilds its typed
 // errors from the error body's code and fields.
-type adminClient struct {
+type AdminClient struct {
 	base  string // e.g. http://127.0.0.1:9900
 	token string
 	hc    *http.Client
 }
 
-func newAdminClient(base, token string) *adminClient {
-	return &adminClient{
+func NewAdminClient(base, token string) *AdminClient {
+	return &AdminClient{
 		base: strings.TrimRight(base, "/"), token: token,
 		hc: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil}},
 	}
 }
 
 // errUnreachable: no gateway answers at the server address.
-var errUnreachable = errors.New("gateway not reachable")
+var ErrUnreachable = errors.New("gateway not reachable")
 
-func (a *adminClient) close() { a.hc.CloseIdleConnections() }
+func (a *AdminClient) Close() { a.hc.CloseIdleConnections() }
 
 // do sends one request; any answer but 200 is returned as the error it carries.
-func (a *adminClient) do(ctx context.Context, method, path string, q url.Values, body []byte) (*http.Response, error) {
+func (a *AdminClient) do(ctx context.Context, method, path string, q url.Values, body []byte) (*http.Response, error) {
 	u := a.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -55,7 +55,7 @@ func (a *adminClient) do(ctx context.Context, method, path string, q url.Values,
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s: %v", errUnreachable, a.base, err)
+		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, a.base, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -66,7 +66,7 @@ func (a *adminClient) do(ctx context.Context, method, path string, q url.Values,
 
 // answerError rebuilds the typed error of an admin API error answer from its code and
 // fields; an answer without a code (a refused token) is described by its status.
-func (a *adminClient) answerError(resp *http.Response) error {
+func (a *AdminClient) answerError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var e adminErrorBody
 	if json.Unmarshal(b, &e) != nil || e.Error == "" {
@@ -94,7 +94,7 @@ func (a *adminClient) answerError(resp *http.Response) error {
 	return fmt.Errorf("gateway at %s answered %s: %s", a.base, resp.Status, e.Error)
 }
 
-func (a *adminClient) getJSON(ctx context.Context, path string, q url.Values, v any) error {
+func (a *AdminClient) getJSON(ctx context.Context, path string, q url.Values, v any) error {
 	resp, err := a.do(ctx, http.MethodGet, path, q, nil)
 	if err != nil {
 		return err
@@ -129,14 +129,14 @@ func convPath(contextID, suffix string) string {
 }
 
 // List implements opsService.
-func (a *adminClient) List(ctx context.Context, o conversations.ListOptions) (conversations.Page, error) {
+func (a *AdminClient) List(ctx context.Context, o conversations.ListOptions) (conversations.Page, error) {
 	var p conversations.Page
 	err := a.getJSON(ctx, adminPrefix+"conversations", adminQuery("peer", o.Owner, "prefix", o.Prefix, "limit", positiveInt(o.Limit), "cursor", o.Cursor), &p)
 	return p, err
 }
 
 // Show implements opsService.
-func (a *adminClient) Show(ctx context.Context, ref conversations.Ref, o conversations.ShowOptions) (conversations.ShowResult, error) {
+func (a *AdminClient) Show(ctx context.Context, ref conversations.Ref, o conversations.ShowOptions) (conversations.ShowResult, error) {
 	all := ""
 	if o.All {
 		all = "1"
@@ -147,7 +147,7 @@ func (a *adminClient) Show(ctx context.Context, ref conversations.Ref, o convers
 }
 
 // Export implements opsService.
-func (a *adminClient) Export(ctx context.Context, ref conversations.Ref, w io.Writer) error {
+func (a *AdminClient) Export(ctx context.Context, ref conversations.Ref, w io.Writer) error {
 	resp, err := a.do(ctx, http.MethodGet, convPath(ref.ContextID, "/export"), adminQuery("peer", ref.Owner), nil)
 	if err != nil {
 		return err
@@ -158,14 +158,14 @@ func (a *adminClient) Export(ctx context.Context, ref conversations.Ref, w io.Wr
 }
 
 // Verify implements opsService.
-func (a *adminClient) Verify(ctx context.Context, ref conversations.Ref) (conversations.VerifyReport, error) {
+func (a *AdminClient) Verify(ctx context.Context, ref conversations.Ref) (conversations.VerifyReport, error) {
 	var rep conversations.VerifyReport
 	err := a.getJSON(ctx, adminPrefix+"verify", adminQuery("peer", ref.Owner, "contextId", ref.ContextID), &rep)
 	return rep, err
 }
 
 // Replay implements opsService.
-func (a *adminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq uint64) (conversations.ReplayResult, error) {
+func (a *AdminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq uint64) (conversations.ReplayResult, error) {
 	at := ""
 	if atSeq > 0 {
 		at = strconv.FormatUint(atSeq, 10)
@@ -176,7 +176,7 @@ func (a *adminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq u
 }
 
 // RecordOutbound implements opsService: POST /admin/v1/outbound.
-func (a *adminClient) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
+func (a *AdminClient) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return conversations.RecordResult{}, err

@@ -16,7 +16,7 @@ import (
 // /admin/v1/outbound): loopback is no identity on a shared host, so a write needs a
 // secret; this one is readable only by the user the gateway runs as (0600). A gateway
 // started with --admin-token removes the file.
-const adminTokenFile = "admin.token"
+const AdminTokenFile = "admin.token"
 
 // setupLocalAdminToken prepares the data dir's admin token file for a gateway started
 // with the admin token configured (possibly ""): with one, it removes a stale file and
@@ -25,7 +25,7 @@ const adminTokenFile = "admin.token"
 // it only while holding the data dir (its ledger open): the file belongs to the gateway
 // that holds the dir. Errors: the file could not be written or removed.
 func setupLocalAdminToken(dataDir, configured string) (string, error) {
-	path := filepath.Join(dataDir, adminTokenFile)
+	path := filepath.Join(dataDir, AdminTokenFile)
 	if configured != "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("remove the stale admin token file: %w", err)
@@ -33,7 +33,7 @@ func setupLocalAdminToken(dataDir, configured string) (string, error) {
 		return "", nil
 	}
 	token := rand.Text()
-	f, err := os.CreateTemp(dataDir, "."+adminTokenFile+"-*") // mode 0600
+	f, err := os.CreateTemp(dataDir, "."+AdminTokenFile+"-*") // mode 0600
 	if err != nil {
 		return "", fmt.Errorf("write the admin token file: %w", err)
 	}
@@ -53,7 +53,7 @@ func setupLocalAdminToken(dataDir, configured string) (string, error) {
 // dataDir wrote to its admin.token file, read only when server is a loopback URL (the
 // token never leaves the host). "" when there is none, or it cannot be read (another
 // user's gateway).
-func localAdminToken(server, dataDir string) string {
+func LocalAdminToken(server, dataDir string) string {
 	u, err := url.Parse(server)
 	if err != nil {
 		return ""
@@ -62,18 +62,9 @@ func localAdminToken(server, dataDir string) string {
 	if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
 		return ""
 	}
-	b, err := os.ReadFile(filepath.Join(dataDir, adminTokenFile))
+	b, err := os.ReadFile(filepath.Join(dataDir, AdminTokenFile))
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// withLocalToken returns o with its token set from the data dir's admin token file when
-// none was given (see localAdminToken).
-func (o opsFlags) withLocalToken() opsFlags {
-	if o.token == "" {
-		o.token = localAdminToken(o.server, o.dataDir)
-	}
-	return o
 }

@@ -316,7 +316,7 @@ func TestPublicAddrNeedsPeerTokens(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Addr, cfg.Peers, cfg.InsecurePublic = "0.0.0.0:0", tt.peers, tt.insecure
 			if tt.wantErr != nil {
-				s, err := OpenServer(t.Context(), cfg, discardLogger())
+				s, err := Open(t.Context(), cfg, discardLogger())
 				if err == nil {
 					_ = s.Close(t.Context())
 					t.Fatalf("OpenServer(%s) error = nil, want a refusal", cfg.Addr)

@@ -18,7 +18,7 @@ func TestConsoleBrowserPeerTokens(t *testing.T) {
 	cfg := peersConfig(t)
 	cfg.AdminToken = consoleToken
 	ag := &scriptedAgent{gates: map[string]chan string{}}
-	s := startServer(t, cfg, withAgent(ag))
+	s := startServer(t, cfg, WithAgent(ag))
 	base := s.URL()
 	c := newHTTPClient(t)
 

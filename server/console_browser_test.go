@@ -98,7 +98,7 @@ func newConsoleFixture(t *testing.T) *consoleFixture {
 	cfg := testConfig(t)
 	cfg.AdminToken = consoleToken
 	ag := &scriptedAgent{gates: map[string]chan string{}}
-	s := startServer(t, cfg, withAgent(ag))
+	s := startServer(t, cfg, WithAgent(ag))
 	c := newHTTPClient(t)
 	f := &consoleFixture{s: s, agent: ag, send: func(contextID, text string) rpcResponse {
 		return postRPC(t, c, s.URL(), false, consoleSendBody(contextID, text))

@@ -112,7 +112,7 @@ func TestConsoleOperatorFollowsAnyPeer(t *testing.T) {
 	cfg := peersConfig(t)
 	cfg.AdminToken = consoleToken
 	ag := &scriptedAgent{gates: map[string]chan string{}}
-	s := startServer(t, cfg, withAgent(ag))
+	s := startServer(t, cfg, WithAgent(ag))
 	c := newHTTPClient(t)
 	gate := ag.gate("ctx-op-1")
 	done := make(chan httpResult, 1)

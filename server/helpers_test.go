@@ -53,9 +53,9 @@ func testConfig(t *testing.T) Config {
 }
 
 // startServer runs a real gateway in-process; it is closed at cleanup.
-func startServer(t *testing.T, cfg Config, opts ...serverOption) *Server {
+func startServer(t *testing.T, cfg Config, opts ...Option) *Server {
 	t.Helper()
-	s, err := OpenServer(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})), opts...)
+	s, err := Open(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})), opts...)
 	if err != nil {
 		t.Fatalf("OpenServer() error = %v", err)
 	}

@@ -112,8 +112,8 @@ func sendOnce(t *testing.T, c *http.Client, url, contextID, text string) sendRes
 func TestTwoGatewaysShareRedis(t *testing.T) {
 	addr := redistest.Start(t)
 	ag := newCountingAgent(300 * time.Millisecond)
-	a := startServer(t, redisConfig(t, addr), withAgent(ag))
-	b := startServer(t, redisConfig(t, addr), withAgent(ag))
+	a := startServer(t, redisConfig(t, addr), WithAgent(ag))
+	b := startServer(t, redisConfig(t, addr), WithAgent(ag))
 	c := newHTTPClient(t)
 	var wg sync.WaitGroup
 	results := make([]sendResult, 20)
@@ -165,7 +165,7 @@ func TestThousandConcurrentSends(t *testing.T) {
 			if tc.wait {
 				cfg.BusyPolicy, cfg.BusyWait = "wait", 30*time.Second
 			}
-			s := startServer(t, cfg, withAgent(ag))
+			s := startServer(t, cfg, WithAgent(ag))
 			c := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, MaxConnsPerHost: tc.conns, MaxIdleConnsPerHost: tc.conns}}
 			t.Cleanup(c.CloseIdleConnections)
 			var wg sync.WaitGroup
@@ -213,7 +213,7 @@ func TestRedisOutageFailsClosed(t *testing.T) {
 	ag.release = make(chan struct{})
 	cfg := redisConfig(t, rs.Addr())
 	cfg.LeaseTTL = 600 * time.Millisecond
-	s := startServer(t, cfg, withAgent(ag))
+	s := startServer(t, cfg, WithAgent(ag))
 	c := newHTTPClient(t)
 	readyz := func() int {
 		resp, err := c.Get(s.URL() + "readyz")

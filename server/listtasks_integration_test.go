@@ -64,7 +64,7 @@ func TestListTasksCursorBothStores(t *testing.T) {
 			if store == "postgres" {
 				cfg.Store = pgtest.Database(t)
 			}
-			s := startServer(t, cfg, withAgent(parkAgent{}))
+			s := startServer(t, cfg, WithAgent(parkAgent{}))
 			c := newHTTPClient(t)
 			var ids []string // oldest first
 			for i := range 5 {

@@ -114,7 +114,7 @@ func TestMetricsScenario(t *testing.T) {
 	// The echo agent that is given the projected history (so projections are measured);
 	// its gate keeps the non-blocking turn on m-busy running until the busy send is in.
 	gate := make(chan struct{})
-	s := startServer(t, cfg, withAgent(gatedEcho{gate: gate, contextID: "m-busy"}))
+	s := startServer(t, cfg, WithAgent(gatedEcho{gate: gate, contextID: "m-busy"}))
 	c := newHTTPClient(t)
 	url := s.URL()
 	before := scrape(t, c, s, "")
@@ -223,7 +223,7 @@ func TestMetricsScenario(t *testing.T) {
 // and streamed, with fine buckets, and not the -32004 UNSUPPORTED_OPERATION answer of a
 // send to a finished task (the same JSON-RPC code).
 func TestMetricsBusyReply(t *testing.T) {
-	s := startServer(t, testConfig(t), withAgent(agent.Echo{Delay: 100 * time.Millisecond}))
+	s := startServer(t, testConfig(t), WithAgent(agent.Echo{Delay: 100 * time.Millisecond}))
 	c := newHTTPClient(t)
 	url := s.URL()
 	done := postRPC(t, c, url, false, sendBody(false, "bm-done", "one", "", ""))
@@ -374,7 +374,7 @@ func TestMetricsAuth(t *testing.T) {
 func TestMetricsActiveStreams(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxStreamsPerPeer = 1
-	s := startServer(t, cfg, withAgent(contextEcho{agent.Echo{Delay: 50 * time.Millisecond}}))
+	s := startServer(t, cfg, WithAgent(contextEcho{agent.Echo{Delay: 50 * time.Millisecond}}))
 	c := newHTTPClient(t)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL(), strings.NewReader(
 		sendBody(true, "st-open", "one two three four five six seven eight nine ten", "", "")))

@@ -56,8 +56,8 @@ func storeConfig(t *testing.T, store, redisAddr string) Config {
 func TestPostgresTwoInstancesShareConversations(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	agA, agB := &promptAgent{}, &promptAgent{}
-	a := startServer(t, storeConfig(t, url, addr), withAgent(agA))
-	b := startServer(t, storeConfig(t, url, addr), withAgent(agB))
+	a := startServer(t, storeConfig(t, url, addr), WithAgent(agA))
+	b := startServer(t, storeConfig(t, url, addr), WithAgent(agB))
 	c := newHTTPClient(t)
 	if r := sendOnce(t, c, a.URL(), "shared-conv", "the-word-on-A-is-heliotrope"); r.code != 0 {
 		t.Fatalf("send through A = %+v", r)
@@ -87,8 +87,8 @@ func TestPostgresTwoInstancesShareConversations(t *testing.T) {
 func TestPostgresConcurrentSendsAcrossInstances(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	ag := newCountingAgent(200 * time.Millisecond)
-	a := startServer(t, storeConfig(t, url, addr), withAgent(ag))
-	b := startServer(t, storeConfig(t, url, addr), withAgent(ag))
+	a := startServer(t, storeConfig(t, url, addr), WithAgent(ag))
+	b := startServer(t, storeConfig(t, url, addr), WithAgent(ag))
 	c := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil, MaxConnsPerHost: 100, MaxIdleConnsPerHost: 100}}
 	t.Cleanup(c.CloseIdleConnections)
 	results := make([]sendResult, 200)
@@ -230,7 +230,7 @@ func TestPostgresKillOneInstance(t *testing.T) {
 // most one failed status.
 func checkRecoveredOnce(t *testing.T, url string) {
 	t.Helper()
-	st, err := openLedger(t.Context(), url, "", ledger.Options{}, nil)
+	st, err := OpenLedger(t.Context(), url, "", ledger.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestPostgresSubscribeToTaskOnAnotherInstance(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	ag := newCountingAgent(0)
 	ag.release = make(chan struct{})
-	a := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
+	a := startWSServer(t, storeConfig(t, url, addr), WithAgent(ag))
 	b := startWSServer(t, storeConfig(t, url, addr))
 	c := newHTTPClient(t)
 	r := postRPC(t, c, a.URL(), false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":false},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"remote-task","parts":[{"kind":"text","text":"long turn"}]}}}`)
@@ -367,8 +367,8 @@ func TestPostgresRetryOnAnotherInstance(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	ag := newCountingAgent(0)
 	ag.release = make(chan struct{})
-	a := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
-	b := startWSServer(t, storeConfig(t, url, addr), withAgent(newCountingAgent(0)))
+	a := startWSServer(t, storeConfig(t, url, addr), WithAgent(ag))
+	b := startWSServer(t, storeConfig(t, url, addr), WithAgent(newCountingAgent(0)))
 	c := newHTTPClient(t)
 	const send = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":%t},"message":{"kind":"message","role":"user","messageId":%q,"contextId":"retried","parts":[{"kind":"text","text":%q}]}}}`
 	type task struct {

@@ -85,7 +85,7 @@ func sendNoWait(t *testing.T, s *Server, contextID, text string) string {
 func TestPostgresSubscribeMidTurnOnAnotherInstance(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	ag := &steppedAgent{pieces: []string{"alpha ", "beta ", "gamma"}, emitted: make(chan string, 1), next: make(chan struct{})}
-	a := startWSServer(t, storeConfig(t, url, addr), withAgent(ag))
+	a := startWSServer(t, storeConfig(t, url, addr), WithAgent(ag))
 	b := startWSServer(t, storeConfig(t, url, addr))
 
 	// Nobody watches: no chunk is stored.

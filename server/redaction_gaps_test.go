@@ -92,7 +92,7 @@ func v03Send(messageID, contextID, parts string) string {
 // bytes of the ledger file after Close.
 func TestRedactionGaps(t *testing.T) {
 	cfg := testConfig(t)
-	s := startServer(t, cfg, withAgent(zeroWidthReplier{}))
+	s := startServer(t, cfg, WithAgent(zeroWidthReplier{}))
 	c := newHTTPClient(t)
 	echoed := map[string][]byte{}
 	secrets := map[string][2]string{}
@@ -147,7 +147,7 @@ func TestRedactionGaps(t *testing.T) {
 
 	// An outbound record: its message ids are redacted, a contextId that holds a
 	// credential is refused (400 naming contextId) and nothing is stored.
-	ac := newAdminClient("http://"+s.Addr(), s.localToken)
+	ac := NewAdminClient("http://"+s.Addr(), s.localToken)
 	rec := conversations.OutboundRecord{Peer: "gaps", PeerURL: "http://127.0.0.1:1/", ContextID: "gap-outbound", State: "completed",
 		MessageID: whole(gapOutMsgID), Text: "outbound text", ReplyMessageID: whole(gapOutReplyID), Reply: "outbound reply"}
 	if _, err := ac.RecordOutbound(t.Context(), rec); err != nil {

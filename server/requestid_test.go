@@ -59,7 +59,7 @@ func (failingAgent) Reply(ctx context.Context, _ agent.Turn, _ agent.Emit) (agen
 func startLoggedServer(t *testing.T) (*Server, *logSink) {
 	t.Helper()
 	sink := &logSink{}
-	s, err := OpenServer(t.Context(), testConfig(t), slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug})), withAgent(failingAgent{}))
+	s, err := Open(t.Context(), testConfig(t), slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug})), WithAgent(failingAgent{}))
 	if err != nil {
 		t.Fatalf("OpenServer() error = %v", err)
 	}

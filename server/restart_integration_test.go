@@ -55,7 +55,7 @@ func TestRedisRestartedEmptyAgentOverlap(t *testing.T) {
 	ag := &spanAgent{started: map[string]time.Time{}, ended: map[string]time.Time{}}
 	cfg := redisConfig(t, rs.Addr())
 	cfg.LeaseTTL = locking.DefaultTTL
-	s := startServer(t, cfg, withAgent(ag))
+	s := startServer(t, cfg, WithAgent(ag))
 	c := newHTTPClient(t)
 	postRPC(t, c, s.URL(), false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":false},"message":{"kind":"message","role":"user","messageId":"m-hold","contextId":"restart","parts":[{"kind":"text","text":"hold"}]}}}`)
 	waitUntil(t, "the first turn's agent", func() bool { start, _ := ag.span("hold"); return !start.IsZero() })

@@ -50,7 +50,7 @@ type locker interface {
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	ledger ledgerStore
+	ledger Ledger
 	locks  locker
 	agent  agent.Agent
 	policy projection.Policy
@@ -64,7 +64,7 @@ type Server struct {
 	ready      atomic.Bool
 	served     chan error
 	closed     atomic.Bool
-	// closers close what OpenServer opened, in reverse; runnerClosed makes the runner's
+	// closers close what Open opened, in reverse; runnerClosed makes the runner's
 	// Close run once.
 	closers      closers
 	runnerClosed atomic.Bool
@@ -78,7 +78,7 @@ type Server struct {
 	metrics *metrics
 	// streamStats reports the open A2A streams and WebSocket connections for the
 	// gateway_active_streams and gateway_websocket_connections gauges; nil reports 0, 0.
-	// OpenServer sets it to the runner's stream count (SSE and WebSocket subscriptions)
+	// Open sets it to the runner's stream count (SSE and WebSocket subscriptions)
 	// and 0 connections; replace it there, before the listener starts, to report
 	// WebSocket connections. It is called on every scrape, so it must be cheap and safe
 	// for concurrent use.
@@ -93,9 +93,9 @@ type Server struct {
 	push *pushService
 }
 
-// serverOption adjusts a Server before it starts (tests swap the agent or tune the
+// Option adjusts a Server before it starts (tests swap the agent or tune the
 // WebSocket handler).
-type serverOption func(*serverDeps)
+type Option func(*serverDeps)
 
 type serverDeps struct {
 	agent     agent.Agent
@@ -103,24 +103,24 @@ type serverDeps struct {
 	ledger    func(*ledger.Options)   // adjusts the ledger's options before Open; nil: none
 }
 
-// withAgent makes the server use a instead of the configured backend.
-func withAgent(a agent.Agent) serverOption { return func(d *serverDeps) { d.agent = a } }
+// WithAgent makes the server use a instead of the configured backend.
+func WithAgent(a agent.Agent) Option { return func(d *serverDeps) { d.agent = a } }
 
 // withStreaming lets f adjust the WebSocket handler's config (send buffer, slow-consumer
 // wait, timeouts) before the handler is built.
-func withStreaming(f func(*streaming.Config)) serverOption {
+func withStreaming(f func(*streaming.Config)) Option {
 	return func(d *serverDeps) { d.streaming = f }
 }
 
-// OpenServer validates cfg, binds cfg.Addr (first, so that a start that cannot listen
+// Open validates cfg, binds cfg.Addr (first, so that a start that cannot listen
 // creates no data dir and no ledger), opens the ledger and the lease service, builds the
 // agent and the turn runner, marks turns interrupted by the last stop as failed, and
 // starts serving. On error nothing it opened is left open or running: every
 // resource is registered as it is opened and closed again, in the order [Server.Close]
-// uses, before OpenServer returns. Errors: cfg's validation error; the listener; the data
+// uses, before Open returns. Errors: cfg's validation error; the listener; the data
 // dir or the ledger (wrapping the ledger's error); the lease service; the agent backend;
 // recovery (wrapping ctx.Err() when ctx is done).
-func OpenServer(ctx context.Context, cfg Config, logger *slog.Logger, opts ...serverOption) (_ *Server, err error) {
+func Open(ctx context.Context, cfg Config, logger *slog.Logger, opts ...Option) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if deps.ledger != nil {
 		deps.ledger(&lopts)
 	}
-	led, err := openLedger(ctx, s.cfg.Store, s.cfg.DataDir, lopts, s.log)
+	led, err := OpenLedger(ctx, s.cfg.Store, s.cfg.DataDir, lopts, s.log)
 	if err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func (s *Server) mux(ws http.Handler) http.Handler {
 	return mux
 }
 
-// closeAfterFailedStart closes what a failed OpenServer opened, as Close would; nothing
+// closeAfterFailedStart closes what a failed Open opened, as Close would; nothing
 // runs yet, so it does not wait, but it is bounded by the shutdown timeout all the same.
 func (s *Server) closeAfterFailedStart(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
@@ -363,7 +363,7 @@ func (s *Server) closeAfterFailedStart(ctx context.Context) error {
 }
 
 // closers are the close functions of a Server's resources, in the order opened; they
-// are run in reverse, once, by Close or by a failed OpenServer.
+// are run in reverse, once, by Close or by a failed Open.
 type closers []func(ctx context.Context) error
 
 func (c *closers) add(f func(ctx context.Context) error) { *c = append(*c, f) }
@@ -433,9 +433,19 @@ func (s *Server) routes() http.Handler {
 	return e
 }
 
+// Serve blocks until ctx is done, then closes s (see [Server.Close]) within
+// Config.ShutdownTimeout and returns Close's error: `gateway serve` until SIGINT or
+// SIGTERM. s serves from Open on; Serve only waits.
+func (s *Server) Serve(ctx context.Context) error {
+	<-ctx.Done()
+	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return s.Close(shCtx)
+}
+
 // Close shuts down in order: stop being ready and refuse new turns, let HTTP requests and
 // running turns finish until ctx is done (then cancel them), close the agent, the lease
-// service and the ledger (the reverse of the order OpenServer opened them in). Closing
+// service and the ledger (the reverse of the order Open opened them in). Closing
 // twice is a no-op. Errors: the phases that did not finish by the deadline, and the
 // ledger's close error, joined.
 func (s *Server) Close(ctx context.Context) error {

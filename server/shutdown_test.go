@@ -20,7 +20,7 @@ import (
 func TestShutdownAnswersTheTurnsItCancels(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.EchoDelay = time.Hour // the turns run until the shutdown cancels them
-	s, err := OpenServer(t.Context(), cfg, discardLogger())
+	s, err := Open(t.Context(), cfg, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestOpenServerFailureLeavesNothing(t *testing.T) {
 			cfg := testConfig(t)
 			ctx := tt.setup(t, &cfg)
 			before := goleak.IgnoreCurrent()
-			s, err := OpenServer(ctx, cfg, discardLogger())
+			s, err := Open(ctx, cfg, discardLogger())
 			if err == nil {
 				stopServer(t, s)
 				t.Fatal("OpenServer() error = nil, want a start-up failure")

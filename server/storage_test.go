@@ -35,7 +35,7 @@ func (f *storageFault) writeFault(string) error {
 }
 
 // withStorageFault makes the server's ledger fail its writes while f is set.
-func withStorageFault(f *storageFault) serverOption {
+func withStorageFault(f *storageFault) Option {
 	return func(d *serverDeps) { d.ledger = func(o *ledger.Options) { o.WriteFault = f.writeFault } }
 }
 

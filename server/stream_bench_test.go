@@ -34,7 +34,7 @@ const benchToken = "bench-token-0001-abcdefghijklmnop"
 
 // startBenchServer runs a gateway (durable ledger, in-process lease, peer auth) for a
 // benchmark; it is closed at cleanup.
-func startBenchServer(b *testing.B, opts ...serverOption) *Server {
+func startBenchServer(b *testing.B, opts ...Option) *Server {
 	b.Helper()
 	cfg := Config{
 		Addr: "127.0.0.1:0", DataDir: b.TempDir(), Agent: "echo",
@@ -43,7 +43,7 @@ func startBenchServer(b *testing.B, opts ...serverOption) *Server {
 		AgentInput: "text", AgentTimeout: 30 * time.Second, HistoryLimit: 20,
 		Peers: []Peer{{Name: "bench", Accept: []string{benchToken}}},
 	}
-	s, err := OpenServer(context.Background(), cfg, discardLogger(), opts...)
+	s, err := Open(context.Background(), cfg, discardLogger(), opts...)
 	if err != nil {
 		b.Fatalf("OpenServer() error = %v", err)
 	}
@@ -76,7 +76,7 @@ func gatewayIdleTarget(b *testing.B) idleTarget {
 		AgentInput: "text", AgentTimeout: 30 * time.Second, HistoryLimit: 20,
 		Peers: []Peer{{Name: "bench", Accept: []string{benchToken}}},
 	}
-	s, err := OpenServer(context.Background(), cfg, discardLogger())
+	s, err := Open(context.Background(), cfg, discardLogger())
 	if err != nil {
 		b.Fatalf("OpenServer() error = %v", err)
 	}
@@ -479,7 +479,7 @@ func BenchmarkFanout100(b *testing.B) {
 		}
 		return agent.Result{}, nil
 	}}
-	s := startBenchServer(b, withAgent(ag))
+	s := startBenchServer(b, WithAgent(ag))
 	c := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	b.Cleanup(c.CloseIdleConnections)
 	many := openFanoutGroup(b, s, "fanout-100", subscribers)

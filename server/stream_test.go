@@ -95,7 +95,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // startWSServer is startServer plus a check, at cleanup, that every WebSocket
 // connection and every stream has ended once the test's sockets are closed (their
 // cleanups run first: they are registered later).
-func startWSServer(t *testing.T, cfg Config, opts ...serverOption) *Server {
+func startWSServer(t *testing.T, cfg Config, opts ...Option) *Server {
 	t.Helper()
 	s := startServer(t, cfg, opts...)
 	t.Cleanup(func() { waitWSIdle(t, s) })
@@ -631,7 +631,7 @@ func TestStreamRepliesByteExact(t *testing.T) {
 		splits.Add(int64(n))
 		return agent.Result{}, err
 	}}
-	s := startWSServer(t, testConfig(t), withAgent(ag))
+	s := startWSServer(t, testConfig(t), WithAgent(ag))
 	c := newHTTPClient(t)
 	tests := []struct {
 		name, reply string
@@ -856,7 +856,7 @@ func TestStreamResume(t *testing.T) {
 			var stopOnce sync.Once
 			stopAgent := func() { stopOnce.Do(func() { close(stop) }) }
 			defer stopAgent()
-			s := startWSServer(t, testConfig(t), withAgent(flowAgent(t, stop, new(atomic.Int64))))
+			s := startWSServer(t, testConfig(t), WithAgent(flowAgent(t, stop, new(atomic.Int64))))
 			c := newHTTPClient(t)
 			const cid = "resume-ctx"
 			ref := startRefReader(t, s, cid)
@@ -1001,7 +1001,7 @@ func TestStreamResumeUnwatched(t *testing.T) {
 	stopAgent := func() { stopOnce.Do(func() { close(stop) }) }
 	defer stopAgent()
 	var emitted atomic.Int64
-	s := startWSServer(t, testConfig(t), withAgent(flowAgent(t, stop, &emitted)))
+	s := startWSServer(t, testConfig(t), WithAgent(flowAgent(t, stop, &emitted)))
 	c := newHTTPClient(t)
 	const cid = "resume-alone"
 	r, err := sseOpen(ctx, c, s.URL(), "", false, "", sendBody(true, cid, "go", "", ""))
@@ -1146,7 +1146,7 @@ func TestStreamSlowConsumer(t *testing.T) {
 		}
 		return agent.Result{}, nil
 	}}
-	s = startWSServer(t, testConfig(t), withAgent(ag), withStreaming(func(c *streaming.Config) {
+	s = startWSServer(t, testConfig(t), WithAgent(ag), withStreaming(func(c *streaming.Config) {
 		// The reading subscriber has at most one piece and the turn's first events in
 		// flight: 8 frames never fill for it, even when its reader is descheduled.
 		c.SendBuffer = 8
@@ -1263,7 +1263,7 @@ func TestStreamConcurrentSubscribers(t *testing.T) {
 		_, err := p.emit(ctx, emit, strings.Repeat("turn "+tn.Text+" — ünïcödé 🚀 ", 60), uint64(len(tn.Text)))
 		return agent.Result{}, err
 	}}
-	s := startWSServer(t, testConfig(t), withAgent(ag))
+	s := startWSServer(t, testConfig(t), WithAgent(ag))
 	c := newHTTPClient(t)
 	ctx := testutil.Context(t)
 

@@ -217,7 +217,7 @@ func assertV1Error(t *testing.T, r rpcResponse, code int, reason string) {
 // data dir, and a turn interrupted by the stop is not left "working".
 func TestRestartKeepsTasks(t *testing.T) {
 	cfg := testConfig(t)
-	s1, err := OpenServer(t.Context(), cfg, discardLogger())
+	s1, err := Open(t.Context(), cfg, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
