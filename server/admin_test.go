@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labstack/echo/v4"
 
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
@@ -175,95 +177,17 @@ func TestAdminAnswer(t *testing.T) {
 	}
 }
 
-// TestAdminClientRebuildsTypedErrors: the --server client answers with the service's own
-// typed errors, values intact.
-func TestAdminClientRebuildsTypedErrors(t *testing.T) {
-	s := seedOps(t)
-	ac := NewAdminClient("http://"+s.Addr(), s.localToken)
-	defer ac.close()
-	ctx := t.Context()
-
-	_, err := ac.Show(ctx, conversations.Ref{ContextID: "nope"}, conversations.ShowOptions{})
-	var nf *conversations.NotFoundError
-	if !errors.As(err, &nf) || nf.ContextID != "nope" || err.Error() != `no such conversation: "nope"` {
-		t.Errorf("Show(nope) error = %#v, want a *NotFoundError for nope", err)
-	}
-	_, err = ac.Replay(ctx, conversations.Ref{ContextID: "shared"}, 0)
-	var amb *conversations.AmbiguousError
-	if !errors.As(err, &amb) || !cmp.Equal(amb.Owners, []string{"local", "out:a"}) || exitCode(err) != 2 {
-		t.Errorf("Replay(shared) error = %#v (exit %d), want an *AmbiguousError with both owners, exit 2", err, exitCode(err))
-	}
-	_, err = ac.RecordOutbound(ctx, conversations.OutboundRecord{Peer: "", PeerURL: "x"})
-	fields := map[string]bool{}
-	for _, fe := range conversations.FieldErrors(err) {
-		fields[fe.Field] = true
-	}
-	if !errors.Is(err, conversations.ErrInvalid) || !fields["peer"] || !fields["peerUrl"] || !fields["contextId"] || !fields["state"] || !fields["text"] {
-		t.Errorf("RecordOutbound(empty) error = %v, want field errors on peer, peerUrl, contextId, state, text", err)
-	}
-}
-
-// TestOpsModesAgree: the CLI prints the same bytes through the running gateway
-// (--server) as from its data dir (--data-dir), for every command.
-func TestOpsModesAgree(t *testing.T) {
-	s := seedOps(t)
-	dataDir := s.cfg.DataDir
-	commands := [][]string{
-		{"conversations", "list"},
-		{"conversations", "list", "--json"},
-		{"conversations", "list", "--json", "--limit", "2"},
-		{"conversations", "list", "--prefix", "m"},
-		{"conversations", "show", "mine"},
-		{"conversations", "show", "mine", "--json", "--all"},
-		{"conversations", "show", "shared", "--peer", "out:a"},
-		{"conversations", "export", "a/b"},
-		{"conversations", "replay", "mine", "--format", "json"},
-		{"conversations", "replay", "mine", "--at", "1"},
-		{"ledger", "verify", "--json"},
-		{"conversations", "show", "nope"},
-		{"conversations", "show", "shared"},
-	}
-	type result struct {
-		out  string
-		err  string
-		code int
-	}
-	runAll := func(mode ...string) []result {
-		var out []result
-		for _, cmd := range commands {
-			stdout, _, err := runCLI(t, append(append([]string{}, cmd...), mode...)...)
-			r := result{out: stdout, code: exitCode(err)}
-			if err != nil {
-				r.err = err.Error()
-			}
-			out = append(out, r)
-		}
-		return out
-	}
-	online := runAll("--server", "http://"+s.Addr())
-	stopServer(t, s)
-	offline := runAll("--server", "http://127.0.0.1:1", "--data-dir", dataDir)
-	for i, cmd := range commands {
-		if diff := cmp.Diff(online[i], offline[i], cmp.AllowUnexported(result{})); diff != "" {
-			t.Errorf("%v: --server and --data-dir differ (-online +offline):\n%s", cmd, diff)
-		}
-		if i < len(commands)-2 && (online[i].code != 0 || online[i].out == "") {
-			t.Errorf("%v: exit %d, output %q", cmd, online[i].code, online[i].out)
-		}
-	}
-}
-
 // TestAdminClientPages: a listing paged through the admin API visits every conversation
 // once, in the order of one unpaged listing.
 func TestAdminClientPages(t *testing.T) {
 	s := seedOps(t)
 	ac := NewAdminClient("http://"+s.Addr(), s.localToken)
-	defer ac.close()
+	defer ac.Close()
 	all, err := ac.List(t.Context(), conversations.ListOptions{})
 	if err != nil || all.Next != "" {
 		t.Fatalf("List() = %+v, %v", all, err)
 	}
-	var paged []convView
+	var paged []conversations.Summary
 	opts := conversations.ListOptions{Limit: 2}
 	for range len(all.Conversations) + 1 {
 		p, err := ac.List(t.Context(), opts)
@@ -277,5 +201,24 @@ func TestAdminClientPages(t *testing.T) {
 	}
 	if diff := cmp.Diff(all.Conversations, paged); diff != "" || len(paged) != 5 {
 		t.Errorf("pages of 2 (-all +paged), %d conversations:\n%s", len(paged), diff)
+	}
+}
+
+// TestAdminLoopbackWithoutToken: without an admin token, the admin API serves loopback
+// clients only (`gateway conversations --server` has the token's side: TestAdminAuth in
+// cmd/gateway).
+func TestAdminLoopbackWithoutToken(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	// Without a token, only loopback clients are served.
+	h := echo.New()
+	mountAdmin(h, conversations.New(s.ledger, conversations.Config{}), adminGate{}, discardLogger())
+	for addr, want := range map[string]int{"127.0.0.1:5000": 200, "[::1]:5000": 200, "10.1.2.3:5000": 403, "192.168.0.9:1": 403} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/admin/v1/conversations", nil)
+		req.RemoteAddr = addr
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("no token, client %s: status %d, want %d", addr, rec.Code, want)
+		}
 	}
 }

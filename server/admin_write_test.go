@@ -49,6 +49,61 @@ func ledgerKeys(t *testing.T, s *Server) []string {
 	return out
 }
 
+// TestAdminTokenConfigured: with --admin-token the data dir has no token file (a stale one
+// is removed) and writes take the configured token only.
+func TestAdminTokenConfigured(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.AdminToken = "configured-admin"
+	stale := filepath.Join(cfg.DataDir, AdminTokenFile)
+	if err := os.WriteFile(stale, []byte("stale\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, cfg)
+	c := newHTTPClient(t)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale token file still there: %v", err)
+	}
+	for auth, want := range map[string]int{"": 401, "Bearer stale": 401, "Bearer configured-admin": 200} {
+		if status, body := postOutbound(t, c, s, auth); status != want {
+			t.Errorf("POST outbound with %q = %d %s, want %d", auth, status, body, want)
+		}
+	}
+}
+
+// TestAdminOutboundRefusesLoneSurrogates: POST /admin/v1/outbound refuses a record whose
+// JSON holds a lone surrogate escape (the decoder would read "\ud800" and "\udc00" as
+// the same U+FFFD and merge two contextIds), and stores nothing; a pair is fine.
+func TestAdminOutboundRefusesLoneSurrogates(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, testConfig(t))
+	c := newHTTPClient(t)
+	post := func(contextID string) (int, string) {
+		rec := `{"peer":"a","peerUrl":"http://127.0.0.1:1/","contextId":"` + contextID + `","state":"completed","text":"hi","reply":"echo: hi"}`
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"admin/v1/outbound", strings.NewReader(rec))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+s.localToken)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, id := range []string{`u8-\ud800`, `u8-\udc00`} {
+		if status, body := post(id); status != http.StatusBadRequest || !strings.Contains(body, "surrogate") {
+			t.Errorf("contextId %s: %d %s, want 400 naming the surrogate", id, status, body)
+		}
+	}
+	if n := len(outboundContexts(t, s, "out:a")); n != 0 {
+		t.Errorf("%d outbound conversations stored after refused records, want 0", n)
+	}
+	if status, body := post(`u8-\ud83d\ude00`); status != http.StatusOK {
+		t.Errorf("a surrogate pair: %d %s, want 200", status, body)
+	}
+}
+
 // TestAdminWriteNeedsTokenFromLoopback (issue #15 item 8): loopback is no identity for
 // writes. A gateway without --admin-token refuses POST /admin/v1/outbound from loopback
 // without a token (401 naming --admin-token, nothing stored) and takes the token it wrote
@@ -107,94 +162,5 @@ func TestAdminWriteNeedsTokenFromLoopback(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("POST /debug/pprof/symbol from loopback without a token = %d, want 200 (it only reads)", resp.StatusCode)
-	}
-	if out, stderr, err := runCLI(t, "conversations", "list", "--server", "http://"+s.Addr(), "--data-dir", t.TempDir()); err != nil || !strings.Contains(out, "planted") {
-		t.Errorf("conversations list without a token (no token file) = %q, %v; stderr %s", out, err, stderr)
-	}
-}
-
-// TestAdminTokenConfigured: with --admin-token the data dir has no token file (a stale one
-// is removed) and writes take the configured token only.
-func TestAdminTokenConfigured(t *testing.T) {
-	t.Parallel()
-	cfg := testConfig(t)
-	cfg.AdminToken = "configured-admin"
-	stale := filepath.Join(cfg.DataDir, AdminTokenFile)
-	if err := os.WriteFile(stale, []byte("stale\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startServer(t, cfg)
-	c := newHTTPClient(t)
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("stale token file still there: %v", err)
-	}
-	for auth, want := range map[string]int{"": 401, "Bearer stale": 401, "Bearer configured-admin": 200} {
-		if status, body := postOutbound(t, c, s, auth); status != want {
-			t.Errorf("POST outbound with %q = %d %s, want %d", auth, status, body, want)
-		}
-	}
-}
-
-// TestSendRecordsThroughTokenFile: `gateway send` through a local gateway that runs
-// without --admin-token records the exchange with the token from the gateway's data dir;
-// pointed at a gateway whose token it cannot read, it refuses before sending anything.
-func TestSendRecordsThroughTokenFile(t *testing.T) {
-	t.Parallel()
-	a := startServer(t, testConfig(t))
-	b := startServer(t, testConfig(t))
-	cfg := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
-
-	// No token file in this data dir: nothing is sent.
-	_, stderr, err := runSendCLI(t, "", "--config", cfg, "--server", "http://"+b.Addr(), "--data-dir", t.TempDir(), "a", "unrecordable")
-	if err == nil || !strings.Contains(err.Error(), "--admin-token") {
-		t.Errorf("send without a readable token: error = %v, want one naming --admin-token; stderr:\n%s", err, stderr)
-	}
-	if got := ledgerKeys(t, a); len(got) != 0 {
-		t.Errorf("the peer got %v, want nothing sent", got)
-	}
-
-	stdout, stderr, err := runSendCLI(t, "", "--config", cfg, "--server", "http://"+b.Addr(), "--data-dir", b.cfg.DataDir, "a", "hello")
-	if err != nil || stdout != "echo: hello\n" {
-		t.Fatalf("send = %q, %v; stderr:\n%s", stdout, err, stderr)
-	}
-	if strings.Contains(stderr, "NOT recorded") {
-		t.Fatalf("send did not record:\n%s", stderr)
-	}
-	ctxID, _ := sentContext(t, stderr)
-	if got := ledgerKeys(t, b); len(got) != 1 || got[0] != "out:a/"+ctxID {
-		t.Errorf("B's conversations = %v, want out:a/%s", got, ctxID)
-	}
-}
-
-// TestAdminOutboundRefusesLoneSurrogates: POST /admin/v1/outbound refuses a record whose
-// JSON holds a lone surrogate escape (the decoder would read "\ud800" and "\udc00" as
-// the same U+FFFD and merge two contextIds), and stores nothing; a pair is fine.
-func TestAdminOutboundRefusesLoneSurrogates(t *testing.T) {
-	t.Parallel()
-	s := startServer(t, testConfig(t))
-	c := newHTTPClient(t)
-	post := func(contextID string) (int, string) {
-		rec := `{"peer":"a","peerUrl":"http://127.0.0.1:1/","contextId":"` + contextID + `","state":"completed","text":"hi","reply":"echo: hi"}`
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"admin/v1/outbound", strings.NewReader(rec))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+s.localToken)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	for _, id := range []string{`u8-\ud800`, `u8-\udc00`} {
-		if status, body := post(id); status != http.StatusBadRequest || !strings.Contains(body, "surrogate") {
-			t.Errorf("contextId %s: %d %s, want 400 naming the surrogate", id, status, body)
-		}
-	}
-	if n := len(outboundContexts(t, s, "out:a")); n != 0 {
-		t.Errorf("%d outbound conversations stored after refused records, want 0", n)
-	}
-	if status, body := post(`u8-\ud83d\ude00`); status != http.StatusOK {
-		t.Errorf("a surrogate pair: %d %s, want 200", status, body)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/conversations"
 )
 
 // Inbound tokens of the test peers; alice has two (rotation).
@@ -86,7 +88,7 @@ func owners(t *testing.T, c *http.Client, s *Server, contextID string) []string 
 	resp := adminGet(t, c, s, "admin/v1/conversations", s.localToken)
 	defer resp.Body.Close()
 	var list struct {
-		Conversations []convView `json:"conversations"`
+		Conversations []conversations.Summary `json:"conversations"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("admin list: status %d, %v", resp.StatusCode, err)
@@ -282,7 +284,7 @@ func TestPeerIsolation(t *testing.T) {
 
 	// The agent's view of alice's second turn holds her first message, not bob's.
 	resp := adminGet(t, c, s, "admin/v1/conversations/shared/replay?peer=alice", s.localToken)
-	var replay replayResult
+	var replay conversations.ReplayResult
 	err := json.NewDecoder(resp.Body).Decode(&replay)
 	resp.Body.Close()
 	if err != nil || replay.TaskID != a2.ID {

@@ -208,9 +208,9 @@ func (c *Config) redisProblems() []error {
 	return errs
 }
 
-// redisConfig returns the Redis lease's configuration, and false for the in-process
+// RedisConfig returns the Redis lease's configuration, and false for the in-process
 // lease. Validate has checked --redis-url.
-func (c *Config) redisConfig() (locking.RedisConfig, bool) {
+func (c *Config) RedisConfig() (locking.RedisConfig, bool) {
 	var rc locking.RedisConfig
 	switch {
 	case c.RedisURL != "":
@@ -329,3 +329,7 @@ func (c *Config) AgentKeyVariable() string {
 func (c *Config) policy() projection.Policy {
 	return projection.Policy{HistoryLimit: c.HistoryLimit, Operator: c.OperatorPolicy}
 }
+
+// DefaultBodyMinRate is the least body rate (bytes/s) `gateway serve` asks by default
+// (--body-min-rate); see Config.BodyMinRate.
+const DefaultBodyMinRate = 1024

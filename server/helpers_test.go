@@ -9,36 +9,22 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/internal/pgtest"
 	"github.com/a2a-gateway/gateway/internal/redistest"
+	"github.com/a2a-gateway/gateway/ledger"
 )
 
 func TestMain(m *testing.M) {
 	redistest.VerifyTestMain(m, func() {
-		removeBuiltBinary()
 		if err := pgtest.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
 	})
-}
-
-// builtBinaryDir is the temp dir of the gateway binary the process tests build (once
-// per test binary); TestMain removes it at the end.
-var builtBinaryDir struct {
-	sync.Mutex
-	dir string
-}
-
-func removeBuiltBinary() {
-	builtBinaryDir.Lock()
-	defer builtBinaryDir.Unlock()
-	if builtBinaryDir.dir != "" {
-		_ = os.RemoveAll(builtBinaryDir.dir)
-	}
 }
 
 // testConfig is a serve config on a free loopback port with a fresh data dir.
@@ -128,3 +114,58 @@ func postRPC(t *testing.T, c *http.Client, url string, v1 bool, body string) rpc
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// sendV03 sends a v0.3 message/send of text to contextID.
+func sendV03(t *testing.T, c *http.Client, url, contextID, text string) rpcResponse {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{
+		"message": map[string]any{"kind": "message", "role": "user", "messageId": fmt.Sprintf("m-%d", time.Now().UnixNano()),
+			"contextId": contextID, "parts": []any{map[string]any{"kind": "text", "text": text}}}}})
+	return postRPC(t, c, url, false, string(body))
+}
+
+// entryText is an entry's parts as one text, as `gateway conversations show` prints them:
+// text parts as they are, others as a bracketed note.
+func entryText(e *ledger.Entry) string {
+	var b strings.Builder
+	for _, p := range e.Parts {
+		switch {
+		case p.ArtifactRef != "":
+			fmt.Fprintf(&b, "[%d bytes in %s]", p.Size, p.ArtifactRef)
+		case p.Kind == ledger.PartText:
+			b.WriteString(p.Text)
+		default:
+			fmt.Fprintf(&b, "[%s part]", p.Kind)
+		}
+	}
+	return b.String()
+}
+
+// exportAll opens the ledger at path and returns every entry of every conversation as
+// JSON Lines; it fails the test unless an entry holds each label (each write path left
+// its entries).
+func exportAll(t *testing.T, path string, labels []string) []byte {
+	t.Helper()
+	led, err := ledger.Open(path, ledger.Options{}, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	svc := conversations.New(led, conversations.Config{})
+	page, err := svc.List(t.Context(), conversations.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for _, c := range page.Conversations {
+		if err := svc.Export(t.Context(), conversations.Ref{ContextID: c.ContextID, Owner: c.Peer}, &buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range labels {
+		if !strings.Contains(buf.String(), l) {
+			t.Errorf("%s: no entry holds %q: a write path was not exercised", path, l)
+		}
+	}
+	return buf.Bytes()
+}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/push"
@@ -132,17 +133,13 @@ func pushV1Task(t *testing.T, res rpcResponse) (id, state string) {
 	return r.Task.ID, r.Task.Status.State
 }
 
-// showAll returns the entries of contextID as `gateway conversations show --all --json`
-// reads them through the running gateway (the service's admin API).
+// showAll returns the entries of contextID, audit-only ones included, as `gateway
+// conversations show --all --server` reads them: through the admin API.
 func showAll(t *testing.T, s *Server, contextID string) []ledger.Entry {
 	t.Helper()
-	out, _, err := runCLI(t, "conversations", "show", contextID, "--all", "--json", "--server", "http://"+s.Addr())
+	res, err := NewAdminClient("http://"+s.Addr(), s.localToken).Show(t.Context(), conversations.Ref{ContextID: contextID}, conversations.ShowOptions{All: true})
 	if err != nil {
-		t.Fatalf("conversations show %s --all: %v", contextID, err)
-	}
-	var res struct{ Entries []ledger.Entry }
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("conversations show --json: %v\n%s", err, out)
+		t.Fatalf("show %s with audit entries: %v", contextID, err)
 	}
 	return res.Entries
 }

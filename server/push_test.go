@@ -14,47 +14,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/push"
 )
-
-func TestPushFlags(t *testing.T) {
-	t.Parallel()
-	cfg, err := parseServe(t, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cfg.Push || cfg.PushRetryFor != 24*time.Hour || cfg.PushAllowHTTP || len(cfg.PushAllow) != 0 {
-		t.Errorf("defaults: push %v, retry-for %v, allow-http %v, allow %v", cfg.Push, cfg.PushRetryFor, cfg.PushAllowHTTP, cfg.PushAllow)
-	}
-	env := map[string]string{"GATEWAY_PUSH_ALLOW": "192.168.0.0/16", "GATEWAY_PUSH_ALLOW_HTTP": "true"}
-	if cfg, err = parseServe(t, nil, env); err != nil || !slices.Equal(cfg.PushAllow, []string{"192.168.0.0/16"}) || !cfg.PushAllowHTTP {
-		t.Errorf("from the environment: %v, allow %v, allow-http %v", err, cfg.PushAllow, cfg.PushAllowHTTP)
-	}
-	cfg, err = parseServe(t, []string{"--push-allow", "127.0.0.1", "--push-allow", "hooks.lan, 10.0.0.0/8", "--push-allow=[::1]", "--push-retry-for", "1h"}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := cfg.pushGuardOptions()
-	want := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
-	if err != nil || !slices.Equal(g.Allow, want) || !slices.Equal(g.AllowHosts, []string{"hooks.lan"}) || cfg.PushRetryFor != time.Hour {
-		t.Errorf("flags over the environment: %v, allow %v hosts %v retry-for %v; want %v [hooks.lan] 1h", err, g.Allow, g.AllowHosts, cfg.PushRetryFor, want)
-	}
-	file := filepath.Join(t.TempDir(), "gateway.yaml")
-	if err := os.WriteFile(file, []byte("push: false\npush-allow: 10.1.0.0/16,hooks.lan\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if cfg, err = parseServe(t, []string{"--config", file}, nil); err != nil || cfg.Push || len(cfg.PushAllow) != 2 {
-		t.Errorf("from the config file: %v, push %v, allow %v", err, cfg.Push, cfg.PushAllow)
-	}
-	for _, bad := range [][]string{{"--push-allow", "http://hooks.lan/"}, {"--push-allow", "10.0.0.0/33"}, {"--push-allow", "hooks.lan:443"}, {"--push-retry-for", "-1s"}} {
-		if _, err := parseServe(t, bad, nil); err == nil || !strings.Contains(err.Error(), "--push-") {
-			t.Errorf("%v: error %v, want one naming the flag", bad, err)
-		}
-	}
-}
 
 // TestPushServed: with push on, the signing key is created in the data dir (0600) and
 // kept across a restart, its JWK Set is served, the card points at it, and /metrics has
@@ -254,4 +217,16 @@ func cardPushOn(t *testing.T, c *http.Client, base string) bool {
 		t.Fatal(err)
 	}
 	return card.Capabilities.PushNotifications
+}
+
+// TestPushGuardOptions: --push-allow's entries (CIDRs, addresses, bracketed IPv6, host
+// names) become the SSRF guard's allowed prefixes and hosts.
+func TestPushGuardOptions(t *testing.T) {
+	t.Parallel()
+	cfg := Config{PushAllow: []string{"127.0.0.1", "hooks.lan", "10.0.0.0/8", "[::1]"}}
+	g, err := cfg.pushGuardOptions()
+	want := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	if err != nil || !slices.Equal(g.Allow, want) || !slices.Equal(g.AllowHosts, []string{"hooks.lan"}) {
+		t.Errorf("pushGuardOptions() = %v, hosts %v, %v; want %v [hooks.lan]", g.Allow, g.AllowHosts, err, want)
+	}
 }

@@ -17,7 +17,7 @@ import (
 // admin error body.
 func TestReadmeDocumentsAdminAPI(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -262,31 +262,3 @@ func TestValidRequestID(t *testing.T) {
 		}
 	}
 }
-
-// TestRootLoggerCarriesRequestScope: the root logger serve builds (either format) adds
-// the request scope of the context to every line.
-func TestRootLoggerCarriesRequestScope(t *testing.T) {
-	t.Parallel()
-	for _, format := range []string{"json", "text"} {
-		t.Run(format, func(t *testing.T) {
-			t.Parallel()
-			var buf bytes.Buffer
-			l := newLogger(Config{LogFormat: format, LogLevel: slog.LevelInfo}, &buf)
-			ctx := logctx.WithAttrs(logctx.WithRequestID(t.Context(), "rid-7"), slog.String(logctx.KeyTaskID, "t-1"))
-			l.With("component", "x").InfoContext(ctx, "hello")
-			l.InfoContext(t.Context(), "no scope")
-			out := strings.Split(strings.TrimSpace(buf.String()), "\n")
-			if len(out) != 2 {
-				t.Fatalf("got %d lines, want 2:\n%s", len(out), buf.String())
-			}
-			for _, want := range []string{"rid-7", "request_id", "task_id", "t-1"} {
-				if !strings.Contains(out[0], want) {
-					t.Errorf("line %q lacks %q", out[0], want)
-				}
-			}
-			if strings.Contains(out[1], "request_id") {
-				t.Errorf("line without a scope has a request_id: %q", out[1])
-			}
-		})
-	}
-}

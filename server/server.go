@@ -212,7 +212,7 @@ func (s *Server) openStorage(ctx context.Context, deps serverDeps) error {
 	if s.localToken, err = setupLocalAdminToken(s.cfg.DataDir, s.cfg.AdminToken); err != nil {
 		return err
 	}
-	if rc, ok := s.cfg.redisConfig(); !ok {
+	if rc, ok := s.cfg.RedisConfig(); !ok {
 		s.locks = locking.NewLocal()
 	} else {
 		rl, err := locking.NewRedis(ctx, rc, s.log)

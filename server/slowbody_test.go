@@ -30,7 +30,7 @@ func boundedConfig(t *testing.T, peers bool) Config {
 		cfg = peersConfig(t)
 	}
 	cfg.BodyTimeout = bodyBound
-	cfg.BodyMinRate = defaultBodyMinRate
+	cfg.BodyMinRate = DefaultBodyMinRate
 	return cfg
 }
 

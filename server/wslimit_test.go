@@ -10,16 +10,14 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// TestWSConnsPerPeerLimit (issue 15 item 10c): with serve's default flags, one peer may
-// hold 16 WebSocket connections; the 17th is refused at the upgrade with 429 and a body
-// naming the limit, counted in gateway_limit_rejections_total{limit="ws_conns"}, while
+// TestWSConnsPerPeerLimit (issue 15 item 10c): with a limit of 16 (the default of
+// --max-ws-conns-per-peer), one peer may hold 16 WebSocket connections; the 17th is
+// refused at the upgrade with 429 and a body naming the limit, counted in gateway_limit_rejections_total{limit="ws_conns"}, while
 // another peer still connects. There used to be no limit (40 of 40 accepted).
 func TestWSConnsPerPeerLimit(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseServe(t, []string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "warn"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(t)
+	cfg.MaxWSConnsPerPeer = 16
 	cfg.Peers = peersConfig(t).Peers
 	s := startServer(t, cfg)
 	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}

@@ -138,7 +138,7 @@ func bindServe(fs *flag.FlagSet, lookup func(string) (string, bool), file map[st
 	e.String(&cfg.PublicURL, "public-url", "", "endpoint URL published in the agent card; empty: the URL each request reached. Its host is served (see --allowed-hosts) and its origin may open GET /ws")
 	e.String(&cfg.AllowedHosts, "allowed-hosts", "", "comma-separated Host names served besides localhost, IP addresses, the --addr host and the --public-url host (name or name:port); any other Host gets 421, which stops DNS rebinding; \"*\" serves any Host")
 	e.Duration(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "the longest reading one request body may take (0: no bound); a JSON-RPC request cut gets HTTP 408, any cut request's connection is closed")
-	e.Int(&cfg.BodyMinRate, "body-min-rate", defaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); cut like --body-timeout")
+	e.Int(&cfg.BodyMinRate, "body-min-rate", server.DefaultBodyMinRate, "least average rate, in bytes/s, at which a request body must arrive after its first 5 s (0: no bound); cut like --body-timeout")
 	e.String(&cfg.RedisAddr, "redis-addr", "", "Redis host:port for the per-context lease across gateway instances (no password, db 0; see --redis-url); empty: the in-process lease (one instance)")
 	e.String(&cfg.RedisURL, "redis-url", "", "Redis for the lease as a URL: redis://[user:password@]host[:port][/db], or rediss://… for TLS; instead of --redis-addr; prefer the env variable to the flag, which other users can see in ps; the password is never logged")
 	e.String(&cfg.RedisKeyPrefix, "redis-key-prefix", locking.DefaultKeyPrefix, "prefix of the lease keys in Redis, so that several gateways (or other programs) can share one database; instances that share a lease must use the same (empty: the default)")
@@ -231,9 +231,6 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintln(w)
 	})
 }
-
-// defaultBodyMinRate is --body-min-rate's default, in bytes per second.
-const defaultBodyMinRate = 1024
 
 // bindPush defines the push-notification flags (part of bindServe).
 func bindPush(e *envFlags, cfg *server.Config) {
