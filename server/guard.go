@@ -2,73 +2,44 @@ package server
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/a2a-gateway/gateway/internal/httpguard"
+	"github.com/labstack/echo/v4"
 )
 
 // hostHint is the end of a 421 answer to a refused Host: the flags that serve it.
 const hostHint = "if the gateway is reached under that name, add it to --allowed-hosts (GATEWAY_ALLOWED_HOSTS) or set --public-url"
 
-// guard puts the listener-wide guards in front of mux (issue #15 items 2 and 7): a Host
-// outside the allow-list is refused with 421 before anything else (DNS rebinding), then
-// the request body, if any, is bounded in time and rate (see internal/httpguard).
-//
-// A WebSocket's reader runs under this handler for the connection's life, and any frame
-// more above it doubles the reader's stack, 4 KiB more on every idle connection
-// (BenchmarkWSIdleConnMemory: 27.0 KiB per connection with one more frame, 23.3 KiB as
-// before without). So this handler routes GET /ws itself, to ws, in place of the
-// ServeMux's frame (the mux keeps the route for HEAD and unclean paths), and keeps its
-// own frame small: the work is in admit, never inlined.
-func (s *Server) guard(mux, ws http.Handler, hosts *httpguard.Hosts) http.Handler {
-	g := &frontGuard{mux: mux, ws: ws, hosts: hosts, log: s.log.With("component", "http")}
-	g.body = httpguard.BodyLimits{
+// guard is the listener-wide guard, the router's first middleware (issue #15 items 2
+// and 7): a Host outside the allow-list is refused with 421 before anything else (DNS
+// rebinding), then the request body, if any, is bounded in time and rate (see
+// internal/httpguard).
+func (s *Server) guard() echo.MiddlewareFunc {
+	log := s.log.With("component", "http")
+	body := httpguard.BodyLimits{
 		Timeout: s.cfg.BodyTimeout,
 		MinRate: s.cfg.BodyMinRate,
 		OnCut: func(r *http.Request, err *httpguard.BodyError) {
-			g.log.InfoContext(r.Context(), "request body cut", "remote", r.RemoteAddr, "path", r.URL.Path,
+			log.InfoContext(r.Context(), "request body cut", "remote", r.RemoteAddr, "path", r.URL.Path,
 				"bytes", err.Received, "after", err.After, "min_rate_missed", err.Rate)
 		},
 	}
-	return g
-}
-
-// frontGuard is the handler of guard. It is a type of its own, not a HandlerFunc: the
-// adapter would be one more frame.
-type frontGuard struct {
-	mux, ws http.Handler
-	hosts   *httpguard.Hosts
-	body    httpguard.BodyLimits
-	log     *slog.Logger
-}
-
-// ServeHTTP admits r (see admit), then routes GET /ws to ws and the rest to mux.
-func (g *frontGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case !g.admit(w, r):
-	case r.Method == http.MethodGet && r.URL.Path == "/ws":
-		g.ws.ServeHTTP(w, r)
-	default:
-		g.mux.ServeHTTP(w, r)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if !s.hosts.Allowed(r.Host) {
+				log.DebugContext(r.Context(), "host refused", "host", r.Host, "remote", r.RemoteAddr, "path", r.URL.Path)
+				httpguard.Refuse(c.Response(), r.Host, hostHint)
+				return nil
+			}
+			body.Guard(c.Response(), r)
+			return next(c)
+		}
 	}
-}
-
-// admit refuses r (421) when its Host is not served, and reports false; else it bounds
-// r's body and reports true.
-//
-//go:noinline
-func (g *frontGuard) admit(w http.ResponseWriter, r *http.Request) bool {
-	if !g.hosts.Allowed(r.Host) {
-		g.log.DebugContext(r.Context(), "host refused", "host", r.Host, "remote", r.RemoteAddr, "path", r.URL.Path)
-		httpguard.Refuse(w, r.Host, hostHint)
-		return false
-	}
-	g.body.Guard(w, r)
-	return true
 }
 
 // allowedHosts is the Host allow-list of c: --allowed-hosts, the --public-url host and

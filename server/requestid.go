@@ -35,7 +35,8 @@ func validRequestID(id string) bool {
 // tagRequest gives r its request id (the caller's X-Request-Id when valid, else a new
 // one), sets it on the response, and returns r with a context carrying the id and the
 // server's logger (see package logctx), so every line logged with that context names
-// the request. A request tagged already keeps its id.
+// the request. A request tagged already keeps its id (tagging is requestIDMiddleware's
+// alone; peer authentication calls it too, and finds the request tagged).
 func (s *Server) tagRequest(w http.ResponseWriter, r *http.Request) *http.Request {
 	ctx := r.Context()
 	if id := logctx.RequestID(ctx); id != "" {
@@ -49,16 +50,8 @@ func (s *Server) tagRequest(w http.ResponseWriter, r *http.Request) *http.Reques
 	return r.WithContext(logctx.WithRequestID(logctx.With(ctx, s.log), id))
 }
 
-// withRequestID tags every request to next (see tagRequest): for the routes served
-// before echo.
-func (s *Server) withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, s.tagRequest(w, r))
-	})
-}
-
-// requestIDMiddleware tags every request echo serves (see tagRequest), route groups
-// included.
+// requestIDMiddleware tags every request (see tagRequest): the router runs it before
+// routing, so every route and every answer of the router itself (404, 405) has the id.
 func (s *Server) requestIDMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.SetRequest(s.tagRequest(c.Response(), c.Request()))

@@ -308,8 +308,8 @@ func (s *Server) bind() error {
 }
 
 // listen builds the WebSocket handler (its loopback origins need the bound port) and
-// the routes behind the listener-wide guards (see guard), and starts serving on the
-// listener of bind; the HTTP server is registered for closing (see stopServing).
+// the router (see routes), and starts serving on the listener of bind; the HTTP server
+// is registered for closing (see stopServing).
 func (s *Server) listen(ctx context.Context) error {
 	ln := s.ln
 	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsAllowedOrigins(ln.Addr()), Logger: s.log,
@@ -322,8 +322,7 @@ func (s *Server) listen(ctx context.Context) error {
 	// No ReadTimeout: it would stay on the connection while an SSE response streams and
 	// cut it; the guard bounds each request body instead, and lifts its deadline once
 	// the body is read.
-	ws := s.wsAuth(s.ws)
-	s.http = &http.Server{Handler: s.guard(s.mux(ws), ws, s.hosts), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
@@ -331,27 +330,6 @@ func (s *Server) listen(ctx context.Context) error {
 	logAuthMode(ctx, s.log, s.cfg.Peers, s.tokens)
 	s.log.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(), "console", consoleURL(s.URL()), "config", s.cfg)
 	return nil
-}
-
-// mux routes GET /ws (to ws: the WebSocket handler behind peer authentication; the
-// guard routes it first, see there) and /debug/pprof/ directly and everything else
-// through echo.
-//
-// GET /ws is served before echo: a hijacked connection's reader goroutine lives in
-// this handler for the connection's life, and behind echo's call chain its stack
-// grows to 8 KiB; served directly it stays at 4 KiB (idle connections: 22.8 KiB
-// instead of 27.5 KiB each). It has the same peer authentication, which also gives
-// it its request id (no wrapper of its own, for the same reason).
-func (s *Server) mux(ws http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /ws", ws)
-	mux.Handle("/debug/pprof/", s.withRequestID(pprofHandler(s.adminGate())))
-	if s.toolbox != nil {
-		// A turn's process calls its tools with its turn-bound token (not a peer's).
-		mux.Handle("POST "+tools.ToolsPath, s.withRequestID(s.toolbox))
-	}
-	mux.Handle("/", s.routes())
-	return mux
 }
 
 // closeAfterFailedStart closes what a failed Open opened, as Close would; nothing
@@ -387,11 +365,15 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // URL returns the base URL of the server ("http://127.0.0.1:PORT/").
 func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
 
+// routes is the one router: echo, every route of the listener. Before routing, so that
+// every request meets them (unknown paths included), come the listener-wide guard (see
+// guard) and the request id (see tagRequest); then panic recovery; then, on the A2A
+// routes (POST /, POST /a2a, GET /ws), peer authentication (see peerAuth, wsAuth).
 func (s *Server) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard)
-	e.Use(s.requestIDMiddleware) // first: a request's every log line names it
+	e.Pre(s.guard(), s.requestIDMiddleware) // the guard first: a refused Host costs nothing more
 	e.Use(middleware.Recover())
 	// The card stays public; it declares the bearer scheme when peers authenticate.
 	card := s.cardConfig()
@@ -400,10 +382,18 @@ func (s *Server) routes() http.Handler {
 		ExtendedCard: s.extendedCard,
 		Observe:      s.metrics.observeRequest,
 	}
-	rpc := s.peerAuth(a2a.NewJSONRPCHandler(s.runner, tcfg))
-	e.POST("/", echo.WrapHandler(rpc))
+	rpc, peer := echo.WrapHandler(a2a.NewJSONRPCHandler(s.runner, tcfg)), echo.WrapMiddleware(s.peerAuth)
+	e.POST("/", rpc, peer)
 	e.GET("/", s.rootPage(card))
-	e.POST("/a2a", echo.WrapHandler(rpc))
+	e.POST("/a2a", rpc, peer)
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/ws", echo.WrapHandler(s.ws), echo.WrapMiddleware(s.wsAuth))
+	pprof := echo.WrapHandler(pprofHandler(s.adminGate()))
+	e.Any("/debug/pprof", pprof) // redirected to /debug/pprof/
+	e.Any("/debug/pprof/*", pprof)
+	if s.toolbox != nil {
+		// A turn's process calls its tools with its turn-bound token (not a peer's).
+		e.POST(tools.ToolsPath, echo.WrapHandler(s.toolbox))
+	}
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	if s.push != nil {
 		e.GET(push.JWKSPath, echo.WrapHandler(s.push.jwksHandler()))
