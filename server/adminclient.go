@@ -16,7 +16,7 @@ import (
 	"github.com/a2a-gateway/gateway/conversations"
 )
 
-// adminClient is the conversations service of a running gateway, through its admin API
+// AdminClient is the conversations service of a running gateway, through its admin API
 // (the CLI's --server mode). It answers with the service's values and rebuilds its typed
 // errors from the error body's code and fields.
 type AdminClient struct {
@@ -25,6 +25,8 @@ type AdminClient struct {
 	hc    *http.Client
 }
 
+// NewAdminClient returns the client of the admin API of the gateway at base (its URL),
+// sending token as the bearer token ("": none, enough for reads from loopback).
 func NewAdminClient(base, token string) *AdminClient {
 	return &AdminClient{
 		base: strings.TrimRight(base, "/"), token: token,
@@ -32,9 +34,11 @@ func NewAdminClient(base, token string) *AdminClient {
 	}
 }
 
-// errUnreachable: no gateway answers at the server address.
+// ErrUnreachable is wrapped by the errors of a call no gateway answered (nothing
+// listens at the address): the CLI then falls back to the data dir.
 var ErrUnreachable = errors.New("gateway not reachable")
 
+// Close closes the client's idle connections.
 func (a *AdminClient) Close() { a.hc.CloseIdleConnections() }
 
 // do sends one request; any answer but 200 is returned as the error it carries.
@@ -128,14 +132,14 @@ func convPath(contextID, suffix string) string {
 	return adminPrefix + "conversations/" + url.PathEscape(contextID) + suffix
 }
 
-// List implements opsService.
+// List implements the operator commands' service (cmd/gateway).
 func (a *AdminClient) List(ctx context.Context, o conversations.ListOptions) (conversations.Page, error) {
 	var p conversations.Page
 	err := a.getJSON(ctx, adminPrefix+"conversations", adminQuery("peer", o.Owner, "prefix", o.Prefix, "limit", positiveInt(o.Limit), "cursor", o.Cursor), &p)
 	return p, err
 }
 
-// Show implements opsService.
+// Show implements the operator commands' service (cmd/gateway).
 func (a *AdminClient) Show(ctx context.Context, ref conversations.Ref, o conversations.ShowOptions) (conversations.ShowResult, error) {
 	all := ""
 	if o.All {
@@ -146,7 +150,7 @@ func (a *AdminClient) Show(ctx context.Context, ref conversations.Ref, o convers
 	return out, err
 }
 
-// Export implements opsService.
+// Export implements the operator commands' service (cmd/gateway).
 func (a *AdminClient) Export(ctx context.Context, ref conversations.Ref, w io.Writer) error {
 	resp, err := a.do(ctx, http.MethodGet, convPath(ref.ContextID, "/export"), adminQuery("peer", ref.Owner), nil)
 	if err != nil {
@@ -157,14 +161,14 @@ func (a *AdminClient) Export(ctx context.Context, ref conversations.Ref, w io.Wr
 	return err
 }
 
-// Verify implements opsService.
+// Verify implements the operator commands' service (cmd/gateway).
 func (a *AdminClient) Verify(ctx context.Context, ref conversations.Ref) (conversations.VerifyReport, error) {
 	var rep conversations.VerifyReport
 	err := a.getJSON(ctx, adminPrefix+"verify", adminQuery("peer", ref.Owner, "contextId", ref.ContextID), &rep)
 	return rep, err
 }
 
-// Replay implements opsService.
+// Replay implements the operator commands' service (cmd/gateway).
 func (a *AdminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq uint64) (conversations.ReplayResult, error) {
 	at := ""
 	if atSeq > 0 {
@@ -175,7 +179,7 @@ func (a *AdminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq u
 	return out, err
 }
 
-// RecordOutbound implements opsService: POST /admin/v1/outbound.
+// RecordOutbound implements the operator commands' service (cmd/gateway): POST /admin/v1/outbound.
 func (a *AdminClient) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
 	body, err := json.Marshal(rec)
 	if err != nil {

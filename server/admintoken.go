@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// adminTokenFile is the file in the data dir where a gateway started without
+// AdminTokenFile is the file in the data dir where a gateway started without
 // --admin-token writes the token its admin API wants for writes (POST
 // /admin/v1/outbound): loopback is no identity on a shared host, so a write needs a
 // secret; this one is readable only by the user the gateway runs as (0600). A gateway
@@ -49,7 +49,7 @@ func setupLocalAdminToken(dataDir, configured string) (string, error) {
 	return token, nil
 }
 
-// localAdminToken is the token the CLI sends when none is given: the one the gateway of
+// LocalAdminToken is the token the CLI sends when none is given: the one the gateway of
 // dataDir wrote to its admin.token file, read only when server is a loopback URL (the
 // token never leaves the host). "" when there is none, or it cannot be read (another
 // user's gateway).

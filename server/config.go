@@ -15,37 +15,69 @@ import (
 	"github.com/a2a-gateway/gateway/projection"
 )
 
-// Config is everything `gateway serve` reads. Precedence: flag > GATEWAY_* env > default.
+// Config is everything a gateway server runs with: plain values, no flags (cmd/gateway
+// fills it from its flags, GATEWAY_* variables and config file, whose defaults are not
+// the zero values). Each field says what its zero value means; "required" fields make
+// [Config.Validate] (and so [Open]) fail at their zero value. Validate's messages name
+// the flags of `gateway serve`.
 type Config struct {
-	Addr    string
+	// Addr is the host:port to listen on ("127.0.0.1:0": a free port); required. Without
+	// peer tokens it must be a loopback address unless InsecurePublic.
+	Addr string
+	// DataDir holds the bbolt ledger (ledger.db), admin.token and the push signing key;
+	// required (with Store too, for admin.token). Created if missing.
 	DataDir string
 	// Store is a PostgreSQL URL (postgres://…) holding the ledger that several instances
 	// share; empty: the bbolt ledger in DataDir. Its password is never logged.
-	Store           string
-	Agent           string
-	EchoDelay       time.Duration
-	LogLevel        slog.Level
-	LogFormat       string
+	Store string
+	// Agent is the reply backend: echo, openai, anthropic, exec, a2a or tck; required.
+	Agent string
+	// EchoDelay is the echo agent's pause between words; 0: none.
+	EchoDelay time.Duration
+	// LogLevel and LogFormat (json or text; required) are for the caller that builds the
+	// logger given to Open (`gateway serve`); the server only validates and logs them.
+	LogLevel  slog.Level
+	LogFormat string
+	// ShutdownTimeout bounds Serve's close (running turns finish until then); required.
 	ShutdownTimeout time.Duration
-	InsecurePublic  bool
-	PublicURL       string
-	AdminToken      string
-	BusyPolicy      string
-	BusyWait        time.Duration
-	RedisAddr       string
-	// RedisURL is redis://[user:password@]host[:port][/db] or rediss:// (TLS); it
-	// excludes RedisAddr. Its password is never logged.
-	RedisURL       string
+	// InsecurePublic allows a non-loopback Addr without peer tokens; false: refused.
+	InsecurePublic bool
+	// PublicURL is the endpoint URL the agent card publishes (its host is served, its
+	// origin may open GET /ws); "": the URL each request reached.
+	PublicURL string
+	// AdminToken is the bearer token of /admin/v1, /metrics and /debug/pprof; "": loopback
+	// clients may read, and writes need the random token written to DataDir/admin.token.
+	AdminToken string
+	// BusyPolicy is reject (-32004 CONTEXT_BUSY at once) or wait (up to BusyWait, which
+	// must then be positive); required.
+	BusyPolicy string
+	BusyWait   time.Duration
+	// RedisAddr (host:port) or RedisURL (redis://[user:password@]host[:port][/db], or
+	// rediss:// for TLS; they exclude each other) is the Redis holding the leases; both
+	// empty: the in-process lease (one instance). The URL's password is never logged.
+	RedisAddr string
+	RedisURL  string
+	// RedisKeyPrefix prefixes the lease keys; "": locking.DefaultKeyPrefix.
 	RedisKeyPrefix string
-	LeaseTTL       time.Duration
+	// LeaseTTL is the lease's time to live; required, at least 100ms.
+	LeaseTTL time.Duration
 
-	AgentURL       string
-	AgentModel     string
-	AgentKeyEnv    string
-	AgentCommand   string
-	AgentInput     string
-	AgentTimeout   time.Duration
-	HistoryLimit   int
+	// AgentURL is the openai/anthropic API base ("": the provider's) or the a2a
+	// upstream (required for a2a); AgentModel the model (required for openai/anthropic).
+	AgentURL   string
+	AgentModel string
+	// AgentKeyEnv names the variable AgentKey was read from, for messages; "": see
+	// [Config.AgentKeyVariable].
+	AgentKeyEnv string
+	// AgentCommand is the exec agent's command (required for exec); AgentInput what it
+	// reads on stdin: text or json (required for exec).
+	AgentCommand string
+	AgentInput   string
+	// AgentTimeout bounds one agent reply; required.
+	AgentTimeout time.Duration
+	// HistoryLimit is how many prior messages the agent is given (0: none; at most 200).
+	HistoryLimit int
+	// OperatorPolicy is the operator's instructions to the agent; "": none.
 	OperatorPolicy string
 
 	// AgentTools is --agent-tools: none, read or all; "" means all when peers are
@@ -57,8 +89,9 @@ type Config struct {
 	// AgentToolTime bounds the time a turn's model may spend calling tools (0: 2m).
 	AgentToolTime time.Duration
 
-	// Limits (X-2). RateLimit is a --rate-limit spec ("600/m"; "0" or "" = off); the Max*
-	// fields are 0 for no limit. The zero values limit nothing; the flags' defaults do.
+	// Limits (X-2). RateLimit is a --rate-limit spec ("600/m"; "0" or "": off); the Max*
+	// fields are 0 for no limit (MaxWSConnsPerPeer included). The zero values limit
+	// nothing; the flags' defaults do.
 	RateLimit         string
 	MaxParts          int
 	MaxPartBytes      int
@@ -73,15 +106,17 @@ type Config struct {
 	BodyMinRate int
 
 	// AllowedHosts lists (comma-separated) the Host names served besides the loopback
-	// names, the --addr host and the --public-url host; "*" serves any Host.
+	// names, the --addr host and the --public-url host ("": those only); "*" serves any
+	// Host.
 	AllowedHosts string
 
 	// WSAllowedOrigins lists (comma-separated) the browser Origins allowed on GET /ws
-	// besides the gateway's own (see wsAllowedOrigins); "*" allows any.
+	// besides the gateway's own (see wsAllowedOrigins; "": those only); "*" allows any.
 	WSAllowedOrigins string
 
-	// Push notifications (issue #20; see push_config.go): Push turns them on; the rest
-	// configure delivery.
+	// Push notifications (issue #20; see push_config.go): Push turns them on (false:
+	// off); the rest configure delivery. PushAllow nil: no private address is allowed;
+	// PushAllowHTTP false: https:// webhooks only.
 	Push           bool
 	PushAllow      []string // CIDRs, addresses or host names the SSRF guard allows
 	PushAllowHTTP  bool
@@ -89,9 +124,12 @@ type Config struct {
 	PushSigningKey string          // "": <data-dir>/push-signing.key (bbolt only)
 	pushTest       pushTestOptions // tests only, never a flag (push_wiring.go)
 
-	// AgentKey is the API key read from the variable AgentKeyEnv names (never a flag).
+	// AgentKey is the agent's API key, which the caller reads from the variable
+	// AgentKeyVariable names (never a flag); "": none (refused against a provider's
+	// public API).
 	AgentKey string
-	// Peers come from the config file's `peers:` list (never flags), tokens resolved.
+	// Peers come from the config file's `peers:` list (never flags), tokens resolved; nil:
+	// no peer authentication, every caller is the peer "local" (loopback Addr only).
 	Peers []Peer
 }
 
@@ -224,7 +262,7 @@ func (c *Config) RedisConfig() (locking.RedisConfig, bool) {
 	return rc, true
 }
 
-// redactURL returns raw with its password replaced by "xxxxx" ("" stays ""), for logs and
+// RedactURL returns raw with its password replaced by "xxxxx" ("" stays ""), for logs and
 // errors; what is not a URL becomes "(not a URL)", since it may hold a password.
 func RedactURL(raw string) string {
 	if raw == "" {

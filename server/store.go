@@ -13,7 +13,7 @@ import (
 	"github.com/a2a-gateway/gateway/turn"
 )
 
-// ledgerStore is what the gateway needs of its ledger, whichever backend holds it: the
+// Ledger is what the gateway needs of its ledger, whichever backend holds it: the
 // turn runner's and the operator service's interfaces, readiness, the quarantine list
 // and counters. *ledger.Store (bbolt, --data-dir) and *postgres.Store (--store) implement
 // it.
@@ -31,12 +31,12 @@ var (
 	_ Ledger = (*postgres.Store)(nil)
 )
 
-// isStoreURL reports whether s names a PostgreSQL store (postgres:// or postgresql://).
+// IsStoreURL reports whether s names a PostgreSQL store (postgres:// or postgresql://).
 func IsStoreURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// openLedger opens the PostgreSQL store when store is a postgres:// URL, else the bbolt
+// OpenLedger opens the PostgreSQL store when store is a postgres:// URL, else the bbolt
 // ledger in dataDir (store empty). lopts carries the options both understand (OnCommit,
 // LargePartBytes, Now); the bbolt-only ones apply to bbolt. Errors: an unsupported store,
 // or the backend's open error.

@@ -4,7 +4,7 @@ package server
 // figures next to a baseline measured in the same run: this VM drifts ±30%, ratios and
 // differences hold.
 //
-//	go test -run '^$' -bench 'BenchmarkWSIdleConnMemory|BenchmarkTimeToFirstEvent|BenchmarkFanout100' ./cmd/gateway/
+//	go test -run '^$' -bench 'BenchmarkWSIdleConnMemory|BenchmarkTimeToFirstEvent|BenchmarkFanout100' ./server/
 
 import (
 	"bufio"

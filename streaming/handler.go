@@ -75,14 +75,14 @@ type Config struct {
 	OnLimit func(limit string)
 	// SubscribeAs decides a conversations/subscribe that names the context's owner
 	// ("peer"): it returns the context to subscribe with (acting as that peer) and true
-	// when the connection's caller may follow that peer's contexts (cmd/gateway: the
+	// when the connection's caller may follow that peer's contexts (package server: the
 	// caller itself, or the console's operator session). A refusal is answered with
 	// invalid params before any lookup, so it never tells whether the context exists.
 	// nil: "peer" is always refused.
 	SubscribeAs func(ctx context.Context, peer string) (context.Context, bool)
 	// SubscribeOnly reports whether a connection (by its request context) may only follow
 	// contexts: conversations/subscribe and unsubscribe are served, every other method is
-	// refused (cmd/gateway: the console's operator session, which is no peer). nil: none.
+	// refused (package server: the console's operator session, which is no peer). nil: none.
 	SubscribeOnly func(ctx context.Context) bool
 	Logger        *slog.Logger // nil: slog.Default()
 }
