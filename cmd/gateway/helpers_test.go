@@ -302,12 +302,6 @@ func (a *countingAgent) Reply(ctx context.Context, t agent.Turn, emit agent.Emit
 	return agent.Result{}, emit("done: " + t.Text)
 }
 
-func (a *countingAgent) maxRunning() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.max
-}
-
 // sendResult is the outcome of one send: its JSON-RPC error code (0: ok) and reason.
 type sendResult struct {
 	code    int
