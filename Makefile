@@ -80,7 +80,7 @@ chromium:
 
 ## console-screenshot: regenerate docs/console.png (the README's picture of a conversation page)
 console-screenshot: chromium
-	GATEWAY_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestConsoleBrowser$$' ./cmd/gateway/
+	GATEWAY_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestConsoleBrowser$$' ./server/
 ## postgres: make sure PostgreSQL is installed for the tests that need one (they start their own)
 postgres:
 	@./scripts/ensure-postgres.sh

@@ -52,14 +52,16 @@ func NewDispatcher(h Handler, cfg TransportConfig) *Dispatcher {
 // upgrade request. Handler panics are recovered and answered as internal errors. The call
 // is reported to TransportConfig.Observe.
 func (d *Dispatcher) Call(ctx context.Context, r *http.Request, req *Request) []byte {
-	return d.call(ctx, r, req, time.Now())
-}
-
-func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, start time.Time) []byte {
-	spec, ok := methods[req.Method]
+	start := time.Now()
+	spec, ok := req.method()
 	if !ok {
 		return d.fail(ctx, req.ID, req.Method, V1, methodNotFound(req.Method), start)
 	}
+	return d.call(ctx, r, req, spec, start)
+}
+
+// call runs req, whose method's entry is spec.
+func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, spec methodSpec, start time.Time) []byte {
 	ctx = withMethod(ctx, req.Method)
 	if spec.kind == mStream || spec.kind == mSubscribe {
 		return d.fail(ctx, req.ID, req.Method, spec.dialect, Errorf(ErrUnsupportedOperation, "%s streams its result; open it as a stream", req.Method), start)
@@ -92,7 +94,7 @@ func (d *Dispatcher) fail(ctx context.Context, id json.RawMessage, method string
 // the Handler returns. The caller must Close the stream and report the request's end with
 // [Dispatcher.Observe].
 func (d *Dispatcher) Open(ctx context.Context, req *Request, afterSeq uint64) (Stream, Dialect, error) {
-	spec, ok := methods[req.Method]
+	spec, ok := req.method()
 	if !ok {
 		return nil, V1, methodNotFound(req.Method)
 	}

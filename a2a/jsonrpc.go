@@ -25,10 +25,43 @@ const DefaultKeepAlive = 15 * time.Second
 
 // Request is a decoded JSON-RPC 2.0 request envelope. ID holds the raw JSON of the id
 // (a string, a number or null), so that it is echoed with its JSON type.
+//
+// [DecodeRequest] looks the method up once, in the one method table, and the Request
+// keeps what it found: the transports and the [Dispatcher] read it from there
+// ([Request.Dialect], [Request.Streaming]). A Request built by hand is looked up when it
+// is dispatched.
 type Request struct {
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
+
+	spec     methodSpec // Method's entry in methods; valid when resolved
+	known    bool       // Method is in methods; valid when resolved
+	resolved bool       // spec and known are set (by DecodeRequest)
+}
+
+// method returns r's entry in the method table and whether there is one, from what
+// DecodeRequest found, or by looking it up for a Request built by hand.
+func (r *Request) method() (methodSpec, bool) {
+	if r.resolved {
+		return r.spec, r.known
+	}
+	spec, ok := methods[r.Method]
+	return spec, ok
+}
+
+// Dialect returns the dialect of r's method (v1.0 names are V1, v0.3 names V03), and
+// false for a method neither dialect has.
+func (r *Request) Dialect() (Dialect, bool) {
+	spec, ok := r.method()
+	return spec.dialect, ok
+}
+
+// Streaming reports whether r's method answers with a stream of events (SSE over HTTP;
+// event frames over a WebSocket).
+func (r *Request) Streaming() bool {
+	spec, ok := r.method()
+	return ok && (spec.kind == mStream || spec.kind == mSubscribe)
 }
 
 // nullID is the id of a response to a request whose id could not be read.
@@ -93,6 +126,8 @@ func DecodeRequest(body []byte) (*Request, error) {
 	if len(env.Method) == 0 || env.Method[0] != '"' || json.Unmarshal(env.Method, &req.Method) != nil || req.Method == "" {
 		return req, Errorf(ErrInvalidRequest, "method must be a non-empty string")
 	}
+	req.spec, req.known = methods[req.Method]
+	req.resolved = true
 	if string(req.Params) == "null" {
 		req.Params = nil
 	}
@@ -305,7 +340,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, "", hd, err, start))
 		return
 	}
-	spec, ok := methods[req.Method]
+	spec, ok := req.method()
 	if !ok {
 		writeJSON(w, t.d.fail(r.Context(), req.ID, req.Method, hd, methodNotFound(req.Method), start))
 		return
@@ -332,7 +367,7 @@ func (t *transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.serveStream(ctx, w, r, req, spec, start)
 		return
 	}
-	writeJSON(w, t.d.call(ctx, r, req, start))
+	writeJSON(w, t.d.call(ctx, r, req, spec, start))
 }
 
 // lastEventID parses the SSE Last-Event-ID header as the resume point ("" means 0).

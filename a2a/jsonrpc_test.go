@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/a2a-gateway/gateway/internal/testutil"
 )
@@ -903,8 +904,11 @@ func TestDecodeRequest(t *testing.T) {
 				}
 				return
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Request{})); diff != "" {
 				t.Errorf("DecodeRequest(%s) (-want +got):\n%s", tc.body, diff)
+			}
+			if d, ok := got.Dialect(); !ok || d != V1 || !got.resolved {
+				t.Errorf("DecodeRequest(%s).Dialect() = %v, %v (looked up: %v), want V1, true, looked up at decoding", tc.body, d, ok, got.resolved)
 			}
 		})
 	}
@@ -947,14 +951,29 @@ func TestMethodTables(t *testing.T) {
 		if got := IsStreamingMethod(tc.method); got != tc.streaming {
 			t.Errorf("IsStreamingMethod(%q) = %v, want %v", tc.method, got, tc.streaming)
 		}
+		// A decoded request carries the same answers, looked up once at decoding; a
+		// request built by hand is looked up when asked.
+		req, err := DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + tc.method + `"}`))
+		for _, r := range []*Request{req, {Method: tc.method}} {
+			if d, ok := r.Dialect(); err != nil || !ok || d != tc.dialect || r.Streaming() != tc.streaming {
+				t.Errorf("Request{%q}.Dialect() = %v, %v, Streaming() = %v (decode error %v); want %v, true, %v", tc.method, d, ok, r.Streaming(), err, tc.dialect, tc.streaming)
+			}
+		}
 	}
-	for _, m := range []string{"", "tasks/list", "sendMessage", "message/send "} {
+	for _, m := range []string{"tasks/list", "sendMessage", "message/send "} {
 		if _, ok := MethodDialect(m); ok {
 			t.Errorf("MethodDialect(%q) ok = true, want false", m)
 		}
 		if IsStreamingMethod(m) {
 			t.Errorf("IsStreamingMethod(%q) = true, want false", m)
 		}
+		req, err := DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + m + `"}`))
+		if _, ok := req.Dialect(); err != nil || ok || req.Streaming() {
+			t.Errorf("DecodeRequest(method %q).Dialect() ok = %v, Streaming() = %v (error %v), want false, false", m, ok, req.Streaming(), err)
+		}
+	}
+	if _, ok := MethodDialect(""); ok || IsStreamingMethod("") {
+		t.Error(`MethodDialect("") ok = true, want false`)
 	}
 }
 

@@ -100,4 +100,4 @@ else
 fi
 
 echo "=== cross-instance event latency: two instances on one PostgreSQL, a /ws subscriber on each, turns sent through A"
-GATEWAY_BENCH_XLATENCY=1 GATEWAY_TEST_POSTGRES_URL=$PG go test -count=1 -tags integration -run '^TestPostgresCrossInstanceLatency$' -v ./cmd/gateway/ | grep -v '^=== \|^--- \|^PASS\|^ok'
+GATEWAY_BENCH_XLATENCY=1 GATEWAY_TEST_POSTGRES_URL=$PG go test -count=1 -tags integration -run '^TestPostgresCrossInstanceLatency$' -v ./server/ | grep -v '^=== \|^--- \|^PASS\|^ok'

@@ -218,9 +218,9 @@ echo "=== WebSocket streams (issue #6): idle connection memory, gateway /ws vs b
 echo "    time to first event, WebSocket and SSE vs a message/send round trip; events/s to 100 subscribers of one context"
 (
   ulimit -n 20000 2>/dev/null || true # 2 x 5,000 sockets in one process
-  go test -run '^$' -bench 'BenchmarkWSIdleConnMemory' -benchtime 1x ./cmd/gateway/
-  go test -run '^$' -bench 'BenchmarkTimeToFirstEvent' -benchtime 300x ./cmd/gateway/
-  go test -run '^$' -bench 'BenchmarkFanout100' -benchtime 5x ./cmd/gateway/
+  go test -run '^$' -bench 'BenchmarkWSIdleConnMemory' -benchtime 1x ./server/
+  go test -run '^$' -bench 'BenchmarkTimeToFirstEvent' -benchtime 300x ./server/
+  go test -run '^$' -bench 'BenchmarkFanout100' -benchtime 5x ./server/
 )
 
 echo "=== several instances on PostgreSQL (issue #17): PostgreSQL vs bbolt store, one vs two instances, cross-instance event latency"

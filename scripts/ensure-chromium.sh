@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a Chromium is available for the operator console's browser tests
-# (cmd/gateway/console_browser_test.go drives it headless through chromedp). Installs
+# (server/console_browser_test.go drives it headless through chromedp). Installs
 # Debian's chromium package when running as root; otherwise says how. The tests skip,
 # naming what to install, when no browser can be found.
 set -u

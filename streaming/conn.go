@@ -305,7 +305,7 @@ func truncate(s string, n int) string {
 	return s[:n] + ellipsis
 }
 
-// readLoop is the connection's only reader, run by ServeHTTP: it reads request frames
+// readLoop is the connection's only reader, run by Handler.serve: it reads request frames
 // (bounded by ReadLimit) and dispatches them, keeps the read deadline (2× PingInterval)
 // moving on every frame and pong, hands pings and the peer's close to the writer, and
 // returns when the socket fails or closes.

@@ -75,14 +75,14 @@ type Config struct {
 	OnLimit func(limit string)
 	// SubscribeAs decides a conversations/subscribe that names the context's owner
 	// ("peer"): it returns the context to subscribe with (acting as that peer) and true
-	// when the connection's caller may follow that peer's contexts (cmd/gateway: the
+	// when the connection's caller may follow that peer's contexts (package server: the
 	// caller itself, or the console's operator session). A refusal is answered with
 	// invalid params before any lookup, so it never tells whether the context exists.
 	// nil: "peer" is always refused.
 	SubscribeAs func(ctx context.Context, peer string) (context.Context, bool)
 	// SubscribeOnly reports whether a connection (by its request context) may only follow
 	// contexts: conversations/subscribe and unsubscribe are served, every other method is
-	// refused (cmd/gateway: the console's operator session, which is no peer). nil: none.
+	// refused (package server: the console's operator session, which is no peer). nil: none.
 	SubscribeOnly func(ctx context.Context) bool
 	Logger        *slog.Logger // nil: slog.Default()
 }
@@ -168,8 +168,9 @@ func NewHandler(d *a2a.Dispatcher, src Source, cfg Config) *Handler {
 // closes; it answers 405 to other methods, 403 to a disallowed Origin, 503 once
 // [Handler.Shutdown] has been called and 429 to a peer at Config.MaxConnsPerPeer, all
 // before upgrading. The request's context (which
-// carries the caller's authentication) is the parent of every call and stream on the
-// connection and stays valid because ServeHTTP runs the connection's reader.
+// carries the caller's authentication) gives its values to every call and stream on
+// the connection; ServeHTTP returns once the connection is upgraded, and the
+// connection runs on its own goroutines until it closes (see [Handler.Wait]).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -189,21 +190,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refusePeer(w, r, peer)
 		return
 	}
-	defer h.releasePeer(peer)
 	// Headers set on w before the upgrade (a middleware's X-Request-Id) go out with the
 	// 101 response: the upgrader writes its own.
 	ws, err := h.up.Upgrade(w, r, w.Header())
 	if err != nil {
+		h.releasePeer(peer)
 		return // Upgrade has answered with an HTTP error
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(ErrClosed)
+	// The connection outlives this call: net/http cancels r's context when ServeHTTP
+	// returns, so the connection's context keeps its values only.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	c := newConn(h, ws, cancel)
 	if !h.register(c) {
+		cancel(ErrClosed)
+		h.releasePeer(peer)
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(h.cfg.WriteTimeout))
 		_ = ws.Close()
 		return
 	}
+	// The reader runs on a goroutine of its own, not under ServeHTTP: an idle
+	// connection's reader then holds none of the frames of the router and middleware
+	// above this handler on its stack, for the connection's whole life. It exits when
+	// the connection has ended; it stays registered (see Wait) until then.
+	go h.serve(ctx, c, r, peer)
+}
+
+// serve runs connection c of request r until it ends: its writer, its reader, and
+// every call and stream it started; then releases c's place.
+func (h *Handler) serve(ctx context.Context, c *conn, r *http.Request, peer string) {
+	defer h.releasePeer(peer)
+	defer c.cancel(ErrClosed)
 	defer h.unregister(c)
 	c.wg.Go(func() { c.writeLoop(ctx) }) // exits once it has closed the socket
 	c.readLoop(ctx, r)                   // returns when the socket fails or closes

@@ -9,7 +9,7 @@ import (
 // DefaultMaxConnsPerPeer is the number of WebSocket connections one peer may hold open at
 // once when Config.MaxConnsPerPeer is 0: enough for a client with a few tabs or workers
 // (each connection multiplexes up to MaxInFlight calls and streams), few enough that one
-// peer cannot hold thousands of idle sockets (~23 KiB each).
+// peer cannot hold thousands of idle sockets (~19 KiB each).
 const DefaultMaxConnsPerPeer = 16
 
 // peerOf names the peer an upgrade request counts against: Config.PeerOf, or the remote

@@ -71,7 +71,7 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 		method, dl := "", a2a.V1
 		if errors.Is(err, a2a.ErrInvalidParams) {
 			method = req.Method
-			if d, ok := a2a.MethodDialect(req.Method); ok {
+			if d, ok := req.Dialect(); ok {
 				dl = d
 			}
 		}
@@ -90,15 +90,15 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 		c.unsubscribe(p, pendingUnsub{id: req.ID, start: start})
 	default:
 		if so := c.h.cfg.SubscribeOnly; so != nil && so(ctx) {
-			dl, _ := a2a.MethodDialect(req.Method)
+			dl, _ := req.Dialect()
 			c.fail(ctx, req, req.Method, dl, a2a.Errorf(a2a.ErrInvalidRequest, "this connection may only follow conversations (%s, %s)", MethodSubscribe, MethodUnsubscribe), start)
 			return
 		}
-		dl, ok := a2a.MethodDialect(req.Method)
+		dl, ok := req.Dialect()
 		switch {
 		case !ok:
 			c.reply(d.Call(ctx, r, req)) // answers method not found at once
-		case a2a.IsStreamingMethod(req.Method):
+		case req.Streaming():
 			c.openA2A(ctx, req, dl, start)
 		default:
 			c.call(ctx, r, req, dl, start)

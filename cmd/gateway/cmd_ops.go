@@ -6,13 +6,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/a2a-gateway/gateway/tools"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/a2a-gateway/gateway/server"
+	"github.com/a2a-gateway/gateway/tools"
 
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
@@ -75,7 +77,7 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 		return openStoreService(ctx, o, stderr)
 	}
 	o = o.withLocalToken()
-	ac := newAdminClient(o.server, o.token)
+	ac := server.NewAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	_, err := ac.List(pctx, conversations.ListOptions{Limit: 1})
@@ -83,10 +85,10 @@ func openService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService,
 		if !o.quiet {
 			fmt.Fprintf(stderr, "gateway: reading the gateway at %s (its admin API; --data-dir is not read)\n", o.server)
 		}
-		return ac, ac.close, nil
+		return ac, ac.Close, nil
 	}
-	ac.close()
-	if !errors.Is(err, errUnreachable) {
+	ac.Close()
+	if !errors.Is(err, server.ErrUnreachable) {
 		return nil, nil, err
 	}
 	path := filepath.Join(o.dataDir, "ledger.db")
@@ -559,4 +561,13 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// withLocalToken returns o with its token set from the data dir's admin token file when
+// none was given (see localAdminToken).
+func (o opsFlags) withLocalToken() opsFlags {
+	if o.token == "" {
+		o.token = server.LocalAdminToken(o.server, o.dataDir)
+	}
+	return o
 }

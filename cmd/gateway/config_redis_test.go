@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // TestRedisURLConfig (issue #15 item 15): --redis-url and GATEWAY_REDIS_URL give the
@@ -51,12 +52,12 @@ func TestRedisURLConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := cfg.redisConfig()
+			got, ok := cfg.RedisConfig()
 			if !ok || (got.TLS != nil) != tt.wantTLS {
-				t.Fatalf("redisConfig() = %+v, %v; want a Redis lease, TLS %v", got, ok, tt.wantTLS)
+				t.Fatalf("RedisConfig() = %+v, %v; want a Redis lease, TLS %v", got, ok, tt.wantTLS)
 			}
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(locking.RedisConfig{}, "TLS")); diff != "" {
-				t.Errorf("redisConfig() (-want +got):\n%s", diff)
+				t.Errorf("RedisConfig() (-want +got):\n%s", diff)
 			}
 			var logs bytes.Buffer
 			slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "config", cfg)
@@ -65,8 +66,8 @@ func TestRedisURLConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := (&Config{}).redisConfig(); ok {
-		t.Error("no Redis flags: redisConfig() ok = true, want the in-process lease")
+	if _, ok := (&server.Config{}).RedisConfig(); ok {
+		t.Error("no Redis flags: RedisConfig() ok = true, want the in-process lease")
 	}
 }
 

@@ -9,25 +9,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // parseServe parses serve's command line the way runServe does, without serving.
-func parseServe(t *testing.T, args []string, env map[string]string) (Config, error) {
+func parseServe(t *testing.T, args []string, env map[string]string) (server.Config, error) {
 	t.Helper()
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
-	bindServe(probe, lookup, nil, new(Config))
+	bindServe(probe, lookup, nil, new(server.Config))
 	var file map[string]string
 	if path, _ := configPath(args, lookup); path != "" {
 		f, err := loadConfigFile(path, probe)
 		if err != nil {
-			return Config{}, err
+			return server.Config{}, err
 		}
 		file = f
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var cfg Config
+	var cfg server.Config
 	ef := bindServe(fs, lookup, file, &cfg)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

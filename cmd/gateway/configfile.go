@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // configFile is the config file as every command reads it (serve, send, conversations,
@@ -31,7 +33,7 @@ func readConfigFile(args []string, lookup func(string) (string, bool)) (configFi
 	// The keys are checked against serve's flags: bind them once to learn the names.
 	probe := flag.NewFlagSet("serve", flag.ContinueOnError)
 	probe.SetOutput(io.Discard)
-	bindServe(probe, func(string) (string, bool) { return "", false }, nil, new(Config))
+	bindServe(probe, func(string) (string, bool) { return "", false }, nil, new(server.Config))
 	values, err := loadConfigFile(path, probe)
 	switch {
 	case err == nil:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2a-gateway/gateway/server"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -18,7 +19,7 @@ import (
 func serveFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	bindServe(fs, func(string) (string, bool) { return "", false }, nil, new(Config))
+	bindServe(fs, func(string) (string, bool) { return "", false }, nil, new(server.Config))
 	return fs
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // buildCLI builds the real gateway binary into a temp dir of t. A recursion in the
@@ -209,7 +211,7 @@ func TestCLIHelpAndUsage(t *testing.T) {
 // TestFlagSuggestion: the suggested flag exists and is the closest in name or meaning.
 func TestFlagSuggestion(t *testing.T) {
 	t.Parallel()
-	var cfg Config
+	var cfg server.Config
 	fs := newFlagSet("serve")
 	bindServe(fs, func(string) (string, bool) { return "", false }, nil, &cfg)
 	tests := []struct{ name, want string }{
@@ -285,7 +287,7 @@ func TestConsoleIsPointedTo(t *testing.T) {
 	}
 
 	var logs lockedBuffer
-	s, err := OpenServer(t.Context(), testConfig(t), slog.New(slog.NewJSONHandler(&logs, nil)))
+	s, err := server.Open(t.Context(), testConfig(t), slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

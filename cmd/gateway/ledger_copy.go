@@ -2,126 +2,91 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
+	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/server"
 )
 
-// copyBatch is the most entries one copying append carries.
-const copyBatch = 200
+// ledgerCopyUsage heads `gateway ledger copy --help`.
+const ledgerCopyUsage = `Usage: gateway ledger copy --from STORE --to STORE
 
-// copyLedger copies every conversation of src into dst (see ledgerCopyUsage) and returns
-// how many it copied or found copied.
-func copyLedger(ctx context.Context, src, dst ledgerStore, stdout io.Writer) (int, error) {
-	convs, err := src.List(ctx, ledger.ListOptions{})
-	if err != nil {
-		return 0, err
+Copies every conversation of one ledger into another, entry for entry with the same
+hashes: a data dir (its bbolt ledger.db) into PostgreSQL (postgres://…), or back. It
+verifies every source chain before copying it and every copied chain after. Interrupted,
+it can be run again: a conversation already copied is verified and skipped, one copied in
+part is continued. The source is only read; run it with the gateways stopped (a data
+dir can be opened by one process at a time).
+
+Flags:
+`
+
+// runLedgerCopy is `gateway ledger copy`.
+func runLedgerCopy(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := newFlagSet("ledger copy")
+	var from, to string
+	fs.StringVar(&from, "from", "", "the ledger to copy: a data dir, or a postgres:// URL")
+	fs.StringVar(&to, "to", "", "the ledger to copy into: a data dir, or a postgres:// URL")
+	help := func() { fmt.Fprint(stdout, ledgerCopyUsage); printFlags(stdout, fs) }
+	if _, err := parseFlags(fs, fs.Name(), args, false, help); err != nil {
+		return err
 	}
-	for i, c := range convs {
-		if err := copyConversation(ctx, src, dst, c); err != nil {
-			return i, fmt.Errorf("conversation %q (peer %q): %w", c.ContextID, c.Owner, err)
+	if from == "" || to == "" {
+		return usageError{"ledger copy needs --from and --to"}
+	}
+	if !server.IsStoreURL(from) {
+		if _, err := os.Stat(filepath.Join(from, "ledger.db")); err != nil {
+			return fmt.Errorf("--from %s: no ledger: %w", from, err)
 		}
-		fmt.Fprintf(stdout, "copied  context %q  peer %q  %d entries\n", c.ContextID, c.Owner, c.LastSeq)
 	}
-	return len(convs), nil
-}
-
-// copyConversation verifies c in src, appends to dst the entries dst lacks (dst must hold a
-// prefix of c: the same hash at its last seq), checks every appended entry's hash against
-// the source's and verifies the copy.
-func copyConversation(ctx context.Context, src, dst ledgerStore, c ledger.Conversation) error {
-	if err := src.Verify(ctx, c.Owner, c.ContextID); err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	have, epoch, err := copiedPrefix(ctx, src, dst, c)
+	src, err := openStore(ctx, from, stderr)
 	if err != nil {
 		return err
 	}
-	for have < c.LastSeq {
-		es, err := src.Range(ctx, c.Owner, c.ContextID, have, copyBatch)
-		if err != nil {
-			return err
-		}
-		if err := src.Inflate(ctx, es); err != nil {
-			return err
-		}
-		n, err := appendRun(ctx, dst, es, epoch)
-		if err != nil {
-			return err
-		}
-		have, epoch = es[n-1].Seq, es[n-1].Epoch
+	defer src.Close()
+	dst, err := openStore(ctx, to, stderr)
+	if err != nil {
+		return err
 	}
-	if err := dst.Verify(ctx, c.Owner, c.ContextID); err != nil {
-		return fmt.Errorf("the copy: %w", err)
+	defer dst.Close()
+	n, err := conversations.CopyLedger(ctx, src, dst, func(c ledger.Conversation) {
+		fmt.Fprintf(stdout, "copied  context %q  peer %q  %d entries\n", c.ContextID, c.Owner, c.LastSeq)
+	})
+	if err != nil {
+		return fmt.Errorf("ledger copy: after %d conversation(s): %w", n, err)
 	}
+	fmt.Fprintf(stdout, "ok: %d conversation(s) copied and verified\n", n)
 	return nil
 }
 
-// copiedPrefix returns how far dst already holds c (0 for nothing) and the epoch there.
-func copiedPrefix(ctx context.Context, src, dst ledgerStore, c ledger.Conversation) (seq, epoch uint64, err error) {
-	d, err := dst.Conversation(ctx, c.Owner, c.ContextID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return 0, 0, nil
+// openStore opens a store named by a postgres:// URL or a data dir (created if needed);
+// what the ledger warns about as it opens goes to stderr.
+func openStore(ctx context.Context, name string, stderr io.Writer) (server.Ledger, error) {
+	if !server.IsStoreURL(name) {
+		if err := os.MkdirAll(name, 0o750); err != nil {
+			return nil, err
+		}
+		return server.OpenLedger(ctx, "", name, ledger.Options{}, warnLogger(stderr))
 	}
-	if err != nil {
-		return 0, 0, err
-	}
-	if d.LastSeq > c.LastSeq {
-		return 0, 0, fmt.Errorf("the target holds %d entries, the source %d", d.LastSeq, c.LastSeq)
-	}
-	if d.LastSeq == 0 {
-		return 0, d.Epoch, nil
-	}
-	es, err := src.Range(ctx, c.Owner, c.ContextID, d.LastSeq-1, 1)
-	if err != nil {
-		return 0, 0, err
-	}
-	last, err := dst.Last(ctx, c.Owner, c.ContextID, 1, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	if len(es) != 1 || len(last) != 1 || es[0].Hash != last[0].Hash {
-		return 0, 0, fmt.Errorf("the target's entry %d differs from the source's: not a copy of it", d.LastSeq)
-	}
-	return d.LastSeq, d.Epoch, nil
+	return server.OpenLedger(ctx, name, "", ledger.Options{}, warnLogger(stderr))
 }
 
-// appendRun appends the leading entries of es that share one epoch (BeginTurn when it is
-// the next epoch after epoch) and returns how many. Each stored entry must hash as in the
-// source.
-func appendRun(ctx context.Context, dst ledgerStore, es []ledger.Entry, epoch uint64) (int, error) {
-	first := es[0]
-	n := 1
-	for n < len(es) && es[n].Epoch == first.Epoch {
-		n++
+// openStoreService is the conversations service over the PostgreSQL store o.store, read
+// directly (gateways may be running on it: the database serves them all).
+func openStoreService(ctx context.Context, o opsFlags, stderr io.Writer) (opsService, func(), error) {
+	if !server.IsStoreURL(o.store) {
+		return nil, nil, usageError{"--store: want a postgres://… URL"}
 	}
-	req := ledger.AppendRequest{Owner: first.Owner, ContextID: first.ContextID, Entries: make([]ledger.Entry, n)}
-	switch first.Epoch {
-	case epoch:
-	case epoch + 1:
-		req.BeginTurn = true
-	default:
-		return 0, fmt.Errorf("seq %d: epoch %d follows epoch %d", first.Seq, first.Epoch, epoch)
-	}
-	for i, e := range es[:n] {
-		e.Seq, e.Epoch, e.PrevHash, e.Hash = 0, 0, "", ""
-		for j := range e.Parts {
-			if e.Parts[j].ArtifactRef != "" { // inflated: the target moves it again
-				e.Parts[j].ArtifactRef, e.Parts[j].Size = "", 0
-			}
-		}
-		req.Entries[i] = e
-	}
-	res, err := dst.Append(ctx, req)
+	led, err := server.OpenLedger(ctx, o.store, "", ledger.Options{OnVerify: o.onVerify}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("seq %d: %w", first.Seq, err)
+		return nil, nil, err
 	}
-	for i, e := range res.Entries {
-		if e.Seq != es[i].Seq || e.Hash != es[i].Hash {
-			return 0, fmt.Errorf("seq %d copied as seq %d with hash %s, the source's is %s", es[i].Seq, e.Seq, e.Hash, es[i].Hash)
-		}
+	if !o.quiet {
+		fmt.Fprintf(stderr, "gateway: reading the store at %s directly\n", server.RedactURL(o.store))
 	}
-	return n, nil
+	return conversations.New(led, conversations.Config{Policy: o.policy}), func() { _ = led.Close() }, nil
 }

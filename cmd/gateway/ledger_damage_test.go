@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // Issue #15 item 3: a damaged ledger, end to end. Each damage class is made on a real
@@ -264,7 +265,7 @@ func salvageSkipsDamage(t *testing.T, dataDir, victim string) {
 
 // serveRefusesDamage: the server starts, runs a turn in an intact conversation, refuses
 // one in the victim with -32603 CONVERSATION_DAMAGED, and /readyz says it is degraded.
-func serveRefusesDamage(t *testing.T, cfg Config, victim string) {
+func serveRefusesDamage(t *testing.T, cfg server.Config, victim string) {
 	t.Helper()
 	s := startServer(t, cfg)
 	c := newHTTPClient(t)

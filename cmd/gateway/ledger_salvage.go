@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 
 	"github.com/a2a-gateway/gateway/ledger"
 )
@@ -86,17 +85,4 @@ func runLedgerSalvage(ctx context.Context, args []string, lookup func(string) (s
 	}
 	fmt.Fprintf(stdout, "salvaged %d conversation(s) of %s into %s; %d left out\n", rep.Copied, src, out, len(rep.Skipped))
 	return nil
-}
-
-// readyDetail is the /readyz body of a server whose ledger has quarantined conversations:
-// still ready (the other conversations are served), degraded, naming each one by its
-// storage key only: /readyz answers without authentication, and a contextId or a peer
-// name is not for everyone (the log has them, and the reasons).
-func readyDetail(q []ledger.Quarantine) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "ready (degraded): %d conversation(s) quarantined: their stored data is damaged (the log names them; gateway ledger verify, gateway ledger salvage)\n", len(q))
-	for _, c := range q {
-		fmt.Fprintf(&b, "quarantined %s\n", c.Key)
-	}
-	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/internal/logctx"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 const usage = `gateway: an A2A conversation gateway.
@@ -124,7 +125,7 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 	}
 	logger := newLogger(cfg, stderr)
 	if (cfg.Agent == "openai" || cfg.Agent == "anthropic") && cfg.AgentKey == "" {
-		logger.WarnContext(ctx, "no API key for the agent backend: requests go without one", "variable", cfg.agentKeyEnv())
+		logger.WarnContext(ctx, "no API key for the agent backend: requests go without one", "variable", cfg.AgentKeyVariable())
 	}
 	slog.SetDefault(logger)
 	if _, set := lookupEnv("GOGC"); !set {
@@ -132,7 +133,7 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 		// live heap instead of 2× cut GC CPU enough for ~20% more sends/s at concurrency 64.
 		debug.SetGCPercent(400)
 	}
-	s, err := OpenServer(ctx, cfg, logger)
+	s, err := server.Open(ctx, cfg, logger)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			logger.InfoContext(ctx, "start-up interrupted: nothing is left running", "reason", err)
@@ -140,11 +141,8 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 		}
 		return err
 	}
-	<-ctx.Done()
-	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := s.Close(shCtx); err != nil {
-		logger.ErrorContext(shCtx, "shutdown incomplete", "err", err)
+	if err := s.Serve(ctx); err != nil {
+		logger.ErrorContext(context.WithoutCancel(ctx), "shutdown incomplete", "err", err)
 		return err
 	}
 	return nil
@@ -153,8 +151,8 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 // serveConfig reads serve's configuration: the config file, the environment, the flags
 // (in rising precedence), the agent's API key. --help prints serve's help on stdout and
 // returns flag.ErrHelp; other errors are a *flagError or a usageError.
-func serveConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (Config, error) {
-	var cfg Config
+func serveConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (server.Config, error) {
+	var cfg server.Config
 	// The config file's problems are reported after the flags, so that --help always
 	// prints the help.
 	cf, fileErr := readConfigFile(args, lookupEnv)
@@ -177,7 +175,7 @@ func serveConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 		return cfg, usageError{err.Error()}
 	}
 	if cfg.Agent == "openai" || cfg.Agent == "anthropic" || (cfg.Agent == "a2a" && cfg.AgentKeyEnv != "") {
-		cfg.AgentKey, _ = lookupEnv(cfg.agentKeyEnv())
+		cfg.AgentKey, _ = lookupEnv(cfg.AgentKeyVariable())
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err.Error()}
@@ -232,7 +230,7 @@ Flags:
 
 // newLogger is the root logger: JSON (or text) on w at the configured level, wrapped so
 // that lines logged with a request's context carry its request id (package logctx).
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
+func newLogger(cfg server.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "text" {
 		return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))

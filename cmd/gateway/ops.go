@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // opsService is what the operator commands and `gateway send` call: the conversations
@@ -22,7 +23,7 @@ type opsService interface {
 }
 
 var _ opsService = (*conversations.Service)(nil)
-var _ opsService = (*adminClient)(nil)
+var _ opsService = (*server.AdminClient)(nil)
 
 // The service's views under the names this package's printers use.
 type (

@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // sendTurns sends texts in contextID to s (as the peer "local") and returns the task ids.
-func sendTurns(t *testing.T, s *Server, contextID string, texts ...string) []string {
+func sendTurns(t *testing.T, s *server.Server, contextID string, texts ...string) []string {
 	t.Helper()
 	c := newHTTPClient(t)
 	var ids []string
@@ -37,7 +38,7 @@ func sendTurns(t *testing.T, s *Server, contextID string, texts ...string) []str
 func TestReplayPastEnd(t *testing.T) {
 	s := startServer(t, testConfig(t))
 	sendTurns(t, s, "r1", "one", "two")
-	conv, err := s.ledger.Conversation(t.Context(), "local", "r1")
+	conv, err := s.Ledger().Conversation(t.Context(), "local", "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +62,14 @@ func TestReplayPastEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body adminErrorBody
+	var body struct {
+		Code    string `json:"code"`
+		LastSeq uint64 `json:"lastSeq"`
+	}
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || body.Code != codePastEnd || body.LastSeq != conv.LastSeq {
-		t.Errorf("GET replay?at=9999 = %d %+v; want 400 %s with lastSeq %d", resp.StatusCode, body, codePastEnd, conv.LastSeq)
+	if resp.StatusCode != http.StatusBadRequest || body.Code != "past_end" || body.LastSeq != conv.LastSeq {
+		t.Errorf("GET replay?at=9999 = %d %+v; want 400 past_end with lastSeq %d", resp.StatusCode, body, conv.LastSeq)
 	}
 
 	// The last seq itself still replays.
@@ -74,7 +78,7 @@ func TestReplayPastEnd(t *testing.T) {
 	}
 
 	stopServer(t, s)
-	check("offline", "conversations", "replay", "r1", "--at", "9999", "--server", closedURL(t), "--data-dir", s.cfg.DataDir)
+	check("offline", "conversations", "replay", "r1", "--at", "9999", "--server", closedURL(t), "--data-dir", s.Config().DataDir)
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -14,6 +14,7 @@ import (
 	"github.com/a2a-gateway/gateway/internal/redistest"
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // slowText is ten words: with --echo-delay 300ms the echo agent's turn lasts about 3s.
@@ -50,7 +51,7 @@ func taskState(t *testing.T, c *http.Client, url, taskID string) string {
 // failedStatuses counts taskID's failed statuses in the store.
 func failedStatuses(t *testing.T, url, taskID string) int {
 	t.Helper()
-	st, err := openLedger(t.Context(), url, "", ledger.Options{}, nil)
+	st, err := server.OpenLedger(t.Context(), url, "", ledger.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestPostgresRecoverLeavesLiveTurns(t *testing.T) {
 // once their lease expires.
 func waitNoneRunning(t *testing.T, url string) {
 	t.Helper()
-	st, err := openLedger(t.Context(), url, "", ledger.Options{}, nil)
+	st, err := server.OpenLedger(t.Context(), url, "", ledger.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // redactionCorpus: credentials in the formats the redactor knows, each with the part
@@ -105,7 +106,7 @@ func rawEchoPeer(t *testing.T) string {
 func TestRedactionOnEveryWritePath(t *testing.T) {
 	cfg := testConfig(t)
 	hold := holdingEcho{release: make(chan struct{})}
-	s := startServer(t, cfg, withAgent(hold))
+	s := startServer(t, cfg, server.WithAgent(hold))
 	c := newHTTPClient(t)
 	peer := rawEchoPeer(t)
 	srv := "http://" + s.Addr()
@@ -119,12 +120,12 @@ func TestRedactionOnEveryWritePath(t *testing.T) {
 	if first.Error != nil {
 		t.Fatalf("holding send: %+v", first.Error)
 	}
-	pollCondition(t, 10*time.Second, "the holding turn to run", func() bool { return s.runner.Running() == 1 })
+	pollCondition(t, 10*time.Second, "the holding turn to run", func() bool { return s.Runner().Running() == 1 })
 	if r := sendV03(t, c, s.URL(), "busy", corpusText("rejected")); r.Error == nil || r.Error.Code != -32004 {
 		t.Fatalf("send to the busy context = %+v, want -32004 (busy)", r.Error)
 	}
 	close(hold.release)
-	pollCondition(t, 10*time.Second, "the holding turn to end", func() bool { return s.runner.Running() == 0 })
+	pollCondition(t, 10*time.Second, "the holding turn to end", func() bool { return s.Runner().Running() == 0 })
 
 	// `gateway send` to a peer that answers secrets: recorded through the admin API...
 	if _, stderr, err := runSendCLI(t, "", "--server", srv, "--data-dir", cfg.DataDir, "--dialect", "0.3", peer, corpusText("send online")); err != nil {
@@ -139,7 +140,7 @@ func TestRedactionOnEveryWritePath(t *testing.T) {
 	rec := conversations.OutboundRecord{Peer: "peerx", PeerURL: "http://127.0.0.1:1/?key=" + redactionCorpus[2].secret,
 		ContextID: "admin-outbound", RemoteTaskID: redactionCorpus[0].text, State: "completed",
 		Text: corpusText("admin text"), Reply: corpusText("admin reply")}
-	if _, err := newAdminClient(srv, s.localToken).RecordOutbound(t.Context(), rec); err != nil {
+	if _, err := server.NewAdminClient(srv, adminToken(t, s)).RecordOutbound(t.Context(), rec); err != nil {
 		t.Fatalf("POST /admin/v1/outbound: %v", err)
 	}
 	stopServer(t, s)

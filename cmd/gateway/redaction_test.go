@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/a2a-gateway/gateway/agent"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // secretCase is one line of redact/testdata/secrets/secrets.txt.
@@ -72,7 +73,7 @@ func TestRedactionCorpus(t *testing.T) {
 		byCtx[fmt.Sprintf("secret-%d", i)] = c
 	}
 	// The agent answers every turn with the case's text: a model "producing" the secret.
-	s := startServer(t, testConfig(t), withAgent(piecesAgent{reply: func(tu agent.Turn) string {
+	s := startServer(t, testConfig(t), server.WithAgent(piecesAgent{reply: func(tu agent.Turn) string {
 		return "here you go: " + byCtx[tu.ContextID].text + " (done)"
 	}}))
 	c := &http.Client{}
@@ -123,11 +124,11 @@ func TestRedactionCorpus(t *testing.T) {
 				t.Fatalf("conversations export: %v", err)
 			}
 			check("conversations export", []byte(export))
-			entries, err := s.ledger.Range(t.Context(), "local", ctxID, 0, 0)
+			entries, err := s.Ledger().Range(t.Context(), "local", ctxID, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.ledger.Inflate(t.Context(), entries); err != nil {
+			if err := s.Ledger().Inflate(t.Context(), entries); err != nil {
 				t.Fatal(err)
 			}
 			raw, _ := json.Marshal(entries)

@@ -12,6 +12,7 @@ import (
 	"github.com/a2a-gateway/gateway/internal/redistest"
 	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // TestServeRedisURL (issue #15 item 15): serve takes --redis-url (here through its env
@@ -22,7 +23,7 @@ import (
 // ignored (the in-process lease ran).
 func TestServeRedisURL(t *testing.T) {
 	srv := redistest.StartServerWith(t, redistest.Options{Password: "gw-secret-pw", Args: []string{"--databases", "4"}})
-	parse := func(url string) Config {
+	parse := func(url string) server.Config {
 		t.Helper()
 		env := map[string]string{"GATEWAY_REDIS_URL": url, "GATEWAY_DATA_DIR": t.TempDir(), "GATEWAY_ADDR": "127.0.0.1:0"}
 		cfg, err := serveConfig([]string{"--redis-key-prefix", "h14:"}, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil)
@@ -34,11 +35,11 @@ func TestServeRedisURL(t *testing.T) {
 
 	var logs bytes.Buffer
 	bad := parse("redis://:wrong-pw-1@" + srv.Addr() + "/3")
-	if s, err := OpenServer(t.Context(), bad, slog.New(slog.NewTextHandler(&logs, nil))); err == nil {
+	if s, err := server.Open(t.Context(), bad, slog.New(slog.NewTextHandler(&logs, nil))); err == nil {
 		stopServer(t, s)
-		t.Fatal("OpenServer(wrong password) error = nil, want a start-up error")
+		t.Fatal("server.Open(wrong password) error = nil, want a start-up error")
 	} else if !strings.Contains(err.Error(), "redis lease at "+srv.Addr()+" (db 3)") || strings.Contains(err.Error(), "wrong-pw-1") {
-		t.Errorf("OpenServer(wrong password) error = %q; want one naming the server and db, without the password", err)
+		t.Errorf("server.Open(wrong password) error = %q; want one naming the server and db, without the password", err)
 	}
 	if strings.Contains(logs.String(), "wrong-pw-1") {
 		t.Errorf("the log holds the password:\n%s", logs.String())
@@ -48,7 +49,7 @@ func TestServeRedisURL(t *testing.T) {
 	ag := newCountingAgent(0)
 	ag.release = make(chan struct{})
 	defer close(ag.release) // the turn ends before the server's Close (a cleanup)
-	s := startServer(t, good, withAgent(ag))
+	s := startServer(t, good, server.WithAgent(ag))
 	r := postRPC(t, newHTTPClient(t), s.URL(), false, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":false},"message":{"kind":"message","role":"user","messageId":"m1","contextId":"held","parts":[{"kind":"text","text":"hold"}]}}}`)
 	if r.Error != nil {
 		t.Fatalf("send: %+v", r.Error)

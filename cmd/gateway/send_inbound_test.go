@@ -29,7 +29,7 @@ func TestSendContinuesLocalConversation(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, testConfig(t))
 	sendTurns(t, s, "tenant/a", "one")
-	common := []string{"--server", "http://" + s.Addr(), "--data-dir", s.cfg.DataDir}
+	common := []string{"--server", "http://" + s.Addr(), "--data-dir", s.Config().DataDir}
 
 	stdout, stderr, err := runSendCLI(t, "", append(common, "tenant/a", "hi")...)
 	if err != nil || stdout != "echo: hi\n" {
@@ -41,11 +41,11 @@ func TestSendContinuesLocalConversation(t *testing.T) {
 	if strings.Contains(stderr, "warning") {
 		t.Errorf("send warned:\n%s", stderr)
 	}
-	conv, err := s.ledger.Conversation(t.Context(), "local", "tenant/a")
+	conv, err := s.Ledger().Conversation(t.Context(), "local", "tenant/a")
 	if err != nil || conv.Turns != 2 {
 		t.Errorf("local/tenant/a = %+v, %v; want 2 turns", conv, err)
 	}
-	all, err := s.ledger.List(t.Context(), ledger.ListOptions{})
+	all, err := s.Ledger().List(t.Context(), ledger.ListOptions{})
 	if err != nil || len(all) != 1 {
 		t.Errorf("ledger conversations = %+v, %v; want only local/tenant/a (no outbound copy)", all, err)
 	}
@@ -65,7 +65,7 @@ func TestSendContinuesLocalConversation(t *testing.T) {
 	// With no gateway answering, the error says how: start it, or point --server at it.
 	stopServer(t, s)
 	closed := closedURL(t)
-	_, _, err = runSendCLI(t, "", "--server", closed, "--data-dir", s.cfg.DataDir, "tenant/a", "hi")
+	_, _, err = runSendCLI(t, "", "--server", closed, "--data-dir", s.Config().DataDir, "tenant/a", "hi")
 	if exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), "none answers at --server "+closed) {
 		t.Errorf("send tenant/a with no gateway = %v (exit %d); want exit 2 naming --server %s", err, exitCode(err), closed)
 	}

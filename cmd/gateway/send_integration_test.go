@@ -23,6 +23,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // procResult is how a gateway process ended.
@@ -95,7 +96,7 @@ func mustSend(t *testing.T, args ...string) (stdout, contextID, taskID string) {
 
 // localGateway starts the local gateway B whose config file names the given peers; it
 // returns B and the flags that point send at it.
-func localGateway(t *testing.T, peers ...PeerConfig) (*Server, []string) {
+func localGateway(t *testing.T, peers ...PeerConfig) (*server.Server, []string) {
 	t.Helper()
 	path := writeSendConfig(t, peers...)
 	cfg := testConfig(t)
@@ -109,9 +110,9 @@ func localGateway(t *testing.T, peers ...PeerConfig) (*Server, []string) {
 }
 
 // outbound returns the outbound conversations in s's ledger.
-func outbound(t *testing.T, s *Server) []ledger.Conversation {
+func outbound(t *testing.T, s *server.Server) []ledger.Conversation {
 	t.Helper()
-	all, err := s.ledger.List(t.Context(), ledger.ListOptions{})
+	all, err := s.Ledger().List(t.Context(), ledger.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +126,9 @@ func outbound(t *testing.T, s *Server) []ledger.Conversation {
 }
 
 // lastUserText returns the text of the newest message the peer s received in contextID.
-func lastUserText(t *testing.T, s *Server, contextID string) string {
+func lastUserText(t *testing.T, s *server.Server, contextID string) string {
 	t.Helper()
-	es, err := s.ledger.Last(t.Context(), "local", contextID, 1, func(e *ledger.Entry) bool { return e.Kind == ledger.KindUserMessage })
+	es, err := s.Ledger().Last(t.Context(), "local", contextID, 1, func(e *ledger.Entry) bool { return e.Kind == ledger.KindUserMessage })
 	if err != nil || len(es) != 1 {
 		t.Fatalf("peer's conversation %q: %v, %d messages", contextID, err, len(es))
 	}
@@ -154,10 +155,10 @@ func TestSendProcess_ContinuesConversation(t *testing.T) {
 	if _, ctx3, _ := mustSend(t, append(flags, "--context", ctxID, "A", "third")...); ctx3 != ctxID {
 		t.Errorf("send --context %s A: context %s, want the same", ctxID, ctx3)
 	}
-	if c, err := a.ledger.Conversation(t.Context(), "local", ctxID); err != nil || c.Turns != 3 {
+	if c, err := a.Ledger().Conversation(t.Context(), "local", ctxID); err != nil || c.Turns != 3 {
 		t.Errorf("peer A's conversation %s = %+v, %v; want 3 turns in one context", ctxID, c, err)
 	}
-	if c, err := b.ledger.Conversation(t.Context(), "out:a", ctxID); err != nil || c.Turns != 3 {
+	if c, err := b.Ledger().Conversation(t.Context(), "out:a", ctxID); err != nil || c.Turns != 3 {
 		t.Errorf("B's conversation out:a/%s = %+v, %v; want 3 turns", ctxID, c, err)
 	}
 	if got := outbound(t, b); len(got) != 1 {
@@ -178,7 +179,7 @@ func TestSendProcess_ListTargetsAreAccepted(t *testing.T) {
 		PeerConfig{Name: "shadow", URL: c.URL()},
 		PeerConfig{Name: "inbound", AcceptTokens: []string{"inbound-token-0123456789"}},
 	)
-	peerServer := map[string]*Server{"mac": a, "macmini": c, "shadow": c, a.URL(): a}
+	peerServer := map[string]*server.Server{"mac": a, "macmini": c, "shadow": c, a.URL(): a}
 	mustSend(t, append(flags, "mac", "one")...)
 	mustSend(t, append(flags, "macmini", "two")...)
 	mustSend(t, append(flags, "--context", "a2a:odd", "mac", "three")...)   // listed as a2a:a2a:odd
@@ -265,7 +266,7 @@ func TestSendProcess_ListTargetsAreAccepted(t *testing.T) {
 			t.Errorf("send %q: peer %s's context %s last got %q, want %q", target, w.peer, ctxID, got, probe)
 		}
 		owner := "out:" + w.peer
-		if _, err := b.ledger.Conversation(t.Context(), owner, ctxID); err != nil {
+		if _, err := b.Ledger().Conversation(t.Context(), owner, ctxID); err != nil {
 			t.Errorf("send %q: B has no conversation %s/%s: %v", target, owner, ctxID, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // sendStore is what `gateway send` needs of the conversations service: the known
@@ -29,18 +30,18 @@ type sendStore interface {
 // error before anything is sent.
 func openSendStore(ctx context.Context, o opsFlags, stderr io.Writer) (sendStore, error) {
 	o = o.withLocalToken()
-	ac := newAdminClient(o.server, o.token)
+	ac := server.NewAdminClient(o.server, o.token)
 	pctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
 	defer cancel()
 	_, err := ac.List(pctx, conversations.ListOptions{Limit: 1})
-	ac.close()
+	ac.Close()
 	if err == nil && o.token == "" {
-		return nil, fmt.Errorf("the local gateway at --server %s answers, but recording the exchange needs its admin token: give --admin-token (GATEWAY_ADMIN_TOKEN), or --data-dir of that gateway, whose %s it wrote (readable by its user only); nothing was sent", o.server, adminTokenFile)
+		return nil, fmt.Errorf("the local gateway at --server %s answers, but recording the exchange needs its admin token: give --admin-token (GATEWAY_ADMIN_TOKEN), or --data-dir of that gateway, whose %s it wrote (readable by its user only); nothing was sent", o.server, server.AdminTokenFile)
 	}
 	if err == nil {
 		return sendClient{ac}, nil
 	}
-	if !errors.Is(err, errUnreachable) {
+	if !errors.Is(err, server.ErrUnreachable) {
 		return nil, fmt.Errorf("the local gateway at --server %s refused its admin API (check --admin-token or GATEWAY_ADMIN_TOKEN): %w; nothing was sent", o.server, err)
 	}
 	path := filepath.Join(o.dataDir, "ledger.db")
@@ -79,15 +80,15 @@ func sendDirectory(ctx context.Context, peerList []Peer, store sendStore, server
 
 // sendClient is the admin API client, its idle connections closed after each call (a
 // send makes two calls, minutes apart).
-type sendClient struct{ ac *adminClient }
+type sendClient struct{ ac *server.AdminClient }
 
 func (s sendClient) List(ctx context.Context, opts conversations.ListOptions) (conversations.Page, error) {
-	defer s.ac.close()
+	defer s.ac.Close()
 	return s.ac.List(ctx, opts)
 }
 
 func (s sendClient) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
-	defer s.ac.close()
+	defer s.ac.Close()
 	return s.ac.RecordOutbound(ctx, rec)
 }
 

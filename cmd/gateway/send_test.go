@@ -153,7 +153,7 @@ func TestSendRecordsAndContinues(t *testing.T) {
 	a := startServer(t, testConfig(t))
 	b := startServer(t, testConfig(t))
 	cfg := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
-	common := []string{"--config", cfg, "--server", "http://" + b.Addr(), "--data-dir", b.cfg.DataDir}
+	common := []string{"--config", cfg, "--server", "http://" + b.Addr(), "--data-dir", b.Config().DataDir}
 
 	stdout, stderr, err := runSendCLI(t, "", append(common, "a", "hello")...)
 	if err != nil {
@@ -177,11 +177,11 @@ func TestSendRecordsAndContinues(t *testing.T) {
 		t.Errorf("second send: context %s task %s, want context %s and a new task (first %s)", ctx2, task2, ctxID, task1)
 	}
 
-	peerConv, err := a.ledger.Conversation(t.Context(), "local", ctxID)
+	peerConv, err := a.Ledger().Conversation(t.Context(), "local", ctxID)
 	if err != nil || peerConv.Turns != 2 {
 		t.Errorf("peer A's conversation %s = %+v, %v; want 2 turns", ctxID, peerConv, err)
 	}
-	entries, err := b.ledger.Last(t.Context(), "out:a", ctxID, 100, nil)
+	entries, err := b.Ledger().Last(t.Context(), "out:a", ctxID, 100, nil)
 	if err != nil {
 		t.Fatalf("B's outbound conversation: %v", err)
 	}
@@ -250,12 +250,12 @@ func TestSendDirectLedger(t *testing.T) {
 		t.Errorf("data dir conversation out:a/%s = %+v, %v; want 2 turns", ctxID, c, err)
 	}
 	// The ledger is held open above: send must say so and send nothing.
-	before, _ := a.ledger.List(t.Context(), ledger.ListOptions{})
+	before, _ := a.Ledger().List(t.Context(), ledger.ListOptions{})
 	_, _, err = runSendCLI(t, "", append(common, "a", "three")...)
 	if err == nil || errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "in use by another process") || !strings.Contains(err.Error(), "--server") {
 		t.Errorf("send with the data dir held error = %v, want an exit-1 error saying it is in use and naming --server", err)
 	}
-	after, _ := a.ledger.List(t.Context(), ledger.ListOptions{})
+	after, _ := a.Ledger().List(t.Context(), ledger.ListOptions{})
 	if len(after) != len(before) {
 		t.Errorf("the peer got a message although the local ledger could not be opened: %d conversations, want %d", len(after), len(before))
 	}
@@ -348,7 +348,7 @@ func TestAdminOutbound(t *testing.T) {
 	}
 	t.Run("nothing of a refused record is stored", func(t *testing.T) {
 		t.Parallel()
-		if _, err := s.ledger.Conversation(t.Context(), "out:a", "ctx-ok"); !errors.Is(err, ledger.ErrNotFound) {
+		if _, err := s.Ledger().Conversation(t.Context(), "out:a", "ctx-ok"); !errors.Is(err, ledger.ErrNotFound) {
 			t.Errorf("conversation out:a/ctx-ok error = %v, want ledger.ErrNotFound (only refused records used it)", err)
 		}
 	})
@@ -489,7 +489,7 @@ func TestSendMessageIDSendsAgain(t *testing.T) {
 	a := startServer(t, cfg)
 	b := startServer(t, testConfig(t))
 	conf := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
-	common := []string{"--config", conf, "--server", "http://" + b.Addr(), "--data-dir", b.cfg.DataDir}
+	common := []string{"--config", conf, "--server", "http://" + b.Addr(), "--data-dir", b.Config().DataDir}
 
 	_, stderr, err := runSendCLI(t, "", append(common, "--timeout", "2s", "a", "one two three four")...)
 	if err == nil || !strings.Contains(err.Error(), "no complete reply within --timeout") {
@@ -507,10 +507,10 @@ func TestSendMessageIDSendsAgain(t *testing.T) {
 	if _, task2 := sentContext(t, stderr); task2 != task1 || stdout != "echo: one two three four\n" {
 		t.Fatalf("send again answered task %s with %q, want task %s and the whole reply", task2, stdout, task1)
 	}
-	if conv, err := a.ledger.Conversation(t.Context(), "local", ctxID); err != nil || conv.Turns != 1 {
+	if conv, err := a.Ledger().Conversation(t.Context(), "local", ctxID); err != nil || conv.Turns != 1 {
 		t.Fatalf("the peer's conversation = %+v, %v; want 1 turn", conv, err)
 	}
-	if conv, err := b.ledger.Conversation(t.Context(), "out:a", ctxID); err != nil || conv.Turns != 1 {
+	if conv, err := b.Ledger().Conversation(t.Context(), "out:a", ctxID); err != nil || conv.Turns != 1 {
 		t.Fatalf("the recorded exchange = %+v, %v; want 1 turn", conv, err)
 	}
 }

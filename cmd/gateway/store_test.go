@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"testing"
+
+	"github.com/a2a-gateway/gateway/server"
 )
 
 // TestStoreConfig: --store and GATEWAY_STORE select the PostgreSQL store; anything but a
@@ -36,7 +38,7 @@ func TestStoreConfig(t *testing.T) {
 			}
 		})
 	}
-	if got := redactURL("postgres://u:secret@db/gw"); got != "postgres://u:xxxxx@db/gw" {
+	if got := server.RedactURL("postgres://u:secret@db/gw"); got != "postgres://u:xxxxx@db/gw" {
 		t.Errorf("the logged store URL = %q, want the password hidden", got)
 	}
 	var ue usageError

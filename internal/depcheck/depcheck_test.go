@@ -51,7 +51,9 @@ var rules = map[string]rule{
 	"internal/loadgen":            {[]string{"internal/netx"}, nil, "the load generator behind gateway bench: standard library and the one direct-dial rule"},
 	"internal/loadgen/a2agoecho":  {nil, []string{"github.com/a2aproject/a2a-go"}, "the a2a-go bench peer (a main package, not shipped): a2a-go's server only"},
 	"internal/loadgen/fsyncprobe": {nil, nil, "the fdatasync probe of make bench (a main package, not shipped): standard library only"},
-	"tools":                       {[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by cmd/gateway"},
+	"tools":                       {[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by server"},
+	"server":                      {[]string{"a2a", "agent", "console", "contextid", "conversations", "internal/httpguard", "internal/jsonenc", "ledger", "ledger/postgres", "locking", "peers", "projection", "push", "streaming", "tools", "turn"}, []string{"github.com/labstack/echo", "github.com/google/uuid", "github.com/prometheus/client_golang", "github.com/prometheus/client_model"}, "the HTTP server: one echo router, its middleware and routes, and the wiring of ledger, lease, runner, push and metrics; no flags"},
+	"cmd/gateway":                 {[]string{"server", "a2a", "a2a/client", "contextid", "conversations", "internal/loadgen", "ledger", "locking", "peers", "projection", "tools"}, []string{"github.com/google/uuid", "go.yaml.in/yaml/v3"}, "the binary: flags, env and config file into server.Config, and the CLI's presentation; the HTTP server is package server"},
 	"turn":                        {[]string{"a2a", "agent", "contextid", "internal/genmap", "ledger", "locking", "feed", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
 }
 
@@ -67,7 +69,7 @@ var everywhere = []string{"internal/logctx"}
 
 // drivers may be imported only by these packages (and tests).
 var drivers = map[string][]string{
-	"github.com/labstack/echo":     {"cmd/gateway"},
+	"github.com/labstack/echo":     {"server"},
 	"go.etcd.io/bbolt":             {"ledger"},
 	"github.com/jackc/pgx":         {"ledger/postgres", "internal/pgtest"},
 	"github.com/redis/go-redis":    {"locking", "streaming"},

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/a2a-gateway/gateway/internal/logctx"
+)
+
+// headerRequestID names the request id, in a request (the caller's, kept when it is
+// sane) and in every response.
+const headerRequestID = "X-Request-Id"
+
+// maxRequestIDLen bounds a caller's request id; a longer one is replaced.
+const maxRequestIDLen = 64
+
+// validRequestID reports whether a caller's request id may be kept: 1 to 64 characters
+// of [A-Za-z0-9._-], so it can be logged and echoed as is.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// tagRequest gives r its request id (the caller's X-Request-Id when valid, else a new
+// one), sets it on the response, and returns r with a context carrying the id and the
+// server's logger (see package logctx), so every line logged with that context names
+// the request. A request tagged already keeps its id (tagging is requestIDMiddleware's
+// alone; peer authentication calls it too, and finds the request tagged).
+func (s *Server) tagRequest(w http.ResponseWriter, r *http.Request) *http.Request {
+	ctx := r.Context()
+	if id := logctx.RequestID(ctx); id != "" {
+		return r
+	}
+	id := r.Header.Get(headerRequestID)
+	if !validRequestID(id) {
+		id = uuid.NewString()
+	}
+	w.Header().Set(headerRequestID, id)
+	return r.WithContext(logctx.WithRequestID(logctx.With(ctx, s.log), id))
+}
+
+// requestIDMiddleware tags every request (see tagRequest): the router runs it before
+// routing, so every route and every answer of the router itself (404, 405) has the id.
+func (s *Server) requestIDMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.SetRequest(s.tagRequest(c.Response(), c.Request()))
+		return next(c)
+	}
+}
