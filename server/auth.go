@@ -75,11 +75,8 @@ func bearerToken(r *http.Request) (string, bool) {
 // The identity comes from the
 // credential only: nothing in the body or its metadata can name a peer. Without peer
 // tokens every request's caller is the peer "local" (contextid.LocalOwner), set here:
-// the runner refuses a request that names no caller.
-//
-// It also gives the request its id (see tagRequest) if it has none yet: GET /ws is
-// served outside echo, and one more wrapper there would stay on the stack of every
-// connection's reader for its whole life (doubling its stack to 16 KiB).
+// the runner refuses a request that names no caller. The request id is already set
+// (requestIDMiddleware, before routing).
 func (s *Server) peerAuth(next http.Handler) http.Handler { return s.authPeers(next, false) }
 
 // wsAuth is peerAuth for GET /ws, which also admits the console's operator: a request
@@ -113,7 +110,6 @@ func (s *Server) wsSubscribeOnly(ctx context.Context) bool {
 func (s *Server) authPeers(next http.Handler, operators bool) http.Handler {
 	if !s.tokens.enabled() {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			r = s.tagRequest(w, r)
 			ctx := turn.WithPeer(r.Context(), contextid.LocalOwner)
 			if operators && s.operator(r) {
 				ctx = turn.WithOperator(ctx)
@@ -123,7 +119,6 @@ func (s *Server) authPeers(next http.Handler, operators bool) http.Handler {
 	}
 	log := s.log.With("component", "auth")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = s.tagRequest(w, r)
 		if s.authThrottled(w, r) {
 			return
 		}

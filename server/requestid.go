@@ -35,13 +35,9 @@ func validRequestID(id string) bool {
 // tagRequest gives r its request id (the caller's X-Request-Id when valid, else a new
 // one), sets it on the response, and returns r with a context carrying the id and the
 // server's logger (see package logctx), so every line logged with that context names
-// the request. A request tagged already keeps its id (tagging is requestIDMiddleware's
-// alone; peer authentication calls it too, and finds the request tagged).
+// the request. Only requestIDMiddleware calls it: the one place a request gets its id.
 func (s *Server) tagRequest(w http.ResponseWriter, r *http.Request) *http.Request {
 	ctx := r.Context()
-	if id := logctx.RequestID(ctx); id != "" {
-		return r
-	}
 	id := r.Header.Get(headerRequestID)
 	if !validRequestID(id) {
 		id = uuid.NewString()
