@@ -309,7 +309,7 @@ func boltOptions(opts Options, mapBytes int64) *bolt.Options {
 		// was three levels deep. With 16 KiB pages: a third fewer pages written per group
 		// commit, ~20% more turns/s in BenchmarkTurnPattern at 64 writers, and 12% fewer
 		// bytes allocated and ~15% less CPU per message/send in BenchmarkSendPath
-		// (cmd/gateway). 32 KiB measured no better.
+		// (server). 32 KiB measured no better.
 		PageSize: pageSize,
 		// With the write-ahead log (fsync, wal.go) a read transaction stays
 		// open between checkpoints, and bbolt cannot remap while one is: map ahead.

@@ -44,7 +44,7 @@ func caller(ctx context.Context) (string, error) {
 type operatorKey struct{}
 
 // WithOperator returns ctx marked as the operator's: a request the console's login
-// session authenticated (cmd/gateway), which may follow any peer's conversation live
+// session authenticated (server), which may follow any peer's conversation live
 // (conversations/subscribe with "peer"). It names no peer; see [IsOperator].
 func WithOperator(ctx context.Context) context.Context {
 	return context.WithValue(ctx, operatorKey{}, true)

@@ -369,7 +369,7 @@ func TestRetryOverASharedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The store announces every append to every instance (cmd/gateway's followStore).
+	// The store announces every append to every instance (server's followStore).
 	conv, err := st.Conversation(t.Context(), "local", "shared")
 	if err != nil {
 		t.Fatal(err)
