@@ -214,10 +214,10 @@ func TestWatchAcrossInstances(t *testing.T) {
 	if w != (postgres.Watched{Owner: "o", ContextID: "watched-ctx"}) {
 		t.Fatalf("watch signal = %+v, want o/watched-ctx", w)
 	}
-	select {
-	case x := <-appended:
-		t.Fatalf("a watch signal reached the append callback as %+v", x)
-	default:
+	for len(appended) > 0 { // the one zero Appended is the listening signal (catch up)
+		if x := <-appended; x != (postgres.Appended{}) {
+			t.Fatalf("a watch signal reached the append callback as %+v", x)
+		}
 	}
 }
 
@@ -255,5 +255,40 @@ func TestVerifyAllProgress(t *testing.T) {
 	}
 	if want := [][2]int{{2, 10}, {5, 10}, {8, 10}, {10, 10}}; !slices.Equal(want, got) {
 		t.Errorf("OnVerify calls = %v, want %v", got, want)
+	}
+}
+
+// TestListenSaysWhenListening: Listen's first call is the zero Appended that says "you are
+// listening now; catch up from the store", and every append committed after it is
+// announced. An instance that starts while another appends (before its LISTEN is in
+// effect) learns of those appends from the catch-up, not never.
+func TestListenSaysWhenListening(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	a, b := openURL(t, url), openURL(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan postgres.Appended, 16)
+	listening := make(chan error, 1)
+	go func() { listening <- b.Listen(ctx, func(x postgres.Appended) { got <- x }, nil) }()
+	defer func() { cancel(); <-listening }()
+	deadline := time.After(time.Minute) // a failure bound only: both waits end on an event
+	select {
+	case first := <-got:
+		if first != (postgres.Appended{}) {
+			t.Fatalf("first call = %+v, want the zero Appended (listening: catch up)", first)
+		}
+	case <-deadline:
+		t.Fatal("Listen never said it was listening")
+	}
+	if _, err := a.Append(ctx, ledger.AppendRequest{Owner: "o", ContextID: "after", Entries: []ledger.Entry{text("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case x := <-got:
+		if x.Owner != "o" || x.ContextID != "after" || x.LastSeq == 0 {
+			t.Fatalf("announcement = %+v, want o/after", x)
+		}
+	case <-deadline:
+		t.Fatal("an append committed after the listening signal was not announced")
 	}
 }

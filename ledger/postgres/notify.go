@@ -67,11 +67,12 @@ func (s *Store) Watch(ctx context.Context, owner, contextID string) error {
 
 // Listen calls fn with every append any instance commits to the store (this one's too),
 // in commit order, and watched (when not nil) with every [Store.Watch] signal, until ctx
-// is done; it returns ctx.Err() then. It holds one connection of the pool. When the
-// connection is lost it reconnects and calls fn with a zero Appended ("something may
-// have been missed: catch up from the store"); a signal lost that way delays readers, it
-// never drops an entry (they read the store). fn and watched run on Listen's goroutine and
-// must not block for long.
+// is done; it returns ctx.Err() then. It holds one connection of the pool. Each time its
+// LISTEN is in effect (the first time, and after every reconnect when the connection was
+// lost) it calls fn with a zero Appended ("something may have been missed: catch up from
+// the store"): an append committed before that call may not have been announced, every one
+// after it is. A signal lost that way delays readers, it never drops an entry (they read
+// the store). fn and watched run on Listen's goroutine and must not block for long.
 func (s *Store) Listen(ctx context.Context, fn func(Appended), watched func(Watched)) error {
 	for {
 		err := s.listenOnce(ctx, fn, watched)
@@ -79,7 +80,6 @@ func (s *Store) Listen(ctx context.Context, fn func(Appended), watched func(Watc
 			return ctx.Err()
 		}
 		s.logger.WarnContext(ctx, "postgres store: lost the append notifications; reconnecting", "err", err)
-		fn(Appended{})
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -102,6 +102,9 @@ func (s *Store) listenOnce(ctx context.Context, fn func(Appended), watched func(
 			return err
 		}
 	}
+	// Listening from here on: what was committed before (while this instance started, or
+	// while the connection was lost) is caught up from the store.
+	fn(Appended{})
 	defer func() {
 		// The connection goes back to the pool: stop listening on it (or drop it).
 		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
