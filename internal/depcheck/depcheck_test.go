@@ -21,9 +21,23 @@ type rule struct {
 	why        string
 }
 
+// otelAPI is the OpenTelemetry tracing API: what a package that makes spans may import
+// (through internal/tracing and these); the SDK and its exporters are internal/telemetry's.
+var otelAPI = []string{"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes", "go.opentelemetry.io/otel/propagation"}
+
+// traced is the import set a package that makes spans adds to its rule.
+func traced(r rule) rule {
+	r.project = append(r.project, "internal/tracing")
+	r.thirdParty = append(r.thirdParty, otelAPI...)
+	return r
+}
+
 var rules = map[string]rule{
+	"internal/tracing":            {nil, otelAPI, "the one view of tracing: W3C propagation, ids, a tracer from a provider, the log handler; the OpenTelemetry API only, never the SDK"},
+	"internal/telemetry":          {[]string{"internal/tracing"}, []string{"go.opentelemetry.io/otel"}, "the SDK and the OTLP/HTTP exporter from the OTEL_* variables; the binary's only"},
+	"internal/otlptest":           {nil, []string{"go.opentelemetry.io/proto/otlp", "google.golang.org/protobuf"}, "test helper: a real OTLP/HTTP receiver decoding the protobuf requests"},
 	"a2a":                         {[]string{"internal/jsonenc"}, nil, "the protocol layer imports no project package but the JSON byte helpers, and no driver"},
-	"a2a/client":                  {[]string{"a2a", "internal/sse", "internal/netx"}, nil, "the outbound client: the protocol model and codec, the one SSE reader and the one direct-dial rule"},
+	"a2a/client":                  traced(rule{[]string{"a2a", "internal/sse", "internal/netx"}, nil, "the outbound client: the protocol model and codec, the one SSE reader and the one direct-dial rule"}),
 	"internal/sse":                {nil, nil, "the one SSE reader: standard library only"},
 	"internal/netx":               {nil, nil, "the one direct-dial rule: standard library only"},
 	"internal/jsonenc":            {nil, nil, "JSON byte helpers shared by a2a and ledger: standard library only"},
@@ -43,18 +57,18 @@ var rules = map[string]rule{
 	"internal/pgtest":             {[]string{"internal/testutil"}, []string{"github.com/jackc/pgx/v5"}, "test helper: a throwaway PostgreSQL cluster or GATEWAY_TEST_POSTGRES_URL; skips (testutil.Unavailable) without one"},
 	"locking":                     {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
 	"streaming":                   {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
-	"agent":                       {[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"},
-	"push":                        {nil, nil, "push-notification delivery and the SSRF guard: standard library only; its outbox is implemented by turn"},
+	"agent":                       traced(rule{[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"}),
+	"push":                        traced(rule{nil, nil, "push-notification delivery and the SSRF guard: standard library and the tracing API only; its outbox is implemented by turn"}),
 	"peers":                       {[]string{"a2a", "contextid", "internal/netx"}, nil, "peer directory"},
 	"internal/logctx":             {nil, nil, "the request scope of log lines: standard library only, so every layer may import it"},
 	"internal/testutil":           {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
 	"internal/loadgen":            {[]string{"internal/netx"}, nil, "the load generator behind gateway bench: standard library and the one direct-dial rule"},
 	"internal/loadgen/a2agoecho":  {nil, []string{"github.com/a2aproject/a2a-go"}, "the a2a-go bench peer (a main package, not shipped): a2a-go's server only"},
 	"internal/loadgen/fsyncprobe": {nil, nil, "the fdatasync probe of make bench (a main package, not shipped): standard library only"},
-	"tools":                       {[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by server"},
-	"server":                      {[]string{"a2a", "agent", "console", "contextid", "conversations", "internal/httpguard", "internal/jsonenc", "ledger", "ledger/postgres", "locking", "peers", "projection", "push", "streaming", "tools", "turn"}, []string{"github.com/labstack/echo", "github.com/google/uuid", "github.com/prometheus/client_golang", "github.com/prometheus/client_model"}, "the HTTP server: one echo router, its middleware and routes, and the wiring of ledger, lease, runner, push and metrics; no flags"},
-	"cmd/gateway":                 {[]string{"server", "a2a", "a2a/client", "contextid", "conversations", "internal/loadgen", "ledger", "locking", "peers", "projection", "tools"}, []string{"github.com/google/uuid", "go.yaml.in/yaml/v3"}, "the binary: flags, env and config file into server.Config, and the CLI's presentation; the HTTP server is package server"},
-	"turn":                        {[]string{"a2a", "agent", "contextid", "internal/genmap", "ledger", "locking", "feed", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"},
+	"tools":                       traced(rule{[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by server"}),
+	"server":                      traced(rule{[]string{"a2a", "agent", "console", "contextid", "conversations", "internal/httpguard", "internal/jsonenc", "ledger", "ledger/postgres", "locking", "peers", "projection", "push", "streaming", "tools", "turn"}, []string{"github.com/labstack/echo", "github.com/google/uuid", "github.com/prometheus/client_golang", "github.com/prometheus/client_model"}, "the HTTP server: one echo router, its middleware and routes, and the wiring of ledger, lease, runner, push and metrics; no flags"}),
+	"cmd/gateway":                 {[]string{"internal/telemetry", "internal/tracing", "server", "a2a", "a2a/client", "contextid", "conversations", "internal/loadgen", "ledger", "locking", "peers", "projection", "tools"}, []string{"github.com/google/uuid", "go.yaml.in/yaml/v3"}, "the binary: flags, env and config file into server.Config, and the CLI's presentation; the HTTP server is package server"},
+	"turn":                        traced(rule{[]string{"a2a", "agent", "contextid", "internal/genmap", "ledger", "locking", "feed", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"}),
 }
 
 // forbidden are project packages a package may not import even though its rule would
@@ -69,11 +83,13 @@ var everywhere = []string{"internal/logctx"}
 
 // drivers may be imported only by these packages (and tests).
 var drivers = map[string][]string{
-	"github.com/labstack/echo":     {"server"},
-	"go.etcd.io/bbolt":             {"ledger"},
-	"github.com/jackc/pgx":         {"ledger/postgres", "internal/pgtest"},
-	"github.com/redis/go-redis":    {"locking", "streaming"},
-	"github.com/gorilla/websocket": {"streaming"},
+	"github.com/labstack/echo":           {"server"},
+	"go.etcd.io/bbolt":                   {"ledger"},
+	"github.com/jackc/pgx":               {"ledger/postgres", "internal/pgtest"},
+	"github.com/redis/go-redis":          {"locking", "streaming"},
+	"github.com/gorilla/websocket":       {"streaming"},
+	"go.opentelemetry.io/otel/sdk":       {"internal/telemetry"},
+	"go.opentelemetry.io/otel/exporters": {"internal/telemetry"},
 }
 
 type pkg struct {

@@ -1,0 +1,139 @@
+// Package telemetry sets up the OpenTelemetry SDK for the binary from the standard OTEL_*
+// environment variables: an OTLP/HTTP (protobuf) span exporter behind a batch processor
+// when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, the
+// sampler of OTEL_TRACES_SAMPLER (default parentbased_always_on), the resource of
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name defaults to "a2a-gateway").
+//
+// Without an endpoint nothing is exported, but the gateway still gives every request a
+// trace id (parentbased_always_off: ids are made and propagated, a caller's sampled trace
+// stays sampled downstream), so the ledger's entries correlate across gateways even
+// without a collector. OTEL_SDK_DISABLED=true turns even that off.
+//
+// Only the binary and its tests import this package (internal/depcheck): every other
+// package sees a trace.TracerProvider and the API (package internal/tracing).
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultServiceName is service.name when OTEL_SERVICE_NAME does not say.
+const DefaultServiceName = "a2a-gateway"
+
+// Mode says what Setup built.
+type Mode string
+
+const (
+	// Disabled: OTEL_SDK_DISABLED=true; no ids, no spans (a caller's traceparent still
+	// passes through).
+	Disabled Mode = "disabled"
+	// IDsOnly: no exporter; spans get ids that reach the ledger and outbound calls.
+	IDsOnly Mode = "ids-only"
+	// Exporting: spans go to the OTLP/HTTP endpoint.
+	Exporting Mode = "otlp-http"
+)
+
+// Tracing is what Setup returns: the provider to hand the server (nil when Disabled),
+// what it does, and Shutdown, which flushes the spans still queued (call it once, after
+// the server has stopped).
+type Tracing struct {
+	Provider trace.TracerProvider
+	Mode     Mode
+	Endpoint string
+	Shutdown func(context.Context) error
+}
+
+// ErrConfig is wrapped by Setup's errors about the OTEL_* variables.
+var ErrConfig = errors.New("telemetry configuration")
+
+// Setup builds the tracer provider getenv's OTEL_* variables describe (see the package
+// comment); getenv is os.Getenv in the binary. The OTLP exporter reads the rest of its
+// settings (headers, timeout, compression, TLS) from the same variables.
+func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
+	off := Tracing{Mode: Disabled, Shutdown: func(context.Context) error { return nil }}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return off, nil
+	}
+	res, err := newResource(ctx)
+	if err != nil {
+		return off, err
+	}
+	endpoint, err := exporterEndpoint(getenv)
+	if err != nil {
+		return off, err
+	}
+	if endpoint == "" {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+		return Tracing{Provider: tp, Mode: IDsOnly, Shutdown: tp.Shutdown}, nil
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return off, fmt.Errorf("%w: the OTLP/HTTP exporter: %v", ErrConfig, err)
+	}
+	// The sampler is left to the SDK, which reads OTEL_TRACES_SAMPLER(_ARG).
+	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp))
+	return Tracing{Provider: tp, Mode: Exporting, Endpoint: endpoint, Shutdown: tp.Shutdown}, nil
+}
+
+// exporterEndpoint is the OTLP endpoint the variables name, "" when none (or
+// OTEL_TRACES_EXPORTER=none); an exporter or a protocol this build does not speak is an
+// error rather than a silent drop of every span.
+func exporterEndpoint(getenv func(string) string) (string, error) {
+	switch e := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); e {
+	case "", "otlp":
+	case "none":
+		return "", nil
+	default:
+		return "", fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q: this gateway exports with otlp (OTLP/HTTP) or none", ErrConfig, e)
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(k)); p != "" {
+			if p != "http/protobuf" {
+				return "", fmt.Errorf("%w: %s=%q: this gateway speaks http/protobuf only (OTLP/HTTP, port 4318)", ErrConfig, k, p)
+			}
+			break
+		}
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// newResource is service.name a2a-gateway, overridden by OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES.
+func newResource(ctx context.Context) (*resource.Resource, error) {
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", DefaultServiceName)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("%w: OTEL_RESOURCE_ATTRIBUTES/OTEL_SERVICE_NAME: %v", ErrConfig, err)
+	}
+	return res, nil
+}
+
+// LogStart logs what Setup built, once, at start.
+func (t Tracing) LogStart(ctx context.Context, log *slog.Logger) {
+	switch t.Mode {
+	case Exporting:
+		log.InfoContext(ctx, "tracing: exporting spans over OTLP/HTTP", "endpoint", t.Endpoint)
+	case IDsOnly:
+		log.DebugContext(ctx, "tracing: trace ids only (set OTEL_EXPORTER_OTLP_ENDPOINT to export spans)")
+	default:
+		log.InfoContext(ctx, "tracing: off (OTEL_SDK_DISABLED=true)")
+	}
+}

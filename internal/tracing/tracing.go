@@ -1,0 +1,74 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Scope is the instrumentation scope of the gateway's spans.
+const Scope = "github.com/a2a-gateway/gateway"
+
+// propagator is W3C trace context: the only format the gateway reads and writes.
+var propagator = propagation.TraceContext{}
+
+// Tracer returns tp's tracer for the gateway's scope; a nil tp yields a tracer that
+// records nothing (spans then carry their parent's ids, so a caller's trace still passes
+// through).
+func Tracer(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return noop.NewTracerProvider().Tracer(Scope)
+	}
+	return tp.Tracer(Scope)
+}
+
+// Inject writes ctx's span context into h as traceparent (and tracestate when there is
+// one); a context without a valid span context writes nothing.
+func Inject(ctx context.Context, h http.Header) {
+	propagator.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// Extract returns ctx with the remote span context h carries (traceparent/tracestate),
+// or ctx unchanged when h carries none or a malformed one.
+func Extract(ctx context.Context, h http.Header) context.Context {
+	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// InjectMap writes ctx's span context into m (keys "traceparent", "tracestate"), the
+// form a message's or a frame's metadata carries it in.
+func InjectMap(ctx context.Context, m map[string]string) {
+	propagator.Inject(ctx, propagation.MapCarrier(m))
+}
+
+// ExtractMap is Extract for a metadata map (keys "traceparent", "tracestate").
+func ExtractMap(ctx context.Context, m map[string]string) context.Context {
+	return propagator.Extract(ctx, propagation.MapCarrier(m))
+}
+
+// Env returns ctx's span context as environment entries for a child process
+// (TRACEPARENT=..., and TRACESTATE=... when there is one), nil without one.
+func Env(ctx context.Context) []string {
+	m := map[string]string{}
+	InjectMap(ctx, m)
+	var env []string
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v := m[k]; v != "" {
+			env = append(env, strings.ToUpper(k)+"="+v)
+		}
+	}
+	return env
+}
+
+// IDs returns the hex trace and span ids of ctx's span, or two empty strings when ctx
+// has no valid span context.
+func IDs(ctx context.Context) (traceID, spanID string) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return "", ""
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
+}
