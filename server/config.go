@@ -13,6 +13,7 @@ import (
 	"github.com/a2a-gateway/gateway/locking"
 	"github.com/a2a-gateway/gateway/peers"
 	"github.com/a2a-gateway/gateway/projection"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is everything a gateway server runs with: plain values, no flags (cmd/gateway
@@ -38,6 +39,10 @@ type Config struct {
 	// logger given to Open (`gateway serve`); the server only validates and logs them.
 	LogLevel  slog.Level
 	LogFormat string
+	// TracerProvider makes the spans of requests, turns and outbound calls (cmd/gateway
+	// builds it from the OTEL_* variables with internal/telemetry); nil: no spans, a
+	// caller's traceparent still passes through to the calls a request makes.
+	TracerProvider trace.TracerProvider
 	// ShutdownTimeout bounds Serve's close (running turns finish until then); required.
 	ShutdownTimeout time.Duration
 	// InsecurePublic allows a non-loopback Addr without peer tokens; false: refused.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/a2a-gateway/gateway/internal/logctx"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/server"
 )
 
@@ -229,11 +230,12 @@ Flags:
 `
 
 // newLogger is the root logger: JSON (or text) on w at the configured level, wrapped so
-// that lines logged with a request's context carry its request id (package logctx).
+// that lines logged with a request's context carry its request id (package logctx) and,
+// when the request is traced, its trace_id and span_id (package internal/tracing).
 func newLogger(cfg server.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "text" {
-		return slog.New(logctx.NewHandler(slog.NewTextHandler(w, opts)))
+		return slog.New(tracing.NewLogHandler(logctx.NewHandler(slog.NewTextHandler(w, opts))))
 	}
-	return slog.New(logctx.NewHandler(slog.NewJSONHandler(w, opts)))
+	return slog.New(tracing.NewLogHandler(logctx.NewHandler(slog.NewJSONHandler(w, opts))))
 }
