@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -34,7 +35,7 @@ const DefaultServiceName = "a2a-gateway"
 type Mode string
 
 const (
-	// Disabled: OTEL_SDK_DISABLED=true; no ids, no spans (a caller's traceparent still
+	// Disabled: OTEL_SDK_DISABLED=true (or a gateway_notrace build); no ids, no spans (a caller's traceparent still
 	// passes through).
 	Disabled Mode = "disabled"
 	// IDsOnly: no exporter; spans get ids that reach the ledger and outbound calls.
@@ -61,7 +62,7 @@ var ErrConfig = errors.New("telemetry configuration")
 // settings (headers, timeout, compression, TLS) from the same variables.
 func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 	off := Tracing{Mode: Disabled, Shutdown: func(context.Context) error { return nil }}
-	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+	if !tracing.CompiledIn || strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return off, nil
 	}
 	res, err := newResource(ctx)

@@ -9,6 +9,10 @@
 // by internal/telemetry, in the binary only; every other package is handed a
 // trace.TracerProvider and imports this package and the API.
 //
+// The build tag gateway_notrace compiles propagation and spans out (every function here
+// becomes a no-op, internal/telemetry makes no provider): the baseline make bench
+// measures tracing's cost against.
+//
 // # Imports
 //
 // The standard library and the OpenTelemetry API.

@@ -16,12 +16,16 @@ const Scope = "github.com/a2a-gateway/gateway"
 // propagator is W3C trace context: the only format the gateway reads and writes.
 var propagator = propagation.TraceContext{}
 
+// noTracer is the tracer of a nil provider (and of every provider in a build with the
+// gateway_notrace tag).
+var noTracer = noop.NewTracerProvider().Tracer(Scope)
+
 // Tracer returns tp's tracer for the gateway's scope; a nil tp yields a tracer that
 // records nothing (spans then carry their parent's ids, so a caller's trace still passes
 // through).
 func Tracer(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		return noop.NewTracerProvider().Tracer(Scope)
+	if tp == nil || !CompiledIn {
+		return noTracer
 	}
 	return tp.Tracer(Scope)
 }
@@ -29,23 +33,35 @@ func Tracer(tp trace.TracerProvider) trace.Tracer {
 // Inject writes ctx's span context into h as traceparent (and tracestate when there is
 // one); a context without a valid span context writes nothing.
 func Inject(ctx context.Context, h http.Header) {
+	if !CompiledIn {
+		return
+	}
 	propagator.Inject(ctx, propagation.HeaderCarrier(h))
 }
 
 // Extract returns ctx with the remote span context h carries (traceparent/tracestate),
 // or ctx unchanged when h carries none or a malformed one.
 func Extract(ctx context.Context, h http.Header) context.Context {
+	if !CompiledIn {
+		return ctx
+	}
 	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
 // InjectMap writes ctx's span context into m (keys "traceparent", "tracestate"), the
 // form a message's or a frame's metadata carries it in.
 func InjectMap(ctx context.Context, m map[string]string) {
+	if !CompiledIn {
+		return
+	}
 	propagator.Inject(ctx, propagation.MapCarrier(m))
 }
 
 // ExtractMap is Extract for a metadata map (keys "traceparent", "tracestate").
 func ExtractMap(ctx context.Context, m map[string]string) context.Context {
+	if !CompiledIn {
+		return ctx
+	}
 	return propagator.Extract(ctx, propagation.MapCarrier(m))
 }
 
