@@ -4,7 +4,7 @@ BIN       ?= bin/gateway
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: chromium console-screenshot run test test-unit test-load build lint bench conformance fuzz redis postgres clean
+.PHONY: chromium console-screenshot run test test-unit test-load build lint bench bench-tracing conformance fuzz redis postgres clean
 
 ## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900); its "gateway listening" log line gives the console URL (/console)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
@@ -39,6 +39,10 @@ lint:
 ## bench: gateway vs bare echo (concurrency 1 and 64, both dialects), vs an a2a-go echo (one and two cores), the ledger benchmarks, and PostgreSQL vs bbolt / one vs two instances / cross-instance latency
 bench: build
 	./scripts/bench.sh
+
+## bench-tracing: only tracing's cost (off, and on at 100% sampling to a local OTLP receiver, vs a build without tracing)
+bench-tracing: build
+	./scripts/bench-tracing.sh
 
 ## conformance: the official A2A TCK (both lines, all scopes) against the gateway with --agent tck.
 # Not part of `make test`: the TCK lives beside the repo in ../shared/tck and needs Debian's

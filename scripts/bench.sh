@@ -21,6 +21,8 @@
 #     BenchmarkMillion on 1,000,000 conversations, BENCH_MILLION=0 skips it), and lease
 #     acquire/release against a real redis-server.
 #  5. projection time against conversation length.
+#  5b. tracing's cost (scripts/bench-tracing.sh): off, and on at 100% sampling to a local
+#     OTLP/HTTP receiver, each vs a build without tracing (tag gateway_notrace).
 #  6. several instances (scripts/bench-postgres.sh): the PostgreSQL store vs bbolt at
 #     concurrency 1 and 64, one vs two instances on one PostgreSQL, cross-instance event
 #     latency (commit on A to frame on B's WebSocket).
@@ -222,6 +224,10 @@ echo "    time to first event, WebSocket and SSE vs a message/send round trip; e
   go test -run '^$' -bench 'BenchmarkTimeToFirstEvent' -benchtime 300x ./server/
   go test -run '^$' -bench 'BenchmarkFanout100' -benchtime 5x ./server/
 )
+
+echo "=== tracing's cost (issue #37): off and on (100% sampled, to a local OTLP/HTTP receiver) vs a build without tracing"
+BIN=$BIN BENCH_DURATION=$DUR BENCH_ROUNDS=$ROUNDS ./scripts/bench-tracing.sh
+echo
 
 echo "=== several instances on PostgreSQL (issue #17): PostgreSQL vs bbolt store, one vs two instances, cross-instance event latency"
 BIN=$BIN BENCH_DURATION=$DUR BENCH_ROUNDS=$ROUNDS ./scripts/bench-postgres.sh
