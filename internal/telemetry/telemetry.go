@@ -58,18 +58,20 @@ type Tracing struct {
 var ErrConfig = errors.New("telemetry configuration")
 
 // Setup builds the tracer provider getenv's OTEL_* variables describe (see the package
-// comment); getenv is os.Getenv in the binary. The OTLP exporter reads the rest of its
-// settings (headers, timeout, compression, TLS) from the same variables.
+// comment); getenv is os.Getenv in the binary. The endpoint and the service name are
+// getenv's (so one process may set up several, as the tests do); the OTLP exporter reads
+// the rest of its settings (headers, timeout, compression, TLS) and the SDK the sampler
+// from the process's environment.
 func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 	off := Tracing{Mode: Disabled, Shutdown: func(context.Context) error { return nil }}
 	if !tracing.CompiledIn || strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return off, nil
 	}
-	res, err := newResource(ctx)
+	res, err := newResource(ctx, getenv("OTEL_SERVICE_NAME"))
 	if err != nil {
 		return off, err
 	}
-	endpoint, err := exporterEndpoint(getenv)
+	endpoint, traces, err := exporterEndpoint(getenv)
 	if err != nil {
 		return off, err
 	}
@@ -78,7 +80,7 @@ func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 		return Tracing{Provider: tp, Mode: IDsOnly, Shutdown: tp.Shutdown}, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(traces))
 	if err != nil {
 		return off, fmt.Errorf("%w: the OTLP/HTTP exporter: %v", ErrConfig, err)
 	}
@@ -87,40 +89,47 @@ func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 	return Tracing{Provider: tp, Mode: Exporting, Endpoint: endpoint, Shutdown: tp.Shutdown}, nil
 }
 
-// exporterEndpoint is the OTLP endpoint the variables name, "" when none (or
-// OTEL_TRACES_EXPORTER=none); an exporter or a protocol this build does not speak is an
-// error rather than a silent drop of every span.
-func exporterEndpoint(getenv func(string) string) (string, error) {
+// exporterEndpoint is the OTLP endpoint the variables name and the URL spans are posted
+// to (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, OTEL_EXPORTER_OTLP_ENDPOINT +
+// "/v1/traces"), "" when none (or OTEL_TRACES_EXPORTER=none); an exporter or a protocol
+// this build does not speak is an error rather than a silent drop of every span.
+func exporterEndpoint(getenv func(string) string) (endpoint, traces string, err error) {
 	switch e := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); e {
 	case "", "otlp":
 	case "none":
-		return "", nil
+		return "", "", nil
 	default:
-		return "", fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q: this gateway exports with otlp (OTLP/HTTP) or none", ErrConfig, e)
+		return "", "", fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q: this gateway exports with otlp (OTLP/HTTP) or none", ErrConfig, e)
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if p := strings.TrimSpace(getenv(k)); p != "" {
 			if p != "http/protobuf" {
-				return "", fmt.Errorf("%w: %s=%q: this gateway speaks http/protobuf only (OTLP/HTTP, port 4318)", ErrConfig, k, p)
+				return "", "", fmt.Errorf("%w: %s=%q: this gateway speaks http/protobuf only (OTLP/HTTP, port 4318)", ErrConfig, k, p)
 			}
 			break
 		}
 	}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if v := strings.TrimSpace(getenv(k)); v != "" {
-			return v, nil
-		}
+	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")); v != "" {
+		return v, v, nil
 	}
-	return "", nil
+	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); v != "" {
+		return v, strings.TrimSuffix(v, "/") + "/v1/traces", nil
+	}
+	return "", "", nil
 }
 
-// newResource is service.name a2a-gateway, overridden by OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES.
-func newResource(ctx context.Context) (*resource.Resource, error) {
-	res, err := resource.New(ctx,
+// newResource is service.name a2a-gateway, overridden by the process's
+// OTEL_RESOURCE_ATTRIBUTES and then by service (getenv's OTEL_SERVICE_NAME) when set.
+func newResource(ctx context.Context, service string) (*resource.Resource, error) {
+	opts := []resource.Option{
 		resource.WithAttributes(attribute.String("service.name", DefaultServiceName)),
 		resource.WithTelemetrySDK(),
-		resource.WithFromEnv())
+		resource.WithFromEnv(),
+	}
+	if service = strings.TrimSpace(service); service != "" {
+		opts = append(opts, resource.WithAttributes(attribute.String("service.name", service)))
+	}
+	res, err := resource.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: OTEL_RESOURCE_ATTRIBUTES/OTEL_SERVICE_NAME: %v", ErrConfig, err)
 	}

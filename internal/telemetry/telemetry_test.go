@@ -86,23 +86,33 @@ func TestIDsOnlyMakesAndKeepsTraceIDs(t *testing.T) {
 
 // TestExportsToOTLPReceiver: with OTEL_EXPORTER_OTLP_ENDPOINT a span reaches a real
 // OTLP/HTTP receiver, under OTEL_SERVICE_NAME.
+// TestExportsToOTLPReceiver: spans reach a real OTLP/HTTP receiver under the service name
+// and at the endpoint getenv gives (not the process's), by either endpoint variable.
 func TestExportsToOTLPReceiver(t *testing.T) {
-	rcv := otlptest.Start(t)
-	t.Setenv("OTEL_SERVICE_NAME", "gw-test")
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
-	tr, err := Setup(context.Background(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, span := tracing.Tracer(tr.Provider).Start(context.Background(), "op")
-	span.End()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	spans := rcv.Spans()
-	if len(spans) != 1 || spans[0].Name != "op" || spans[0].Service != "gw-test" || spans[0].TraceID != span.SpanContext().TraceID().String() {
-		t.Fatalf("received %+v, rejected %v", spans, rcv.Rejected())
+	t.Parallel()
+	for _, key := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			rcv := otlptest.Start(t)
+			url := rcv.URL() + "/"
+			if key == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" {
+				url = rcv.URL() + "/v1/traces"
+			}
+			tr, err := Setup(context.Background(), env(map[string]string{key: url, "OTEL_SERVICE_NAME": "gw-test"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, span := tracing.Tracer(tr.Provider).Start(context.Background(), "op")
+			span.End()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			spans := rcv.Spans()
+			if len(spans) != 1 || spans[0].Name != "op" || spans[0].Service != "gw-test" || spans[0].TraceID != span.SpanContext().TraceID().String() {
+				t.Fatalf("received %+v, rejected %v", spans, rcv.Rejected())
+			}
+		})
 	}
 }
