@@ -79,6 +79,13 @@ func Env(ctx context.Context) []string {
 	return env
 }
 
+// FromEnv is Env's reverse for a process started by a traced parent (an exec agent's
+// script running `gateway send`): ctx with the span context of getenv's TRACEPARENT and
+// TRACESTATE, or ctx unchanged without a valid one.
+func FromEnv(ctx context.Context, getenv func(string) string) context.Context {
+	return ExtractMap(ctx, map[string]string{"traceparent": getenv("TRACEPARENT"), "tracestate": getenv("TRACESTATE")})
+}
+
 // IDs returns the hex trace and span ids of ctx's span, or two empty strings when ctx
 // has no valid span context.
 func IDs(ctx context.Context) (traceID, spanID string) {

@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel/trace"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -31,8 +34,23 @@ func TestExtractInjectRoundTrip(t *testing.T) {
 	if got := ExtractMap(context.Background(), m); !sameIDs(got, ctx) {
 		t.Fatalf("map round trip lost the span context: %v", m)
 	}
-	if env := Env(ctx); !slices.Equal(env, []string{"TRACEPARENT=" + parent, "TRACESTATE=vendor=x"}) {
+	env := Env(ctx)
+	if !slices.Equal(env, []string{"TRACEPARENT=" + parent, "TRACESTATE=vendor=x"}) {
 		t.Fatalf("Env = %v", env)
+	}
+	getenv := func(k string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if got := FromEnv(context.Background(), getenv); !sameIDs(got, ctx) {
+		t.Fatalf("FromEnv(Env) lost the span context: %v", env)
+	}
+	if got := FromEnv(context.Background(), func(string) string { return "" }); trace.SpanContextFromContext(got).IsValid() {
+		t.Fatal("FromEnv without TRACEPARENT made a span context")
 	}
 }
 
