@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2a-gateway/gateway/a2a"
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 )
@@ -46,6 +48,9 @@ type A2ARelayConfig struct {
 	// HTTPClient sends the requests. Nil means a client of the relay's own that reaches
 	// loopback and private addresses without a proxy (see [a2aclient.Options]).
 	HTTPClient *http.Client
+	// TracerProvider makes a client span of every upstream call (see
+	// [a2aclient.Options]); nil: none. The requests carry the turn's trace context either way.
+	TracerProvider trace.TracerProvider
 }
 
 // LogValue implements slog.LogValuer: the configuration without the token (only whether
@@ -115,7 +120,8 @@ func NewA2ARelay(cfg A2ARelayConfig, logger *slog.Logger) (*A2ARelay, error) {
 	if r.timeout == 0 {
 		r.timeout = a2aRelayDefaultTimeout
 	}
-	r.client, err = a2aclient.New(cfg.URL, a2aclient.Options{HTTPClient: cfg.HTTPClient, Token: cfg.Token, Dialect: dialect})
+	r.client, err = a2aclient.New(cfg.URL, a2aclient.Options{HTTPClient: cfg.HTTPClient, Token: cfg.Token, Dialect: dialect,
+		TracerProvider: cfg.TracerProvider})
 	if err != nil {
 		return nil, fmt.Errorf("a2a: %s", r.redact(err.Error()))
 	}

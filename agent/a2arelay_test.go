@@ -42,6 +42,7 @@ type relayUpstream struct {
 	canceled   []string
 	auth       []string
 	versions   []string
+	parents    []string // each request's traceparent
 }
 
 func newRelayUpstream(t *testing.T, script func(n int, p *a2a.SendParams) (a2a.Stream, error)) *relayUpstream {
@@ -54,6 +55,7 @@ func newRelayUpstream(t *testing.T, script func(n int, p *a2a.SendParams) (a2a.S
 		u.mu.Lock()
 		u.auth = append(u.auth, r.Header.Get("Authorization"))
 		u.versions = append(u.versions, r.Header.Get("A2A-Version"))
+		u.parents = append(u.parents, r.Header.Get("traceparent"))
 		u.mu.Unlock()
 		if u.intercept != nil {
 			body, _ := io.ReadAll(r.Body)

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -47,6 +50,11 @@ type AnthropicConfig struct {
 	// the reason: the upstream's HTTP status ("429", "503", ...) or "connection". It must
 	// not block: a counter.
 	OnRetry func(reason string)
+	// TracerProvider makes a client span of every request to the provider ("chat
+	// {model}", with the GenAI semantic conventions' attributes and the token usage the
+	// provider reports; never message text). nil: no spans. Either way each request
+	// carries the trace context of the turn's ctx (traceparent), when it has one.
+	TracerProvider trace.TracerProvider
 }
 
 // LogValue implements slog.LogValuer: the configuration without the API key (only
@@ -96,6 +104,7 @@ func NewAnthropic(cfg AnthropicConfig, logger *slog.Logger) (*Anthropic, error) 
 		a.header.Set("x-api-key", cfg.APIKey)
 	}
 	a.h = newHTTPBackend("anthropic", base+"/messages", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, cfg.OnRetry, logger)
+	a.h.tracer, a.h.model = tracing.Tracer(cfg.TracerProvider), cfg.Model
 	return a, nil
 }
 
@@ -155,7 +164,11 @@ type anthropicEvent struct {
 		StopReason  string `json:"stop_reason"`  // message_delta
 	} `json:"delta"`
 	ContentBlock anthropicBlock `json:"content_block"`
-	Error        struct {
+	Usage        *tokenCounts   `json:"usage"` // message_delta: the output tokens so far
+	Message      struct {
+		Usage *tokenCounts `json:"usage"` // message_start: the input tokens
+	} `json:"message"`
+	Error struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
@@ -223,7 +236,10 @@ func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, 
 					return err
 				}
 			}
+		case "message_start":
+			r.usage.add(e.Message.Usage)
 		case "message_delta":
+			r.usage.add(e.Usage)
 			if e.Delta.StopReason != "" {
 				stop = e.Delta.StopReason
 			}
@@ -233,7 +249,7 @@ func (a *Anthropic) stream(parent, ctx context.Context, t Turn, body io.Reader, 
 		case "error":
 			return a.h.upstreamError(parent, t, e.Error.Type, e.Error.Message)
 		}
-		// message_start, content_block_stop, ping and event types added later: nothing to do.
+		// content_block_stop, ping and event types added later: nothing to do.
 	}
 }
 
@@ -247,6 +263,7 @@ func (a *Anthropic) whole(parent, ctx context.Context, t Turn, body io.Reader, e
 		Type       string           `json:"type"`
 		Content    []anthropicBlock `json:"content"`
 		StopReason string           `json:"stop_reason"`
+		Usage      *tokenCounts     `json:"usage"`
 		Error      struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
@@ -263,6 +280,7 @@ func (a *Anthropic) whole(parent, ctx context.Context, t Turn, body io.Reader, e
 		return a.h.malformed(parent, t, "reply is not a message", data)
 	}
 	a.truncated(parent, t, m.StopReason)
+	r.usage.add(m.Usage)
 	for i, b := range m.Content {
 		if b.Type == "tool_use" {
 			b.addToolUse(r, i, false)

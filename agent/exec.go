@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/a2a-gateway/gateway/internal/tracing"
 )
 
 // Exec input formats (ExecConfig.Input).
@@ -39,7 +41,8 @@ type ExecConfig struct {
 	Timeout time.Duration
 	// Env holds extra KEY=value variables for the command, added to the gateway's own
 	// environment. GATEWAY_CONTEXT_ID, GATEWAY_TASK_ID and GATEWAY_PEER are always set, and
-	// win over both.
+	// win over both; so are TRACEPARENT (and TRACESTATE) when the turn's ctx is traced
+	// (W3C trace context, for a command that makes spans of its own).
 	Env []string
 }
 
@@ -133,6 +136,7 @@ func (e *Exec) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
 	cmd := exec.CommandContext(rctx, "sh", "-c", e.cfg.Command)
 	cmd.Env = append(append(os.Environ(), e.cfg.Env...),
 		"GATEWAY_CONTEXT_ID="+t.ContextID, "GATEWAY_TASK_ID="+t.TaskID, "GATEWAY_PEER="+t.Peer)
+	cmd.Env = append(cmd.Env, tracing.Env(ctx)...) // TRACEPARENT, TRACESTATE: the turn's trace
 	if te, ok := t.Tools.(ToolEnv); ok {
 		cmd.Env = append(cmd.Env, te.Env()...)
 	}

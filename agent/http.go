@@ -17,7 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2a-gateway/gateway/internal/netx"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/projection"
 	// Named so: the package's tests have a helper called sse.
 	sseread "github.com/a2a-gateway/gateway/internal/sse"
@@ -72,10 +75,13 @@ type httpBackend struct {
 	onRetry   func(reason string) // the Config's OnRetry (nil: none)
 	secret    string              // the API key, redacted from anything logged
 	log       *slog.Logger
+	tracer    trace.Tracer // the Config's TracerProvider's (a no-op one without)
+	model     string       // the model requested, for the spans
 }
 
 func newHTTPBackend(name, endpoint string, client *http.Client, timeout time.Duration, secret string, onRetry func(string), logger *slog.Logger) httpBackend {
-	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret, retryBase: defaultRetryBase, onRetry: onRetry}
+	b := httpBackend{name: name, url: endpoint, client: client, timeout: timeout, secret: secret, retryBase: defaultRetryBase, onRetry: onRetry,
+		tracer: tracing.Tracer(nil)}
 	if b.client == nil {
 		b.client, b.owned = newHTTPClient(), true
 	}
@@ -154,6 +160,7 @@ func (b *httpBackend) send(parent, ctx context.Context, t Turn, body []byte, hea
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	tracing.Inject(ctx, req.Header)
 	resp, err := b.client.Do(req)
 	if err != nil {
 		wait := b.backoff(attempt)
@@ -376,8 +383,16 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 	return Result{InputRequired: found}, err
 }
 
-// round posts body and reads one answer, bounded by the backend's timeout.
-func (h *httpBackend) round(ctx context.Context, t Turn, body []byte, header http.Header, emit Emit, whole, stream readBody) (*round, error) {
+// round posts body and reads one answer, bounded by the backend's timeout, under a
+// client span (startChat).
+func (h *httpBackend) round(ctx context.Context, t Turn, body []byte, header http.Header, emit Emit, whole, stream readBody) (r *round, err error) {
+	ctx, span := h.startChat(ctx)
+	defer func() { endChat(span, r, err) }()
+	return h.exchange(ctx, t, body, header, emit, whole, stream)
+}
+
+// exchange is round's request and answer.
+func (h *httpBackend) exchange(ctx context.Context, t Turn, body []byte, header http.Header, emit Emit, whole, stream readBody) (*round, error) {
 	rctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	resp, err := h.post(ctx, rctx, t, body, header.Clone())

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -41,6 +44,11 @@ type OpenAIConfig struct {
 	// the reason: the upstream's HTTP status ("429", "503", ...) or "connection". It must
 	// not block: a counter.
 	OnRetry func(reason string)
+	// TracerProvider makes a client span of every request to the provider ("chat
+	// {model}", with the GenAI semantic conventions' attributes and the token usage the
+	// provider reports; never message text). nil: no spans. Either way each request
+	// carries the trace context of the turn's ctx (traceparent), when it has one.
+	TracerProvider trace.TracerProvider
 }
 
 // LogValue implements slog.LogValuer: the configuration without the API key (only
@@ -83,6 +91,7 @@ func NewOpenAI(cfg OpenAIConfig, logger *slog.Logger) (*OpenAI, error) {
 		o.header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	o.h = newHTTPBackend("openai", base+"/chat/completions", cfg.HTTPClient, cfg.Timeout, cfg.APIKey, cfg.OnRetry, logger)
+	o.h.tracer, o.h.model = tracing.Tracer(cfg.TracerProvider), cfg.Model
 	return o, nil
 }
 
@@ -115,6 +124,9 @@ func (o *OpenAI) encode(req projection.Request, specs []ToolSpec) ([]byte, error
 	body, err := req.OpenAI(o.model, true)
 	if err == nil && o.maxTokens > 0 {
 		body, err = withJSONInt(body, "max_tokens", o.maxTokens)
+	}
+	if err == nil { // the token usage, in a last chunk of the stream (for the span)
+		body, err = withJSONMember(body, "stream_options", []byte(`{"include_usage":true}`))
 	}
 	if err != nil || len(specs) == 0 {
 		return body, err
@@ -153,6 +165,7 @@ type openAIChunk struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	Usage *tokenCounts    `json:"usage"` // the stream's last chunk (stream_options.include_usage), a whole reply
 	Error json.RawMessage `json:"error"`
 }
 
@@ -224,6 +237,7 @@ func (o *OpenAI) stream(parent, ctx context.Context, t Turn, body io.Reader, emi
 		if c.failed() {
 			return o.reportError(parent, t, c.Error)
 		}
+		r.usage.add(c.Usage)
 		for _, ch := range c.Choices {
 			if ch.Index != 0 {
 				continue
@@ -256,6 +270,7 @@ func (o *OpenAI) whole(parent, ctx context.Context, t Turn, body io.Reader, emit
 	if c.failed() {
 		return o.reportError(parent, t, c.Error)
 	}
+	r.usage.add(c.Usage)
 	for _, ch := range c.Choices {
 		if ch.Index == 0 {
 			o.truncated(parent, t, ch.FinishReason)

@@ -95,6 +95,7 @@ type round struct {
 	text  strings.Builder
 	calls []projection.ToolCall
 	index map[int]int // the provider's call index → position in calls
+	usage usage       // the tokens the provider reported for the request
 }
 
 // call returns the call the provider numbers idx, adding it on first sight.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/a2a-gateway/gateway/internal/tracing"
 )
 
 // targetKey carries a request's checked target to the dialer.
@@ -123,6 +125,7 @@ func (dl *Deliverer) request(ctx context.Context, d Delivery, now time.Time) (*h
 	h.Set("User-Agent", "a2a-gateway-push/1")
 	h.Set("X-A2A-Event-Id", d.ID)
 	h.Set(SignatureHeader, dl.opts.Signer.Sign(d, now))
+	tracing.Inject(ctx, h) // the attempt's span: traceparent, tracestate
 	if d.Token != "" {
 		h.Set("X-A2A-Notification-Token", d.Token)
 	}

@@ -11,6 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2a-gateway/gateway/internal/tracing"
 )
 
 // Observer receives the deliverer's measurements (the gateway turns them into
@@ -56,6 +60,9 @@ type Options struct {
 	// TLSConfig is the TLS client configuration (its ServerName is left to the URL's
 	// host). nil: the system's roots.
 	TLSConfig *tls.Config
+	// TracerProvider makes a client span of every attempt (a root span; see
+	// tracedAttempt), whose traceparent the webhook POST carries. nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // recordTimeout bounds recording an attempt, which goes on after Run's ctx is done.
@@ -67,6 +74,7 @@ type Deliverer struct {
 	opts    Options
 	log     *slog.Logger
 	obs     Observer
+	tracer  trace.Tracer
 	tr      *http.Transport
 	client  *http.Client
 	notify  chan struct{}
@@ -83,7 +91,8 @@ func NewDeliverer(opts Options) (*Deliverer, error) {
 		return nil, errors.New("push: a Deliverer's bounds must not be negative")
 	}
 	opts = withDefaults(opts)
-	dl := &Deliverer{opts: opts, log: opts.Logger, obs: opts.Observer, notify: make(chan struct{}, 1)}
+	dl := &Deliverer{opts: opts, log: opts.Logger, obs: opts.Observer, notify: make(chan struct{}, 1),
+		tracer: tracing.Tracer(opts.TracerProvider)}
 	dl.tr = newTransport(opts.Guard, opts.TLSConfig, opts.PerHost, opts.Timeout)
 	dl.client = &http.Client{Transport: dl.tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a 3xx is a failed attempt: a redirect could lead anywhere
@@ -300,7 +309,7 @@ func (dl *Deliverer) deliver(ctx context.Context, d Delivery) time.Time {
 		}
 		return dl.opts.Now().Add(dl.opts.Poll)
 	}
-	a := dl.attempt(ctx, d)
+	a := dl.tracedAttempt(ctx, d)
 	if a.Outcome == OutcomeRetry {
 		if ctx.Err() != nil {
 			return time.Time{} // cut short by the stop: not recorded, made again after a restart

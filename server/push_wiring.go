@@ -72,7 +72,8 @@ func (s *Server) startPush(outbox push.Outbox) error {
 		return nil
 	}
 	dl, err := push.NewDeliverer(push.Options{Outbox: outbox, Guard: p.guard, Signer: p.signer,
-		RetryFor: s.cfg.PushRetryFor, MinBackoff: s.cfg.pushTest.minBackoff, MaxBackoff: s.cfg.pushTest.maxBackoff, Logger: s.log.With("component", "push"), Observer: s.metrics.push})
+		RetryFor: s.cfg.PushRetryFor, MinBackoff: s.cfg.pushTest.minBackoff, MaxBackoff: s.cfg.pushTest.maxBackoff, Logger: s.log.With("component", "push"), Observer: s.metrics.push,
+		TracerProvider: s.cfg.TracerProvider})
 	if err != nil {
 		return err
 	}

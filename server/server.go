@@ -280,7 +280,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	}
 	s.pushTurnConfig(&tcfg)
 	s.runner = turn.New(tcfg, s.ledger, s.locks, s.agent, s.log)
-	s.handler = limitRate(s.runner, newRateLimiter(rate, nil), s.metrics)
+	s.handler = traceMethods(limitRate(s.runner, newRateLimiter(rate, nil), s.metrics), s.cfg.TracerProvider)
 	s.closers.add(s.closeRunner)
 	s.wsTune = deps.streaming
 	s.streamStats = func() (int, int) { return s.runner.Streams(), s.ws.Stats().Conns } // s.ws is set before the listener serves
@@ -316,7 +316,7 @@ func (s *Server) listen(ctx context.Context) error {
 	ln := s.ln
 	wscfg := streaming.Config{AllowedOrigins: s.cfg.wsAllowedOrigins(ln.Addr()), Logger: s.log,
 		MaxConnsPerPeer: s.cfg.wsConnsPerPeer(), PeerOf: wsPeer, OnLimit: s.metrics.LimitExceeded,
-		SubscribeAs: wsSubscribeAs, SubscribeOnly: s.wsSubscribeOnly}
+		SubscribeAs: wsSubscribeAs, SubscribeOnly: s.wsSubscribeOnly, TracerProvider: s.cfg.TracerProvider}
 	if s.wsTune != nil {
 		s.wsTune(&wscfg)
 	}
@@ -370,7 +370,8 @@ func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
 // routes is the one router: echo, every route of the listener. Before routing, so that
 // every request meets them (unknown paths included), come the listener-wide guard (see
 // guard) and the request id (see tagRequest); then panic recovery; then, on the A2A
-// routes (POST /, POST /a2a, GET /ws), peer authentication (see peerAuth, wsAuth).
+// routes (POST /, POST /a2a, GET /ws), the trace context and server span (see
+// traceRequest), then peer authentication (see peerAuth, wsAuth).
 func (s *Server) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -385,16 +386,16 @@ func (s *Server) routes() http.Handler {
 		Observe:      s.metrics.observeRequest,
 	}
 	rpc, peer := echo.WrapHandler(a2a.NewJSONRPCHandler(s.handler, tcfg)), echo.WrapMiddleware(s.peerAuth)
-	e.POST("/", rpc, peer)
+	e.POST("/", rpc, s.traceRequest, peer)
 	e.GET("/", s.rootPage(card))
-	e.POST("/a2a", rpc, peer)
-	e.Match([]string{http.MethodGet, http.MethodHead}, "/ws", echo.WrapHandler(s.ws), echo.WrapMiddleware(s.wsAuth))
+	e.POST("/a2a", rpc, s.traceRequest, peer)
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/ws", echo.WrapHandler(s.ws), s.traceRequest, echo.WrapMiddleware(s.wsAuth))
 	pprof := echo.WrapHandler(pprofHandler(s.adminGate()))
 	e.Any("/debug/pprof", pprof) // redirected to /debug/pprof/
 	e.Any("/debug/pprof/*", pprof)
 	if s.toolbox != nil {
 		// A turn's process calls its tools with its turn-bound token (not a peer's).
-		e.POST(tools.ToolsPath, echo.WrapHandler(s.toolbox))
+		e.POST(tools.ToolsPath, echo.WrapHandler(s.toolbox), s.traceRequest)
 	}
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	if s.push != nil {
@@ -509,11 +510,14 @@ func (s *Server) closeRunner(ctx context.Context) error {
 func newAgent(cfg Config, logger *slog.Logger, onRetry func(reason string)) (agent.Agent, error) {
 	switch cfg.Agent {
 	case "openai":
-		return agent.NewOpenAI(agent.OpenAIConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout, OnRetry: onRetry}, logger)
+		return agent.NewOpenAI(agent.OpenAIConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout, OnRetry: onRetry,
+			TracerProvider: cfg.TracerProvider}, logger)
 	case "anthropic":
-		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout, OnRetry: onRetry}, logger)
+		return agent.NewAnthropic(agent.AnthropicConfig{URL: cfg.AgentURL, Model: cfg.AgentModel, APIKey: cfg.AgentKey, Timeout: cfg.AgentTimeout, OnRetry: onRetry,
+			TracerProvider: cfg.TracerProvider}, logger)
 	case "a2a":
-		return agent.NewA2ARelay(agent.A2ARelayConfig{URL: cfg.AgentURL, Token: cfg.AgentKey, Timeout: cfg.AgentTimeout}, logger)
+		return agent.NewA2ARelay(agent.A2ARelayConfig{URL: cfg.AgentURL, Token: cfg.AgentKey, Timeout: cfg.AgentTimeout,
+			TracerProvider: cfg.TracerProvider}, logger)
 	case "tck":
 		return agent.TCK{Hold: 2 * agent.TCKStreamingTimeout(os.Getenv("TCK_STREAMING_TIMEOUT"))}, nil
 	case "exec":

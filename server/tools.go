@@ -63,7 +63,7 @@ func (s *Server) toolBox() *tools.Box {
 	}
 	return tools.New(tools.Config{
 		Mode: mode, Peers: s.cfg.Peers, Conv: s.adminService(), Self: s.selfURL(), HopLimit: s.cfg.AgentHopLimit, MaxCalls: s.cfg.AgentMaxToolCalls,
-		PeerTimeout: s.cfg.AgentTimeout, Observe: s.metrics.tools, Logger: s.log,
+		PeerTimeout: s.cfg.AgentTimeout, Observe: s.metrics.tools, Logger: s.log, TracerProvider: s.cfg.TracerProvider,
 	})
 }
 

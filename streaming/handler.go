@@ -9,8 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/a2a-gateway/gateway/a2a"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 )
 
 // Source is what the WebSocket needs beyond the A2A methods: a whole context's event
@@ -85,6 +88,11 @@ type Config struct {
 	// refused (package server: the console's operator session, which is no peer). nil: none.
 	SubscribeOnly func(ctx context.Context) bool
 	Logger        *slog.Logger // nil: slog.Default()
+	// TracerProvider makes a server span of every request frame (a call until it is
+	// answered, a stream until it ends), child of the trace context in the frame's
+	// params.metadata (traceparent, tracestate) or else of the upgrade request's. nil:
+	// no spans, and a frame's metadata is not read for one.
+	TracerProvider trace.TracerProvider
 }
 
 // Stats is a snapshot of the handler's load, for metrics gauges.
@@ -99,6 +107,7 @@ type Handler struct {
 	d       *a2a.Dispatcher
 	src     Source
 	cfg     Config
+	tracer  trace.Tracer // nil without Config.TracerProvider
 	log     *slog.Logger
 	up      websocket.Upgrader
 	origins map[string]bool // lower-case allowed origins; nil with anyOrigin
@@ -130,6 +139,10 @@ func NewHandler(d *a2a.Dispatcher, src Source, cfg Config) *Handler {
 	if cfg.SlowAfter <= 0 {
 		cfg.SlowAfter = DefaultSlowAfter
 	}
+	var tracer trace.Tracer
+	if cfg.TracerProvider != nil {
+		tracer = tracing.Tracer(cfg.TracerProvider)
+	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
@@ -140,7 +153,7 @@ func NewHandler(d *a2a.Dispatcher, src Source, cfg Config) *Handler {
 	if l == nil {
 		l = slog.Default()
 	}
-	h := &Handler{d: d, src: src, cfg: cfg, log: l.With("component", "websocket"), conns: map[*conn]struct{}{}, perPeer: map[string]int{}}
+	h := &Handler{d: d, src: src, cfg: cfg, tracer: tracer, log: l.With("component", "websocket"), conns: map[*conn]struct{}{}, perPeer: map[string]int{}}
 	for _, o := range cfg.AllowedOrigins {
 		o = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(o), "/"))
 		if o == "*" {

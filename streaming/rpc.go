@@ -78,6 +78,7 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 		c.fail(ctx, req, method, dl, err, start)
 		return
 	}
+	ctx = c.startFrame(ctx, req) // ended by fail, or when the call or stream ends
 	switch req.Method {
 	case MethodSubscribe:
 		c.subscribe(ctx, req, start)
@@ -88,6 +89,7 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 			return
 		}
 		c.unsubscribe(p, pendingUnsub{id: req.ID, start: start})
+		c.endFrame(ctx, nil)
 	default:
 		if so := c.h.cfg.SubscribeOnly; so != nil && so(ctx) {
 			dl, _ := req.Dialect()
@@ -98,6 +100,7 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 		switch {
 		case !ok:
 			c.reply(d.Call(ctx, r, req)) // answers method not found at once
+			c.endFrame(ctx, a2a.ErrMethodNotFound)
 		case req.Streaming():
 			c.openA2A(ctx, req, dl, start)
 		default:
@@ -106,10 +109,11 @@ func (c *conn) handle(ctx context.Context, r *http.Request, data []byte) {
 	}
 }
 
-// fail answers req with an error frame and reports it.
+// fail answers req with an error frame, reports it and ends its span.
 func (c *conn) fail(ctx context.Context, req *a2a.Request, method string, dl a2a.Dialect, err error, start time.Time) {
 	c.reply(c.h.d.ErrorFrame(ctx, req.ID, method, dl, err))
 	c.h.d.Observe(ctx, method, dl, err, start)
+	c.endFrame(ctx, err)
 }
 
 func (c *conn) tooManyInFlight() error {
@@ -134,6 +138,7 @@ func (c *conn) call(ctx context.Context, r *http.Request, req *a2a.Request, dl a
 			c.inFlight--
 			c.mu.Unlock()
 		})
+		defer c.endFrame(ctx, nil)
 		defer done()
 		defer c.recoverCall(ctx, req, dl)
 		frame := c.h.d.Call(ctx, r, req)
@@ -239,6 +244,7 @@ func (c *conn) pump(ctx context.Context, st *stream, open func(context.Context) 
 	defer func() {
 		c.endStream(st)
 		d.Observe(ctx, st.method, st.dialect, failed, start)
+		c.endFrame(ctx, failed)
 	}()
 	defer func() {
 		if p := recover(); p != nil {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations"
@@ -85,6 +87,9 @@ type Config struct {
 	HTTPClient *http.Client
 	Observe    Observer
 	Logger     *slog.Logger
+	// TracerProvider makes client spans of the calls to peers (a2a/client), children of
+	// the turn's; nil: none (the calls carry the turn's trace context either way).
+	TracerProvider trace.TracerProvider
 }
 
 // Box makes each turn's tools. It is safe for concurrent use. Close it when done.

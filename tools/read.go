@@ -43,7 +43,7 @@ func (tt *turnTools) peersList(ctx context.Context) outcome {
 
 // describe is a peer's card's name and description, or why there is none.
 func (tt *turnTools) describe(ctx context.Context, p peers.Peer) string {
-	c, err := a2aclient.New(p.URL, a2aclient.Options{HTTPClient: tt.box.cfg.HTTPClient, Token: p.Token, Timeout: cardTimeout})
+	c, err := a2aclient.New(p.URL, a2aclient.Options{HTTPClient: tt.box.cfg.HTTPClient, Token: p.Token, Timeout: cardTimeout, TracerProvider: tt.box.cfg.TracerProvider})
 	if err != nil {
 		return "(no agent card)"
 	}

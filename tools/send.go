@@ -186,7 +186,7 @@ type reply struct {
 // deliver sends msg to tg (blocking send) and reads the reply.
 func (tt *turnTools) deliver(ctx context.Context, tg peers.Target, msg a2a.Message) (reply, error) {
 	cfg := &tt.box.cfg
-	c, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: cfg.HTTPClient, Token: tg.Token, Dialect: a2aclient.DialectAuto, Timeout: cfg.PeerTimeout})
+	c, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: cfg.HTTPClient, Token: tg.Token, Dialect: a2aclient.DialectAuto, Timeout: cfg.PeerTimeout, TracerProvider: cfg.TracerProvider})
 	if err != nil {
 		return reply{}, err
 	}

@@ -18,9 +18,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/internal/netx"
 	"github.com/a2a-gateway/gateway/internal/sse"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 )
 
 // DialectAuto makes a [Client] choose its dialect from the server's agent card.
@@ -164,6 +167,10 @@ type Options struct {
 	// lasts until the ctx given to SendStreamingMessage is done or it is closed.
 	// 0: DefaultTimeout.
 	Timeout time.Duration
+	// TracerProvider makes a client span of every call (named by its method; a stream's
+	// lasts until the stream ends). nil: no spans. Either way each request carries the
+	// trace context of the ctx it is made with (traceparent, tracestate), when it has one.
+	TracerProvider trace.TracerProvider
 }
 
 // Client is an outbound A2A JSON-RPC client speaking either dialect. It is safe for
@@ -176,6 +183,7 @@ type Client struct {
 	token    string
 	dialect  a2a.Dialect
 	timeout  time.Duration
+	tracer   trace.Tracer
 	nextID   atomic.Int64
 
 	mu       sync.Mutex // guards the resolution below; never held across I/O
@@ -208,7 +216,8 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if strings.ContainsAny(opts.Token, "\r\n\x00") {
 		return nil, errors.New("a2a client: the token contains a line break or NUL")
 	}
-	c := &Client{hc: opts.HTTPClient, token: opts.Token, dialect: opts.Dialect, timeout: opts.Timeout}
+	c := &Client{hc: opts.HTTPClient, token: opts.Token, dialect: opts.Dialect, timeout: opts.Timeout,
+		tracer: tracing.Tracer(opts.TracerProvider)}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -262,7 +271,10 @@ func newDefaultHTTPClient() *http.Client {
 // Card fetches the agent card from CardPath under the base URL, sending A2A-Version: 1.0
 // (servers that vary the card by version then show their v1.0 interfaces). Errors wrap
 // [ErrTransport]: the fetch failed, the status was not 200, or the body is not a card.
-func (c *Client) Card(parent context.Context) (*a2a.Card, error) {
+func (c *Client) Card(parent context.Context) (_ *a2a.Card, err error) {
+	parent, span := c.startSpan(parent, "agent card")
+	status := 0
+	defer func() { endSpan(span, status, err) }()
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cardURL, nil)
@@ -272,11 +284,13 @@ func (c *Client) Card(parent context.Context) (*a2a.Card, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("A2A-Version", "1.0")
 	c.authorize(req)
+	inject(ctx, req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, c.doError(parent, ctx, "agent card", err)
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	body, err := readLimited(resp.Body, maxCardBytes)
 	if err != nil {
 		return nil, c.readError(parent, ctx, "agent card", err)
@@ -478,6 +492,7 @@ func (c *Client) newRequest(ctx context.Context, d a2a.Dialect, endpoint, method
 		req.Header.Set("A2A-Version", "1.0")
 	}
 	c.authorize(req)
+	inject(ctx, req)
 	return req, nil
 }
 
@@ -488,7 +503,10 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // call POSTs a non-streaming request and returns its result.
-func (c *Client) call(parent context.Context, d a2a.Dialect, endpoint, method string, params []byte) (json.RawMessage, error) {
+func (c *Client) call(parent context.Context, d a2a.Dialect, endpoint, method string, params []byte) (_ json.RawMessage, err error) {
+	parent, span := c.startSpan(parent, method)
+	status := 0
+	defer func() { endSpan(span, status, err) }()
 	ctx, cancel := context.WithTimeout(parent, c.timeout)
 	defer cancel()
 	req, err := c.newRequest(ctx, d, endpoint, method, params, "application/json")
@@ -500,6 +518,7 @@ func (c *Client) call(parent context.Context, d a2a.Dialect, endpoint, method st
 		return nil, c.doError(parent, ctx, method, err)
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	body, err := readLimited(resp.Body, maxResponseBytes)
 	if err != nil {
 		return nil, c.readError(parent, ctx, method, err)
@@ -651,11 +670,30 @@ func (c *Client) SubscribeToTask(ctx context.Context, p *a2a.SubscribeParams) (a
 // openStream posts a streaming method and returns its event stream once the response
 // headers have arrived (see SendStreamingMessage); afterSeq > 0 is sent as Last-Event-ID.
 func (c *Client) openStream(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte, afterSeq uint64) (a2a.Stream, error) {
+	ctx, span := c.startSpan(ctx, method)
+	st, status, err := c.open(ctx, d, endpoint, method, params, afterSeq)
+	if err != nil {
+		endSpan(span, status, err)
+		return nil, err
+	}
+	if s, ok := st.(*sseStream); ok {
+		setStatus(span, status)
+		s.span = span  // ended when the stream ends (run)
+		s.wg.Go(s.run) // exits at the end of the stream, on an error, or when Close cancels sctx
+		return s, nil
+	}
+	endSpan(span, status, nil)
+	return st, nil
+}
+
+// open is openStream's request: the stream (an *sseStream not yet reading, or the one
+// event of a JSON answer) and the HTTP status (0: no answer).
+func (c *Client) open(ctx context.Context, d a2a.Dialect, endpoint, method string, params []byte, afterSeq uint64) (a2a.Stream, int, error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	req, err := c.newRequest(sctx, d, endpoint, method, params, "text/event-stream")
 	if err != nil {
 		cancel(nil)
-		return nil, err
+		return nil, 0, err
 	}
 	if afterSeq > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(afterSeq, 10))
@@ -669,17 +707,18 @@ func (c *Client) openStream(ctx context.Context, d a2a.Dialect, endpoint, method
 	if err != nil {
 		err = c.doError(ctx, sctx, method, err)
 		cancel(nil)
-		return nil, err
+		return nil, 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		body, _ := readLimited(resp.Body, maxErrorExcerpt*16)
 		resp.Body.Close()
 		cancel(nil)
-		return nil, statusError(method, resp.StatusCode, body)
+		return nil, resp.StatusCode, statusError(method, resp.StatusCode, body)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
 		defer cancel(nil)
-		return c.jsonAnswer(ctx, sctx, method, resp)
+		st, err := c.jsonAnswer(ctx, sctx, method, resp)
+		return st, resp.StatusCode, err
 	}
 	s := &sseStream{
 		method: method,
@@ -689,8 +728,7 @@ func (c *Client) openStream(ctx context.Context, d a2a.Dialect, endpoint, method
 		items:  make(chan streamItem), // unbuffered: the reader stays at most one event ahead
 		done:   make(chan struct{}),
 	}
-	s.wg.Go(s.run) // exits at the end of the stream, on an error, or when Close cancels sctx
-	return s, nil
+	return s, resp.StatusCode, nil
 }
 
 // jsonAnswer reads the plain JSON-RPC response some servers give a streaming method that
@@ -747,7 +785,8 @@ type sseStream struct {
 	done   chan struct{} // closed by Close
 	once   sync.Once
 	wg     sync.WaitGroup
-	err    error // sticky end of the stream; used by Next only
+	err    error      // sticky end of the stream; used by Next only
+	span   trace.Span // the call's client span, ended by run
 }
 
 // Next implements [a2a.Stream]. After the final io.EOF or error, it returns the same again;
@@ -783,6 +822,7 @@ func (s *sseStream) Close() {
 
 // run reads frames and hands their events to Next until the stream ends.
 func (s *sseStream) run() {
+	defer s.span.End()
 	defer s.cancel(nil)
 	defer s.body.Close()
 	r := sse.NewReader(s.body, maxResponseBytes)

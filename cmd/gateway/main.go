@@ -134,6 +134,12 @@ func runServe(ctx context.Context, args []string, lookupEnv func(string) (string
 		// live heap instead of 2× cut GC CPU enough for ~20% more sends/s at concurrency 64.
 		debug.SetGCPercent(400)
 	}
+	tel, flush, err := serveTracing(ctx, lookupEnv, logger)
+	if err != nil {
+		return err
+	}
+	defer flush() // after the server has closed: its last spans go out too
+	cfg.TracerProvider = tel.Provider
 	s, err := server.Open(ctx, cfg, logger)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -221,6 +227,11 @@ Secrets stay out of flags: the openai/anthropic key is read from the variable
 --agent-key-env names (default OPENAI_API_KEY or ANTHROPIC_API_KEY; missing against the
 provider's public API, start-up fails), and a Redis password belongs in
 GATEWAY_REDIS_URL (redis://[user:password@]host[:port][/db], rediss:// for TLS).
+
+Tracing (W3C traceparent read on every A2A request, sent on every outbound call) is set
+by the standard OpenTelemetry variables only: OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP;
+unset: trace ids only, no spans exported), OTEL_SERVICE_NAME (default a2a-gateway),
+OTEL_TRACES_SAMPLER (default parentbased_always_on), OTEL_SDK_DISABLED=true (off).
 
 Every flag can also be set with its GATEWAY_* environment variable or in the YAML
 config file (--config, default ./gateway.yaml if present; keys are the flag names).

@@ -15,6 +15,7 @@ import (
 	a2aclient "github.com/a2a-gateway/gateway/a2a/client"
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/internal/telemetry"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )
@@ -106,6 +107,9 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 	if cmd.o.list {
 		return sendList(ctx, dir, cmd.o.ops.config, min(cmd.o.timeout, listCardTimeout), cmd.o.asJSON, stdout, stderr)
 	}
+	ctx, tel, end := sendTracing(ctx, lookup, stderr)
+	defer end()
+	cmd.tel = tel
 	return cmd.send(ctx, dir, store, stdin, stdout, stderr)
 }
 
@@ -115,6 +119,7 @@ type sendCommand struct {
 	peerList   []Peer
 	positional []string
 	dialect    a2a.Dialect
+	tel        telemetry.Tracing // the send's spans (Provider nil: none)
 }
 
 // parseSend parses send's command line; --help prints the help on stdout (flag.ErrHelp);
@@ -255,7 +260,8 @@ func (cmd *sendCommand) send(ctx context.Context, dir *peers.Directory, store se
 func (cmd *sendCommand) deliver(ctx context.Context, tg peers.Target, msg a2a.Message, stdout, stderr io.Writer) (sendOutcome, string, error) {
 	tr := peers.NewTransport()
 	defer tr.CloseIdleConnections()
-	client, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: &http.Client{Transport: tr}, Token: tg.Token, Dialect: cmd.dialect, Timeout: cmd.o.timeout})
+	client, err := a2aclient.New(tg.URL, a2aclient.Options{HTTPClient: &http.Client{Transport: tr}, Token: tg.Token, Dialect: cmd.dialect, Timeout: cmd.o.timeout,
+		TracerProvider: cmd.tel.Provider})
 	if err != nil {
 		return sendOutcome{}, "", fmt.Errorf("peer %s: %w", tg.Peer(), err)
 	}

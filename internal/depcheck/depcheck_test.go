@@ -56,7 +56,7 @@ var rules = map[string]rule{
 	"ledger/postgres":             {[]string{"ledger", "contextid"}, []string{"github.com/jackc/pgx/v5"}, "the PostgreSQL backend: the ledger's entry model and hashing, stored with pgx"},
 	"internal/pgtest":             {[]string{"internal/testutil"}, []string{"github.com/jackc/pgx/v5"}, "test helper: a throwaway PostgreSQL cluster or GATEWAY_TEST_POSTGRES_URL; skips (testutil.Unavailable) without one"},
 	"locking":                     {nil, []string{"github.com/redis/go-redis/v9", "github.com/google/uuid"}, "locks strings; the only go-redis user"},
-	"streaming":                   {[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user"},
+	"streaming":                   traced(rule{[]string{"a2a"}, []string{"github.com/gorilla/websocket"}, "the only websocket user; a span per request frame"}),
 	"agent":                       traced(rule{[]string{"a2a", "a2a/client", "internal/sse", "internal/netx", "projection", "history", "redact"}, nil, "backends see the protocol model and the pure projection at most"}),
 	"push":                        traced(rule{nil, nil, "push-notification delivery and the SSRF guard: standard library and the tracing API only; its outbox is implemented by turn"}),
 	"peers":                       {[]string{"a2a", "contextid", "internal/netx"}, nil, "peer directory"},
