@@ -163,8 +163,8 @@ func (tr *turnRun) release(ctx context.Context) {
 		r.leases.handedOver(tr.key, tr.handedOver)
 		close(tr.handedOver)
 	}
+	tr.endSpan() // before finished: a blocking send returns with the turn's span ended
 	close(tr.lt.finished)
-	tr.endSpan()
 }
 
 // endSpan ends the turn's span with the state the turn ended in; a failed turn's status is
