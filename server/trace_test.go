@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -87,4 +88,36 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestAdminShowsTraceIDs: GET /admin/v1/conversations/{contextId} gives every entry of a
+// traced turn its traceId and spanId.
+func TestAdminShowsTraceIDs(t *testing.T) {
+	s, rec := tracedServer(t)
+	c := newHTTPClient(t)
+	if res := postRPC(t, c, s.URL(), false, sendBody(false, "admin-trace", "hello", "", "")); res.Error != nil {
+		t.Fatalf("send: %+v", res.Error)
+	}
+	waitIdle(t, s)
+	traceID := turnTraceID(t, rec)
+	resp := adminGet(t, c, s, "admin/v1/conversations/admin-trace", "")
+	defer resp.Body.Close()
+	var show struct {
+		Entries []struct {
+			Seq     uint64 `json:"seq"`
+			TraceID string `json:"traceId"`
+			SpanID  string `json:"spanId"`
+		} `json:"entries"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&show); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET show: %d, %v", resp.StatusCode, err)
+	}
+	if len(show.Entries) == 0 {
+		t.Fatal("no entries shown")
+	}
+	for _, e := range show.Entries {
+		if e.TraceID != traceID || len(e.SpanID) != 16 {
+			t.Errorf("entry %d: traceId %q spanId %q, want trace %s and a span id", e.Seq, e.TraceID, e.SpanID, traceID)
+		}
+	}
 }
