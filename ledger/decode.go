@@ -148,6 +148,8 @@ const (
 	fState
 	fCorrelationID
 	fCausationID
+	fTraceID
+	fSpanID
 	fPrevHash
 	fHash
 	fPartKind
@@ -201,6 +203,10 @@ func (f strField) ptr(e *Entry, part int32) *string {
 		return &e.CorrelationID
 	case fCausationID:
 		return &e.CausationID
+	case fTraceID:
+		return &e.TraceID
+	case fSpanID:
+		return &e.SpanID
 	case fPrevHash:
 		return &e.PrevHash
 	default:
@@ -514,6 +520,10 @@ func (d *entryDecoder) entry(e *Entry) bool {
 			return d.str(fCorrelationID, 0, valCopy)
 		case "causationId":
 			return d.str(fCausationID, 0, valCopy)
+		case "traceId":
+			return d.str(fTraceID, 0, valCopy)
+		case "spanId":
+			return d.str(fSpanID, 0, valCopy)
 		case "prevHash":
 			return d.str(fPrevHash, 0, valLink0)
 		case "hash":

@@ -61,6 +61,8 @@ func appendEntryJSON(dst []byte, e *Entry) ([]byte, error) {
 	}
 	dst = jsonenc.AppendOptString(dst, `,"correlationId":`, e.CorrelationID)
 	dst = jsonenc.AppendOptString(dst, `,"causationId":`, e.CausationID)
+	dst = jsonenc.AppendOptString(dst, `,"traceId":`, e.TraceID)
+	dst = jsonenc.AppendOptString(dst, `,"spanId":`, e.SpanID)
 	dst = jsonenc.AppendOptString(dst, `,"prevHash":`, e.PrevHash)
 	dst = jsonenc.AppendOptString(dst, `,"hash":`, e.Hash)
 	return append(dst, '}'), nil

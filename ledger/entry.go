@@ -123,6 +123,13 @@ type Entry struct {
 	CorrelationID string `json:"correlationId,omitempty"`
 	CausationID   string `json:"causationId,omitempty"`
 
+	// TraceID and SpanID are the W3C trace context of the span that wrote the entry (the
+	// turn's, or a tool call's for TOOL_CALL/TOOL_RESULT): 32 and 16 lowercase hex digits,
+	// not all zeros, or both empty. Empty fields are omitted from the encoding, so entries
+	// written before they existed hash as they always did; set, they are covered by Hash.
+	TraceID string `json:"traceId,omitempty"`
+	SpanID  string `json:"spanId,omitempty"`
+
 	PrevHash string `json:"prevHash,omitempty"`
 	Hash     string `json:"hash,omitempty"`
 }
@@ -198,6 +205,9 @@ func validateEntry(i int, e *Entry, owner, contextID string) error {
 	if len(e.Metadata) > 0 && !json.Valid(e.Metadata) {
 		return invalidEntry(i, "metadata", "not valid JSON")
 	}
+	if err := validateTrace(i, e.TraceID, e.SpanID); err != nil {
+		return err
+	}
 	for j := range e.Parts {
 		if err := validatePart(i, j, &e.Parts[j]); err != nil {
 			return err
@@ -207,6 +217,40 @@ func validateEntry(i int, e *Entry, owner, contextID string) error {
 		return validatePush(i, e) // push.go
 	}
 	return nil
+}
+
+// validateTrace checks an entry's trace and span ids: both empty, or a trace id of 32 and
+// a span id of 16 lowercase hex digits, neither all zeros (W3C trace context's valid ids).
+func validateTrace(i int, traceID, spanID string) error {
+	if traceID == "" && spanID == "" {
+		return nil
+	}
+	if reason := traceIDFault(traceID, 32); reason != "" {
+		return invalidEntry(i, "traceId", "%s", reason)
+	}
+	if reason := traceIDFault(spanID, 16); reason != "" {
+		return invalidEntry(i, "spanId", "%s", reason)
+	}
+	return nil
+}
+
+// traceIDFault says what is wrong with a hex id of n digits, or "" when nothing is.
+func traceIDFault(id string, n int) string {
+	if len(id) != n {
+		return fmt.Sprintf("%d lowercase hex digits (got %d bytes)", n, len(id))
+	}
+	zero := true
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Sprintf("not lowercase hex at byte %d", i)
+		}
+		zero = zero && c == '0'
+	}
+	if zero {
+		return "all zeros"
+	}
+	return ""
 }
 
 func validatePart(i, j int, p *Part) error {

@@ -71,10 +71,13 @@ func FuzzKey(f *testing.F) {
 // FuzzEntryEncoding checks that the spliced encoding the committer writes equals
 // encoding/json's encoding of the entry, and that the hash covers it, for any content.
 func FuzzEntryEncoding(f *testing.F) {
-	f.Add("hello", "task-1", "peer", uint64(1), uint64(0), "")
-	f.Add(`,"seq":0,"epoch":0`, "", `"seq":0`, uint64(1<<40), uint64(7), strings.Repeat("a", 64))
-	f.Add("<script>&\u2028\xff", "t", "", ^uint64(0), ^uint64(0), "x")
-	f.Fuzz(func(t *testing.T, text, taskID, actor string, seq, epoch uint64, prev string) {
+	f.Add("hello", "task-1", "peer", uint64(1), uint64(0), "", "", "")
+	f.Add(`,"seq":0,"epoch":0`, "", `"seq":0`, uint64(1<<40), uint64(7), strings.Repeat("a", 64), "", "")
+	f.Add("<script>&\u2028\xff", "t", "", ^uint64(0), ^uint64(0), "x", "", "")
+	f.Add("traced", "task-2", "agent", uint64(3), uint64(1), "p", "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+	f.Add("trace only", "", "", uint64(9), uint64(2), "", "4bf92f3577b34da6a3ce929d0e0e4736", "")
+	f.Add(`,"seq":0,"epoch":0`, "t", "a", uint64(2), uint64(2), "q", `","seq":0,"epoch":0,"x":"`, "<&>\u2028\xff")
+	f.Fuzz(func(t *testing.T, text, taskID, actor string, seq, epoch uint64, prev, traceID, spanID string) {
 		if prev != "" { // a previous hash is always lowercase hex
 			prev = chainHash("", []byte(prev))
 		}
@@ -83,6 +86,7 @@ func FuzzEntryEncoding(f *testing.F) {
 			Kind: KindUserMessage, Trust: TrustPeerUntrusted, Visibility: VisibilityModel,
 			CreatedAt: time.Unix(1, 2).UTC(),
 			Parts:     []Part{{Kind: PartText, Text: text, Metadata: json.RawMessage(`{"k": "<v>"}`)}},
+			TraceID:   traceID, SpanID: spanID,
 		}
 		tpl, err := newTemplate(&e)
 		if err != nil {
@@ -255,7 +259,7 @@ func fuzzEntry(text, id, meta, data string, raw []byte, name string, sec, nsec i
 		Kind: Kind(text), Trust: TrustAgent, Visibility: Visibility(name), Actor: text,
 		CreatedAt: time.Unix(sec, nsec).UTC(), MessageID: name, Role: id, State: text,
 		Metadata:      json.RawMessage(meta),
-		CorrelationID: text, CausationID: id, PrevHash: name, Hash: text,
+		CorrelationID: text, CausationID: id, TraceID: name, SpanID: id, PrevHash: name, Hash: text,
 	}
 	if len(text)%2 == 0 {
 		e.Parts = []Part{

@@ -47,7 +47,8 @@ func (f frame) stored() []byte { return f.b[frameRoom:] }
 // content, escaping aside, and the field names.
 func entrySizeHint(e *Entry) int {
 	n := 320 + len(e.ID) + len(e.ContextID) + len(e.Owner) + len(e.TaskID) + len(e.Actor) +
-		len(e.MessageID) + len(e.State) + len(e.Metadata) + len(e.CorrelationID) + len(e.CausationID)
+		len(e.MessageID) + len(e.State) + len(e.Metadata) + len(e.CorrelationID) + len(e.CausationID) +
+		len(e.TraceID) + len(e.SpanID)
 	for i := range e.Parts {
 		p := &e.Parts[i]
 		n += 120 + len(p.Text) + len(p.Data) + len(p.Raw)*4/3 + len(p.URL) + len(p.MediaType) +

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/locking"
@@ -220,9 +222,17 @@ func (m *metrics) observeCommit(d time.Duration, appends int) {
 // authFailure counts a refused A2A request; reason is "missing" or "invalid".
 func (m *metrics) authFailure(reason string) { m.authFailures.WithLabelValues(reason).Inc() }
 
-// TurnDone implements turn.Observer.
-func (m *metrics) TurnDone(state string, d time.Duration) {
+// TurnDone implements turn.Observer. A turn in a sampled trace leaves its trace id as
+// the exemplar of the duration's bucket (served in the OpenMetrics format), so a slow
+// bucket leads to a trace.
+func (m *metrics) TurnDone(ctx context.Context, state string, d time.Duration) {
 	m.turns.WithLabelValues(state).Inc()
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := m.turnSeconds.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
 	m.turnSeconds.Observe(d.Seconds())
 }
 
@@ -272,7 +282,9 @@ func (m *metrics) Projection(bytes, prevBytes, stablePrefix int) {
 	}
 }
 
-// handler serves the registry in the Prometheus text format behind the admin rule: with
+// handler serves the registry in the Prometheus text format, or in OpenMetrics (with the
+// exemplars) when the scraper asks for it (Accept: application/openmetrics-text), behind
+// the admin rule: with
 // an admin token it is required ("Authorization: Bearer <token>"); without one only
 // loopback clients are served.
 func (m *metrics) handler(gate adminGate, log *slog.Logger) http.Handler {
@@ -285,7 +297,7 @@ func (m *metrics) handler(gate adminGate, log *slog.Logger) http.Handler {
 				log.ErrorContext(r.Context(), "serving metrics failed", "err", strings.TrimSpace(fmt.Sprintln(v...)))
 			}),
 			Registry:          m.reg, // promhttp_metric_handler_errors_total
-			EnableOpenMetrics: false,
+			EnableOpenMetrics: true,  // only when asked for: the exemplars (TurnDone)
 		}).ServeHTTP(w, r)
 	})
 	return adminOnly(gate, metricsPath, h)

@@ -267,6 +267,7 @@ func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 		MaxToolCalls:      s.cfg.AgentMaxToolCalls,
 		ToolTime:          s.cfg.AgentToolTime,
 		SignalWatch:       s.watchSignal(),
+		TracerProvider:    s.cfg.TracerProvider,
 	}
 	if s.cfg.Store != "" && (s.cfg.RedisAddr != "" || s.cfg.RedisURL != "") {
 		tcfg.LeaseTTL = s.cfg.LeaseTTL // leases shared by the instances: sweep for a stopped one's tasks

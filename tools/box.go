@@ -10,12 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/conversations"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/peers"
+	"github.com/a2a-gateway/gateway/redact"
 	"github.com/a2a-gateway/gateway/turn"
 )
 
@@ -141,6 +145,9 @@ func (b *Box) ForTurn(t turn.ToolTurn) agent.Tools {
 	if b.cfg.Mode == ModeNone || b.cfg.Mode == "" || b.cfg.Conv == nil {
 		return nil
 	}
+	if t.Tracer == nil {
+		t.Tracer = tracing.Tracer(nil)
+	}
 	tt := &turnTools{box: b, t: t, hops: hopsOf(t.Metadata), sent: map[string]int{}}
 	b.tokens.issue(tt)
 	return tt
@@ -182,21 +189,44 @@ type outcome struct {
 }
 
 // Call implements agent.Tools: it records the call, runs it, records the result and
-// returns the result's text.
+// returns the result's text, in the call's span (execute_tool {name}, the GenAI
+// semantic conventions: ids, the outcome and sizes, never the arguments or the result),
+// whose ids the call's TOOL_CALL and TOOL_RESULT entries carry.
 func (tt *turnTools) Call(ctx context.Context, c agent.ToolCall) (string, error) {
+	name := spanToolName(c.Name)
+	ctx, span := tt.t.Tracer.Start(ctx, "execute_tool "+name, trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", name),
+		attribute.String("gen_ai.tool.call.id", redact.Text(c.ID))))
+	defer span.End()
 	t0 := time.Now()
 	callEntry, err := tt.recordCall(ctx, c)
 	if err != nil {
+		span.SetStatus(codes.Error, "record call")
 		return "", err
 	}
 	out := tt.run(ctx, c, callEntry.ID)
+	span.SetAttributes(attribute.String("gateway.tool.outcome", out.status), attribute.Int("gateway.tool.result_bytes", len(out.text)))
+	if out.status == "failed" {
+		span.SetStatus(codes.Error, out.status)
+	}
 	if err := tt.recordResult(ctx, c, callEntry, out); err != nil {
+		span.SetStatus(codes.Error, "record result")
 		return "", err
 	}
 	if o := tt.box.cfg.Observe; o != nil {
 		o.ToolCall(c.Name, out.status, time.Since(t0))
 	}
 	return out.text, nil
+}
+
+// spanToolName is the tool's name as a span names it: one of the gateway's tools, or
+// "unknown" for a name the model made up (which is the model's text, and unbounded).
+func spanToolName(name string) string {
+	switch name {
+	case ToolPeersList, ToolHistory, ToolPeerSend:
+		return name
+	}
+	return "unknown"
 }
 
 // run dispatches a call to its tool; callID is the id of the call's TOOL_CALL entry.

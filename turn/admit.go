@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/contextid"
@@ -35,9 +37,26 @@ type inbound struct {
 // found while a turn holds the lease, or by the append's Dedup check) returns with only
 // out.retryTask set: nothing stored, no lease held.
 //
-// Every resource start takes is pushed on undo as it is taken; one deferred call releases
-// them in reverse order when start fails, so no failure path can forget one.
-func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watch bool) (out *accepted, err error) {
+// The send runs in the turn's span (a2a.turn, trace.go): ended here when start fails or
+// answers a retry, and by the turn (turnRun.release) once it is launched.
+func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watch bool) (*accepted, error) {
+	ctx, span := r.tracer.Start(ctx, spanTurn, trace.WithAttributes(attribute.String(attrPeer, peer),
+		attribute.String(attrMessageID, p.Message.MessageID), attribute.Int(attrParts, len(p.Message.Parts))))
+	out, err := r.admit(ctx, peer, p, watch)
+	switch {
+	case err != nil:
+		endSpan(span, err)
+	case out.retryTask != "":
+		span.SetAttributes(attribute.Bool(attrRetry, true), attribute.String(attrTaskID, out.retryTask))
+		span.End()
+	}
+	return out, err
+}
+
+// admit is start without its span. Every resource it takes is pushed on undo as it is
+// taken; one deferred call releases them in reverse order when it fails, so no failure
+// path can forget one.
+func (r *Runner) admit(ctx context.Context, peer string, p *a2a.SendParams, watch bool) (out *accepted, err error) {
 	if r.closing.Load() {
 		return nil, errShutdown
 	}
@@ -48,6 +67,7 @@ func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watc
 	case in.retryTask != "":
 		return &accepted{retryTask: in.retryTask}, nil
 	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String(attrTaskID, in.taskID))
 	pushEntries, err := r.sendPushConfig(ctx, in, p.Config.Push) // push.go
 	if err != nil {
 		return nil, err

@@ -98,8 +98,9 @@ type Locker interface {
 // Observer receives the runner's measurements (metrics). Every method must be cheap and
 // must not block; a nil Observer in Config observes nothing.
 type Observer interface {
-	// TurnDone: a turn ended in state (a2a task state, e.g. "completed") after d.
-	TurnDone(state string, d time.Duration)
+	// TurnDone: a turn ended in state (a2a task state, e.g. "completed") after d; ctx is
+	// the turn's (its span: the trace id of a metric's exemplar).
+	TurnDone(ctx context.Context, state string, d time.Duration)
 	// Busy: a request (a send, or a cancel of a parked task) was refused with CONTEXT_BUSY.
 	Busy()
 	// Retried: a send was answered as a retry of a stored message (retry.go); no turn ran.

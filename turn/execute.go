@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
@@ -49,6 +53,7 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 	r.live[in.taskID] = lt
 	r.mu.Unlock()
 	tr.lt, tr.epoch, tr.keepStored, tr.metadata = lt, res.Epoch, !in.continuing, m.Metadata
+	tr.span = trace.SpanFromContext(ctx) // start's a2a.turn: release ends it
 	tr.keep(res.Entries)
 	go func() { // exits when the agent is done and the end is recorded
 		defer r.wg.Done() // the turn's place in r.wg, taken by enter
@@ -74,6 +79,10 @@ type turnRun struct {
 	started time.Time  // when the send arrived
 	key     string     // the context's key
 	feed    *feed.Feed // the context's live feed, held while the turn runs
+
+	span    trace.Span    // the turn's (a2a.turn), ended by release
+	state   a2a.TaskState // the state the turn ended in (finish)
+	emitted atomic.Int64  // bytes of reply text the agent emitted
 
 	stopWatch  func()        // ends watchLease; idempotent
 	leaseGone  bool          // the lease was released (handOver or release)
@@ -109,8 +118,22 @@ func (tr *turnRun) run(ctx context.Context) {
 			return context.Cause(ctx)
 		}
 		tr.chunks.add(c)
+		tr.emitted.Add(int64(len(c)))
 		return nil
 	}
+	res, err := tr.reply(ctx, emit)
+	stopWriter()
+	if err == nil && tr.chunkErr != nil {
+		err = tr.chunkErr
+	}
+	tr.finish(ctx, err, res)
+}
+
+// reply asks the agent for the reply (in an agent.run span: the backend's own spans and
+// the tool calls' are its children), streaming it through emit.
+func (tr *turnRun) reply(ctx context.Context, emit func(string) error) (agent.Result, error) {
+	r, lt := tr.r, tr.lt
+	ctx, span := r.tracer.Start(ctx, spanAgent)
 	tools, endTools := tr.toolsFor()
 	defer endTools()
 	t0 := time.Now()
@@ -120,11 +143,8 @@ func (tr *turnRun) run(ctx context.Context) {
 		Tools: tools, MaxToolCalls: r.cfg.MaxToolCalls, ToolTime: r.cfg.ToolTime,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
-	stopWriter()
-	if err == nil && tr.chunkErr != nil {
-		err = tr.chunkErr
-	}
-	tr.finish(ctx, err, res)
+	endSpan(span, err)
+	return res, err
 }
 
 // release gives back what the turn holds (its lease, its hold on the feed, its place among
@@ -143,7 +163,18 @@ func (tr *turnRun) release(ctx context.Context) {
 		r.leases.handedOver(tr.key, tr.handedOver)
 		close(tr.handedOver)
 	}
+	tr.endSpan() // before finished: a blocking send returns with the turn's span ended
 	close(tr.lt.finished)
+}
+
+// endSpan ends the turn's span with the state the turn ended in; a failed turn's status is
+// Error (its description the state: the status text may not be the span's to carry).
+func (tr *turnRun) endSpan() {
+	tr.span.SetAttributes(attribute.String(attrState, string(tr.state)), attribute.Int64(attrBytes, tr.emitted.Load()))
+	if tr.state == a2a.StateFailed || tr.state == "" {
+		tr.span.SetStatus(codes.Error, string(a2a.StateFailed))
+	}
+	tr.span.End()
 }
 
 // handOver gives the context's lease up once the end of the turn is stored and before
@@ -225,12 +256,14 @@ func (tr *turnRun) finish(ctx context.Context, agentErr error, res agent.Result)
 			lt.unrecorded = &unrecordedEndError{TaskID: lt.id, Err: err}
 		}
 		tr.saveStored()
-		r.obs.TurnDone(string(a2a.StateFailed), time.Since(tr.started))
+		tr.state = a2a.StateFailed
+		r.obs.TurnDone(ctx, string(a2a.StateFailed), time.Since(tr.started))
 		tr.handOver(fctx)
 		r.publish(fctx, tr.peer, lt.contextID, failed)
 		return
 	}
-	r.obs.TurnDone(string(state), time.Since(tr.started))
+	tr.state = state
+	r.obs.TurnDone(ctx, string(state), time.Since(tr.started))
 	if r.cfg.SharedStore {
 		r.seen.turnEnded(tr.key, tr.epoch) // before the lease is handed over: the next turn here reads it (planBegin)
 	}

@@ -102,7 +102,9 @@ func (l *leases) handover(key string) chan struct{} {
 // append of the message checks for a repeat: start.)
 // A refusal is refuse's error.
 func (r *Runner) takeLease(ctx context.Context, in *inbound) (_ *locking.Lease, retry string, _ error) {
-	lease, err := r.leases.acquire(ctx, in.key, in.taskID)
+	lctx, span := r.tracer.Start(ctx, spanLease)
+	lease, err := r.leases.acquire(lctx, in.key, in.taskID)
+	endSpan(span, err)
 	if err != nil {
 		if errors.Is(err, locking.ErrHeld) && r.mayRepeat(in) {
 			if task, ok, rerr := r.latestRetry(ctx, in); rerr == nil && ok {

@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -93,13 +94,13 @@ func (r *Runner) Streams() int { return r.streams.total() }
 // noObserver observes nothing.
 type noObserver struct{}
 
-func (noObserver) TurnDone(string, time.Duration)    {}
-func (noObserver) Busy()                             {}
-func (noObserver) Retried()                          {}
-func (noObserver) LimitExceeded(string)              {}
-func (noObserver) LeaseAcquire(time.Duration, error) {}
-func (noObserver) AgentDone(time.Duration, error)    {}
-func (noObserver) Projection(int, int, int)          {}
+func (noObserver) TurnDone(context.Context, string, time.Duration) {}
+func (noObserver) Busy()                                           {}
+func (noObserver) Retried()                                        {}
+func (noObserver) LimitExceeded(string)                            {}
+func (noObserver) LeaseAcquire(time.Duration, error)               {}
+func (noObserver) AgentDone(time.Duration, error)                  {}
+func (noObserver) Projection(int, int, int)                        {}
 
 // prefixTracker remembers, per context, the shape of the last prompt given to the agent,
 // to measure how much of the next one is a byte-identical prefix (what keeps prompt

@@ -7,10 +7,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/feed"
 	"github.com/a2a-gateway/gateway/internal/genmap"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -80,6 +83,12 @@ type Config struct {
 	// nothing is stored. 0: 10 and 1000.
 	MaxPushConfigsPerTask int
 	MaxPushConfigsPerPeer int
+
+	// TracerProvider makes the turn's spans (trace.go: a2a.turn and its children) and
+	// its tools' (execute_tool). nil: no spans of the gateway's own, but a caller's
+	// traceparent still passes through, and every entry a traced turn writes carries the
+	// trace and span ids of its context (ledger.Entry.TraceID, SpanID).
+	TracerProvider trace.TracerProvider
 }
 
 // Runner runs turns and serves the A2A methods over the ledger. Its jobs live in files
@@ -90,11 +99,12 @@ type Runner struct {
 	cfg Config
 	// The ledger, as the Runner's own methods use it (deps.go); with push, its appends
 	// carry their outbox entries (outboxLedger). Its small types hold their own view.
-	store turnStore
-	tasks taskReader
-	agent agent.Agent
-	log   *slog.Logger
-	obs   Observer
+	store  turnStore
+	tasks  taskReader
+	agent  agent.Agent
+	log    *slog.Logger
+	obs    Observer
+	tracer trace.Tracer // from Config.TracerProvider (trace.go)
 
 	base    context.Context // parent of every turn; canceled by Close after its deadline
 	cancel  context.CancelFunc
@@ -138,6 +148,8 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	if r.obs == nil {
 		r.obs = noObserver{}
 	}
+	r.tracer = tracing.Tracer(cfg.TracerProvider)
+	led = &tracedLedger{Ledger: led, tracer: r.tracer} // trace.go: inside the outbox, so its entries carry the ids too
 	r.streams = openStreams{max: cfg.MaxStreamsPerPeer, obs: r.obs}
 	r.leases = newLeases(&cfg, locks, r.obs, r.log)
 	if cfg.PushGuard != nil {

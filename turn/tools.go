@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/ledger"
 )
@@ -28,6 +30,10 @@ type ToolTurn struct {
 	// turn's epoch and returns them as stored. The caller redacts their content. Its
 	// errors are the ledger's (ledger.ErrFenced once a newer turn has begun).
 	Record func(ctx context.Context, entries ...ledger.Entry) ([]ledger.Entry, error)
+	// Tracer makes each call's span (execute_tool {name}, the GenAI semantic
+	// conventions; ids and states only). Record stamps the entries with the ids of the
+	// span in its ctx. Never nil: it records nothing without Config.TracerProvider.
+	Tracer trace.Tracer
 }
 
 // toolsFor returns the turn's tools from the runner's ToolBox (nil when there is none)
@@ -38,7 +44,7 @@ func (tr *turnRun) toolsFor() (agent.Tools, func()) {
 	if box == nil {
 		return nil, func() {}
 	}
-	t := box.ForTurn(ToolTurn{Owner: tr.peer, ContextID: tr.lt.contextID, TaskID: tr.lt.id, Metadata: tr.metadata, Record: tr.recordTool})
+	t := box.ForTurn(ToolTurn{Owner: tr.peer, ContextID: tr.lt.contextID, TaskID: tr.lt.id, Metadata: tr.metadata, Record: tr.recordTool, Tracer: tr.r.tracer})
 	if c, ok := t.(interface{ Close() }); ok {
 		return t, c.Close
 	}

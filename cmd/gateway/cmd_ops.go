@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -465,6 +466,7 @@ func printShow(w io.Writer, res showResult) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	traced := slices.ContainsFunc(res.Entries, func(e ledger.Entry) bool { return e.TraceID != "" })
 	for _, e := range res.Entries {
 		what := strings.ToLower(string(e.Kind))
 		switch e.Kind {
@@ -488,9 +490,21 @@ func printShow(w io.Writer, res showResult) {
 		if task == "" {
 			task = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\ttask %s\t%s\n", e.Seq, e.CreatedAt.UTC().Format("15:04:05.000"), what, task, oneLine(text, 200))
+		fmt.Fprintf(tw, "%d\t%s\t%s\ttask %s\t%s%s\n", e.Seq, e.CreatedAt.UTC().Format("15:04:05.000"), what, task, traceColumn(traced, &e), oneLine(text, 200))
 	}
 	_ = tw.Flush()
+}
+
+// traceColumn is the trace column of printShow, when an entry shown has trace ids:
+// "trace=<trace id> span=<span id>", or "-" for an entry without.
+func traceColumn(traced bool, e *ledger.Entry) string {
+	switch {
+	case !traced:
+		return ""
+	case e.TraceID == "":
+		return "-\t"
+	}
+	return "trace=" + e.TraceID + " span=" + e.SpanID + "\t"
 }
 
 // auditSummary says what an audit-only entry of a rejected request records, from its

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Artifacts", testArtifacts},
 		{"Recovery", testRecovery},
 		{"Validation", testValidation},
+		{"TraceIDs", testTraceIDs},
 		{"NotFound", testNotFound},
 	}
 	for _, tt := range tests {
