@@ -83,7 +83,9 @@ func toolTurn(t *testing.T, led *ledger.Store, svc *Service, owner, contextID st
 		ledger.Entry{TaskID: task, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: "completed"})
 }
 
-func linkOf(owner, contextID string) string { return "/console/conversation?id=" + contextID + "&peer=" + owner }
+func linkOf(owner, contextID string) string {
+	return "/console/conversation?id=" + contextID + "&peer=" + owner
+}
 
 func newCallsService(t *testing.T) (*ledger.Store, *Service) {
 	t.Helper()
