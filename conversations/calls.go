@@ -182,7 +182,8 @@ func millis(d time.Duration) float64 {
 }
 
 // expand is c's node with its tool calls, each peer_send followed to its outbound
-// conversation, depth conversations below the root.
+// conversation, depth conversations below the root (none without a scope: an operator's
+// outbound conversation has no turns, and no owner's outbound conversations are its).
 func (w *callWalk) expand(ctx context.Context, c ledger.Conversation, entries []ledger.Entry, depth int) (CallNode, error) {
 	n := w.node(c.Owner, c.ContextID, entries, true)
 	key := c.Owner + "\x00" + c.ContextID
@@ -200,7 +201,7 @@ func (w *callWalk) expand(ctx context.Context, c ledger.Conversation, entries []
 	for i := range n.Calls {
 		call := &n.Calls[i]
 		link := links[call.EntryID]
-		if call.Name != peerSendTool || link.ContextID == "" || !peers.ValidName(link.Peer) {
+		if call.Name != peerSendTool || link.ContextID == "" || !peers.ValidName(link.Peer) || w.scope == "" {
 			continue
 		}
 		out, err := w.outbound(ctx, c, *call, link, depth+1)

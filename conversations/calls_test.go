@@ -261,6 +261,12 @@ func TestCalls_Isolation(t *testing.T) {
 	}
 	noneOf(t, "bob's outbound tree", bobOut, "alice")
 
+	// Tool entries forged into an operator's outbound conversation lead nowhere.
+	toolTurn(t, led, svc, "out:b", "ctx-op", nil, sendCall{peer: "b", message: "m", replyCtx: "ctx-shared", unrecorded: true})
+	op, err := svc.Calls(t.Context(), Ref{ContextID: "ctx-op", Owner: "out:b"})
+	if err != nil || len(op.Root.Calls) != 1 || op.Root.Calls[0].Outbound != nil || len(op.CausedBy) != 0 {
+		t.Errorf("the operator's outbound conversation's tree = %+v, %v; want its call followed nowhere", op, err)
+	}
 	if _, err := svc.Calls(t.Context(), Ref{ContextID: "ctx-bob", Owner: "alice"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Calls(bob's conversation as alice) error = %v, want ErrNotFound", err)
 	}
