@@ -45,6 +45,7 @@ type Conversations interface {
 	Show(ctx context.Context, ref conversations.Ref, opts conversations.ShowOptions) (conversations.ShowResult, error)
 	Replay(ctx context.Context, ref conversations.Ref, atSeq uint64) (conversations.ReplayResult, error)
 	Verify(ctx context.Context, ref conversations.Ref) (conversations.VerifyReport, error)
+	Calls(ctx context.Context, ref conversations.Ref) (conversations.CallTree, error)
 }
 
 // Lease is one running context's lease.
@@ -116,6 +117,7 @@ func (h *Handler) routes() {
 	h.mux.Handle("GET "+Prefix+"/{$}", h.gate(h.list))
 	h.mux.Handle("GET "+Prefix+"/conversation", h.gate(h.conversation))
 	h.mux.Handle("POST "+Prefix+"/verify", h.gate(h.verify))
+	h.mux.Handle("GET "+Prefix+"/calls", h.gate(h.calls))
 	h.mux.Handle("GET "+Prefix+"/replay", h.gate(h.replay))
 	h.mux.Handle("GET "+Prefix+"/live", h.gate(h.live))
 	h.mux.Handle("GET "+Prefix+"/health", h.gate(h.health))

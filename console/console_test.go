@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/ledger"
 )
@@ -51,6 +52,21 @@ func (f fakeService) Replay(context.Context, conversations.Ref, uint64) (convers
 
 func (f fakeService) Verify(context.Context, conversations.Ref) (conversations.VerifyReport, error) {
 	return conversations.VerifyReport{Checked: 1, OK: true}, nil
+}
+
+// xssPayload is markup a peer or a model could put in a name or an argument.
+const xssPayload = `<script>alert(1)</script><img src=x onerror=alert(2)>`
+
+func (f fakeService) Calls(_ context.Context, ref conversations.Ref) (conversations.CallTree, error) {
+	if ref.ContextID != "ctx-a" {
+		return conversations.CallTree{}, &conversations.NotFoundError{ContextID: ref.ContextID}
+	}
+	out := &conversations.CallNode{Peer: "out:" + xssPayload, ContextID: "ctx-out-" + xssPayload, Held: true, State: "completed", LatencyMS: 1234.5}
+	return conversations.CallTree{Root: conversations.CallNode{Peer: "local", ContextID: "ctx-a", Held: true, State: "completed", LatencyMS: 12.25,
+		Calls: []conversations.ToolCall{{EntryID: "e1", Name: "peer_send", Outcome: "ok", Result: "reply " + xssPayload,
+			Args: []conversations.Arg{{Key: "target", Value: "b"}, {Key: xssPayload, Value: "say " + xssPayload + " [redacted:github-token]"}}, Outbound: out},
+			{EntryID: "e2", Name: "peer_send", Outcome: "ok", Outbound: &conversations.CallNode{Peer: "out:c@local", ContextID: "gone"}}}},
+		Hop: 1, Hops: []a2a.HopLink{{URL: "https://gw.example/" + xssPayload, ContextID: "ctx-gw"}}}, nil
 }
 
 var convs = []conversations.Summary{

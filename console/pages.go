@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the pages; each is templates/<name>.html with templates/layout.html.
-var pageNames = []string{"login", "list", "conversation", "replay", "live", "health", "error"}
+var pageNames = []string{"login", "list", "conversation", "calls", "replay", "live", "health", "error"}
 
 var funcs = template.FuncMap{
 	"when": func(t time.Time) string {
@@ -27,6 +27,8 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"segments": segments,
+	"convq":    convQuery,
+	"ms":       millis,
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -222,6 +224,12 @@ func ref(r *http.Request) conversations.Ref {
 // convQuery is the query naming a conversation, escaped by url.Values.
 func convQuery(contextID, peer string) template.URL {
 	return template.URL(url.Values{"id": {contextID}, "peer": {peer}}.Encode()) //nolint:gosec // every value is query-escaped by Encode
+}
+
+// ConversationURL is the path of the console's page of a conversation (for links other
+// views carry: the call tree's nodes).
+func ConversationURL(owner, contextID string) string {
+	return Prefix + "/conversation?" + string(convQuery(contextID, owner))
 }
 
 // segment is a piece of an entry's text: plain, or a redaction placeholder.

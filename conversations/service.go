@@ -31,6 +31,9 @@ type Config struct {
 	// Running names the task running in a conversation ("" for none); nil: nothing runs
 	// (a data dir read offline).
 	Running func(ctx context.Context, owner, contextID string) string
+	// Link returns where the console shows a conversation, for the nodes of a call tree
+	// ([Service.Calls]); nil: the nodes carry no link.
+	Link func(owner, contextID string) string
 }
 
 // Service is the operator service over one ledger: every operator view (list, show,

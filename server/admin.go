@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/a2a-gateway/gateway/console"
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/internal/jsonenc"
@@ -136,7 +137,7 @@ func (s *Server) adminService() *conversations.Service {
 	return conversations.New(s.ledger, conversations.Config{Policy: s.policy, Running: func(ctx context.Context, owner, contextID string) string {
 		h, _ := s.locks.Holder(ctx, contextid.Key(owner, contextID))
 		return h
-	}})
+	}, Link: console.ConversationURL})
 }
 
 // adminAPI is the operator API: one small handler per route over the conversations
@@ -153,6 +154,7 @@ type adminAPI struct {
 //	GET /admin/v1/conversations/{contextId}?peer=&limit=&all=  show (contextId path-escaped)
 //	GET /admin/v1/conversations/{contextId}/export?peer=       JSON Lines of every entry
 //	GET /admin/v1/conversations/{contextId}/replay?peer=&at=   what the agent was given at a turn
+//	GET /admin/v1/conversations/{contextId}/calls?peer=        the call tree (conversations.CallTree)
 //	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
 //	POST /admin/v1/outbound                                    record a `gateway send` exchange
 //
@@ -169,6 +171,7 @@ func mountAdmin(e *echo.Echo, svc *conversations.Service, gate adminGate, log *s
 	route(http.MethodGet, "/conversations/:id", a.show)
 	route(http.MethodGet, "/conversations/:id/export", a.export)
 	route(http.MethodGet, "/conversations/:id/replay", a.replay)
+	route(http.MethodGet, "/conversations/:id/calls", a.calls)
 	route(http.MethodGet, "/verify", a.verify)
 	route(http.MethodPost, "/outbound", a.outbound)
 }
@@ -247,6 +250,20 @@ func (a adminAPI) replay(c echo.Context) error {
 		return a.fail(c, err)
 	}
 	return c.JSON(http.StatusOK, res)
+}
+
+// calls answers the conversation's call tree: the calls it made and what caused it,
+// inside its owner's scope (conversations.Service.Calls).
+func (a adminAPI) calls(c echo.Context) error {
+	ref, err := pathRef(c)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	tree, err := a.svc.Calls(c.Request().Context(), ref)
+	if err != nil {
+		return a.fail(c, err)
+	}
+	return c.JSON(http.StatusOK, tree)
 }
 
 func (a adminAPI) verify(c echo.Context) error {

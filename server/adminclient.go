@@ -179,6 +179,13 @@ func (a *AdminClient) Replay(ctx context.Context, ref conversations.Ref, atSeq u
 	return out, err
 }
 
+// Calls implements the operator commands' service (cmd/gateway).
+func (a *AdminClient) Calls(ctx context.Context, ref conversations.Ref) (conversations.CallTree, error) {
+	var out conversations.CallTree
+	err := a.getJSON(ctx, convPath(ref.ContextID, "/calls"), adminQuery("peer", ref.Owner), &out)
+	return out, err
+}
+
 // RecordOutbound implements the operator commands' service (cmd/gateway): POST /admin/v1/outbound.
 func (a *AdminClient) RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error) {
 	body, err := json.Marshal(rec)

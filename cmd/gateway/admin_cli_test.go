@@ -55,6 +55,8 @@ func TestOpsModesAgree(t *testing.T) {
 		{"conversations", "export", "a/b"},
 		{"conversations", "replay", "mine", "--format", "json"},
 		{"conversations", "replay", "mine", "--at", "1"},
+		{"conversations", "calls", "mine"},
+		{"conversations", "calls", "shared", "--peer", "out:a"},
 		{"ledger", "verify", "--json"},
 		{"conversations", "show", "nope"},
 		{"conversations", "show", "shared"},

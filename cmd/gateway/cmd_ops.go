@@ -152,8 +152,11 @@ Commands:
   replay CONTEXT_ID    exactly what the agent was given at a turn (--at SEQ, default the
                        latest), rebuilt from the ledger: --format text|json|openai|anthropic
                        (--json is --format json)
+  calls CONTEXT_ID     the calls around the conversation: its tool calls (arguments key by
+                       key), each peer_send down to the outbound conversation it started
+                       (peer, state, latency), what started it, the inbound hop chain
 
-list and show print a table, or JSON with --json. A contextId that several peers use
+list, show and calls print a table, or JSON with --json. A contextId that several peers use
 needs --peer to say whose conversation is meant. One line on stderr says what was read:
 "reading the gateway at URL" or "no gateway answers at URL; reading PATH directly"
 (--quiet drops it).
@@ -178,7 +181,7 @@ type convCmd struct {
 }
 
 // conversationsCommands are the commands of `gateway conversations`.
-var conversationsCommands = []string{"list", "show", "export", "replay"}
+var conversationsCommands = []string{"list", "show", "export", "replay", "calls"}
 
 func runConversations(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	switch {
@@ -256,6 +259,8 @@ func (cmd *convCmd) bind(fs *flag.FlagSet, ef *envFlags) bool {
 		fs.IntVar(&cmd.limit, "limit", 0, "only the newest N entries (0: all)")
 		fs.BoolVar(&cmd.all, "all", false, "include audit-only entries (rejected requests, error details)")
 	case "export":
+	case "calls":
+		fs.BoolVar(&cmd.asJSON, "json", false, "print JSON (the call tree)")
 	case "replay":
 		fs.Uint64Var(&cmd.at, "at", 0, "the turn: the ledger seq of its message, or any seq inside it (0: the latest turn)")
 		fs.StringVar(&cmd.format, "format", "text", "text (the single-text prompt), json (the provider-neutral request), openai or anthropic (the request body those backends send)")
@@ -303,6 +308,15 @@ func (cmd *convCmd) run(ctx context.Context, svc opsService, stdout, stderr io.W
 			return err
 		}
 		return printReplay(stdout, res, cmd.format, cmd.model, cmd.maxTokens)
+	case "calls":
+		tree, err := svc.Calls(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if cmd.asJSON {
+			return writeJSONIndent(stdout, tree)
+		}
+		printCalls(stdout, tree)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ type opsService interface {
 	Export(ctx context.Context, ref conversations.Ref, w io.Writer) error
 	Verify(ctx context.Context, ref conversations.Ref) (conversations.VerifyReport, error)
 	Replay(ctx context.Context, ref conversations.Ref, atSeq uint64) (conversations.ReplayResult, error)
+	Calls(ctx context.Context, ref conversations.Ref) (conversations.CallTree, error)
 	RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error)
 }
 
