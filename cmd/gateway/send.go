@@ -16,6 +16,7 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/conversations"
 	"github.com/a2a-gateway/gateway/internal/telemetry"
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/peers"
 )
@@ -94,7 +95,9 @@ func runSend(ctx context.Context, args []string, lookup func(string) (string, bo
 		return err
 	}
 	if url, token, ok := turnToken(lookup); ok {
-		return cmd.sendAsTurn(ctx, url, token, stdin, stdout) // inside an exec agent's turn
+		// inside an exec agent's turn, whose trace the environment carries
+		getenv := func(k string) string { v, _ := lookup(k); return v }
+		return cmd.sendAsTurn(tracing.FromEnv(ctx, getenv), url, token, stdin, stdout)
 	}
 	store, err := openSendStore(ctx, cmd.o.ops, stderr)
 	if err != nil {

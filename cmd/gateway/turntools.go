@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/peers"
 	"github.com/a2a-gateway/gateway/tools"
 )
@@ -39,6 +40,7 @@ func callTurnTool(ctx context.Context, url, token, tool string, args any, stdout
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
+	tracing.Inject(ctx, req.Header) // the turn's trace (TRACEPARENT), so the tool call joins it
 	hc := &http.Client{Transport: peers.NewTransport()}
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)
