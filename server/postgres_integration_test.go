@@ -18,6 +18,7 @@ import (
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/internal/pgtest"
 	"github.com/a2a-gateway/gateway/internal/redistest"
+	"github.com/a2a-gateway/gateway/internal/testutil"
 	"github.com/a2a-gateway/gateway/ledger"
 )
 
@@ -237,8 +238,12 @@ func TestPostgresRetryOnAnotherInstance(t *testing.T) {
 	url, addr := pgtest.Database(t), redistest.Start(t)
 	ag := newCountingAgent(0)
 	ag.release = make(chan struct{})
-	a := startWSServer(t, storeConfig(t, url, addr), WithAgent(ag))
-	b := startWSServer(t, storeConfig(t, url, addr), WithAgent(newCountingAgent(0)))
+	// A holds the lease through the whole test: with storeConfig's 2 s, a renewal that a
+	// loaded machine delays past the TTL hands the context to B's retry, which then runs
+	// a turn of its own (A's task failed) and the wait below never ends.
+	cfg := func() Config { c := storeConfig(t, url, addr); c.LeaseTTL = 30 * time.Second; return c }
+	a := startWSServer(t, cfg(), WithAgent(ag))
+	b := startWSServer(t, cfg(), WithAgent(newCountingAgent(0)))
 	c := newHTTPClient(t)
 	const send = `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"configuration":{"blocking":%t},"message":{"kind":"message","role":"user","messageId":%q,"contextId":"retried","parts":[{"kind":"text","text":%q}]}}}`
 	type task struct {
@@ -256,11 +261,15 @@ func TestPostgresRetryOnAnotherInstance(t *testing.T) {
 	}
 	// Once B has had the announcement of A's message, the retry is answered with A's task
 	// (at once: blocking false), not CONTEXT_BUSY.
-	waitUntil(t, "B to answer the retry with A's task", func() bool {
+	var last string // B's latest answer, for the failure message
+	if !testutil.Until(testutil.Deadline(t), func() bool {
 		r := postRPC(t, c, b.URL(), false, fmt.Sprintf(send, false, "m1", "long turn"))
 		var got task
+		last = fmt.Sprintf("error %+v, result %s", r.Error, r.Result)
 		return r.Error == nil && json.Unmarshal(r.Result, &got) == nil && got.ID == first.ID
-	})
+	}) {
+		t.Fatalf("B never answered the retry with A's task %s; its last answer: %s", first.ID, last)
+	}
 	answered := make(chan rpcResponse, 1)
 	go func() {
 		var r rpcResponse
