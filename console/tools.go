@@ -209,39 +209,7 @@ func bare(s string) string {
 
 // cut shortens s to argCut characters and an ellipsis, never inside a redaction
 // placeholder (the page marks whole placeholders only).
-func cut(s string) string {
-	n := 0
-	for i := range s {
-		if n < argCut {
-			n++
-			continue
-		}
-		i = pastPlaceholder(s, i)
-		if i >= len(s) {
-			return s
-		}
-		return s[:i] + "…"
-	}
-	return s
-}
-
-// pastPlaceholder is i, or the end of the redaction placeholder of s that i falls inside.
-func pastPlaceholder(s string, i int) int {
-	for j := 0; ; {
-		p := strings.Index(s[j:], redact.Prefix)
-		if p < 0 || j+p >= i {
-			return i
-		}
-		end := strings.IndexByte(s[j+p:], ']')
-		if end < 0 {
-			return i
-		}
-		j += p + end + 1
-		if j > i {
-			return j
-		}
-	}
-}
+func cut(s string) string { return redact.Cut(s, argCut) }
 
 // originView links an outbound message to the tool call that sent it: the conversation
 // whose turn made the call (Link names it) and the call's entry (Anchor, the fragment of

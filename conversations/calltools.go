@@ -65,7 +65,7 @@ func toolCalls(entries []ledger.Entry, only string) []ToolCall {
 		c.Args, c.ArgsText = callArgs(partsText(e.Parts))
 		if r := results[e.ID]; r != nil {
 			c.Outcome = redact.Text(toolMetaOf(r).Outcome)
-			c.Result = cutText(redact.Text(partsText(r.Parts)), resultCut)
+			c.Result = redact.Cut(redact.Text(partsText(r.Parts)), resultCut)
 			c.LatencyMS = millis(r.CreatedAt.Sub(e.CreatedAt))
 		}
 		out = append(out, c)
@@ -126,39 +126,4 @@ func argValue(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-// cutText shortens s to n characters and an ellipsis, never inside a redaction
-// placeholder.
-func cutText(s string, n int) string {
-	count := 0
-	for i := range s {
-		if count < n {
-			count++
-			continue
-		}
-		i = pastPlaceholder(s, i)
-		if i >= len(s) {
-			return s
-		}
-		return s[:i] + "…"
-	}
-	return s
-}
-
-// pastPlaceholder is i, or the end of the redaction placeholder of s that i falls inside.
-func pastPlaceholder(s string, i int) int {
-	for j := 0; ; {
-		p := strings.Index(s[j:], redact.Prefix)
-		if p < 0 || j+p >= i {
-			return i
-		}
-		end := strings.IndexByte(s[j+p:], ']')
-		if end < 0 {
-			return i
-		}
-		if j += p + end + 1; j > i {
-			return j
-		}
-	}
 }
