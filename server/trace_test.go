@@ -174,6 +174,15 @@ func TestTraceWebSocketFrame(t *testing.T) {
 	if sp.Parent().SpanID().String() != frameSpan || sp.Name() != "message/send" {
 		t.Errorf("frame span %q parent %s, want message/send under %s", sp.Name(), sp.Parent().SpanID(), frameSpan)
 	}
+	// The frame's turn runs under the frame's span, as a turn over HTTP does.
+	testutil.WaitFor(t, "the frame's turn under its span", func() bool {
+		for _, s := range rec.Ended() {
+			if s.Name() == "a2a.turn" && s.Parent().SpanID() == sp.SpanContext().SpanID() {
+				return true
+			}
+		}
+		return false
+	})
 	call(ridSendBody("message/send", "ws-plain"))
 	upgrade := waitSpan(t, rec, "the upgrade's span", func(s sdktrace.ReadOnlySpan) bool { return s.Name() == "GET /ws" })
 	if upgrade.Parent().SpanID().String() != callerSpan {

@@ -230,8 +230,10 @@ GATEWAY_REDIS_URL (redis://[user:password@]host[:port][/db], rediss:// for TLS).
 
 Tracing (W3C traceparent read on every A2A request, sent on every outbound call) is set
 by the standard OpenTelemetry variables only: OTEL_EXPORTER_OTLP_ENDPOINT (OTLP/HTTP;
-unset: trace ids only, no spans exported), OTEL_SERVICE_NAME (default a2a-gateway),
-OTEL_TRACES_SAMPLER (default parentbased_always_on), OTEL_SDK_DISABLED=true (off).
+unset: off, a caller's traceparent only passes through), OTEL_SERVICE_NAME (default
+a2a-gateway), OTEL_TRACES_SAMPLER (default parentbased_always_on),
+OTEL_TRACES_EXPORTER=none (trace ids made for the ledger, nothing exported),
+OTEL_SDK_DISABLED=true (off, whatever else is set).
 
 Every flag can also be set with its GATEWAY_* environment variable or in the YAML
 config file (--config, default ./gateway.yaml if present; keys are the flag names).

@@ -27,7 +27,10 @@ func TestSendStartsTrace(t *testing.T) {
 	conf := writeSendConfig(t, PeerConfig{Name: "a", URL: a.URL()})
 	common := []string{"--config", conf, "--server", noGatewayURL(t), "--data-dir", t.TempDir()}
 	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
-	for _, env := range []map[string]string{{}, {"TRACEPARENT": "00-" + callerTrace + "-00f067aa0ba902b7-01"}} {
+	const callerParent = "00-" + callerTrace + "-00f067aa0ba902b7-01"
+	// Traced (trace ids only): a new trace, then one under $TRACEPARENT; then off (nothing
+	// set), where $TRACEPARENT passes through as it is.
+	for _, env := range []map[string]string{{"OTEL_TRACES_EXPORTER": "none"}, {"OTEL_TRACES_EXPORTER": "none", "TRACEPARENT": callerParent}, {"TRACEPARENT": callerParent}} {
 		var o, e bytes.Buffer
 		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 		if err := runSend(t.Context(), append(common, "a", "hello"), lookup, strings.NewReader(""), &o, &e); err != nil {
@@ -35,16 +38,19 @@ func TestSendStartsTrace(t *testing.T) {
 		}
 	}
 	var spans []sdktrace.ReadOnlySpan
-	testutil.WaitFor(t, "two server spans", func() bool {
+	testutil.WaitFor(t, "three server spans", func() bool {
 		spans = spans[:0]
 		for _, s := range rec.Ended() {
 			if s.SpanKind() == trace.SpanKindServer {
 				spans = append(spans, s)
 			}
 		}
-		return len(spans) == 2
+		return len(spans) == 3
 	})
-
+	if p := spans[2].Parent(); p.SpanID().String() != "00f067aa0ba902b7" || p.TraceID().String() != callerTrace {
+		t.Errorf("untraced send: server span parent %v, want $TRACEPARENT's span as it is", p)
+	}
+	spans = spans[:2]
 	for i, s := range spans {
 		if !s.Parent().IsValid() || !s.Parent().IsRemote() || s.Parent().SpanID().String() == "00f067aa0ba902b7" {
 			t.Errorf("server span %d parent %v, want the sender's span", i, s.Parent())

@@ -4,10 +4,12 @@
 // sampler of OTEL_TRACES_SAMPLER (default parentbased_always_on), the resource of
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name defaults to "a2a-gateway").
 //
-// Without an endpoint nothing is exported, but the gateway still gives every request a
-// trace id (parentbased_always_off: ids are made and propagated, a caller's sampled trace
-// stays sampled downstream), so the ledger's entries correlate across gateways even
-// without a collector. OTEL_SDK_DISABLED=true turns even that off.
+// Unset, tracing is off: no provider, no spans, no ids of the gateway's own (a caller's
+// traceparent still passes through to the ledger and the outbound calls). With
+// OTEL_TRACES_EXPORTER=none the gateway still gives every request a trace id
+// (parentbased_always_off: ids are made and propagated, a caller's sampled trace stays
+// sampled downstream), so the ledger's entries correlate across gateways without a
+// collector. OTEL_SDK_DISABLED=true turns everything off, whatever else is set.
 //
 // Only the binary and its tests import this package (internal/depcheck): every other
 // package sees a trace.TracerProvider and the API (package internal/tracing).
@@ -35,10 +37,11 @@ const DefaultServiceName = "a2a-gateway"
 type Mode string
 
 const (
-	// Disabled: OTEL_SDK_DISABLED=true (or a gateway_notrace build); no ids, no spans (a caller's traceparent still
+	// Disabled: nothing set, OTEL_SDK_DISABLED=true or a gateway_notrace build; no ids, no spans (a caller's traceparent still
 	// passes through).
 	Disabled Mode = "disabled"
-	// IDsOnly: no exporter; spans get ids that reach the ledger and outbound calls.
+	// IDsOnly: OTEL_TRACES_EXPORTER=none; spans get ids that reach the ledger and
+	// outbound calls, nothing is sampled or exported.
 	IDsOnly Mode = "ids-only"
 	// Exporting: spans go to the OTLP/HTTP endpoint.
 	Exporting Mode = "otlp-http"
@@ -74,6 +77,9 @@ func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 	endpoint, traces, err := exporterEndpoint(getenv)
 	if err != nil {
 		return off, err
+	}
+	if endpoint == "" && strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")) != "none" {
+		return off, nil // nothing asked for: off, at no cost
 	}
 	if endpoint == "" {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res),
@@ -142,8 +148,8 @@ func (t Tracing) LogStart(ctx context.Context, log *slog.Logger) {
 	case Exporting:
 		log.InfoContext(ctx, "tracing: exporting spans over OTLP/HTTP", "endpoint", t.Endpoint)
 	case IDsOnly:
-		log.DebugContext(ctx, "tracing: trace ids only (set OTEL_EXPORTER_OTLP_ENDPOINT to export spans)")
+		log.InfoContext(ctx, "tracing: trace ids only, nothing exported (OTEL_TRACES_EXPORTER=none)")
 	default:
-		log.InfoContext(ctx, "tracing: off (OTEL_SDK_DISABLED=true)")
+		log.DebugContext(ctx, "tracing: off (set OTEL_EXPORTER_OTLP_ENDPOINT to export spans)")
 	}
 }

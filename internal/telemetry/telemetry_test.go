@@ -24,7 +24,8 @@ func TestSetupModes(t *testing.T) {
 		env  map[string]string
 		want Mode
 	}{
-		{"nothing set", nil, IDsOnly},
+		{"nothing set", nil, Disabled},
+		{"exporter none alone", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, IDsOnly},
 		{"disabled", map[string]string{"OTEL_SDK_DISABLED": "TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, Disabled},
 		{"exporter none", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, IDsOnly},
 		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, Exporting},
@@ -59,10 +60,10 @@ func TestSetupRefusesWhatItCannotExport(t *testing.T) {
 	}
 }
 
-// TestIDsOnlyMakesAndKeepsTraceIDs: without an exporter a request still gets a trace id,
+// TestIDsOnlyMakesAndKeepsTraceIDs: with OTEL_TRACES_EXPORTER=none a request still gets a trace id,
 // and a caller's sampled trace stays sampled on the way out.
 func TestIDsOnlyMakesAndKeepsTraceIDs(t *testing.T) {
-	tr, err := Setup(context.Background(), env(nil))
+	tr, err := Setup(context.Background(), env(map[string]string{"OTEL_TRACES_EXPORTER": "none"}))
 	if err != nil {
 		t.Fatal(err)
 	}
