@@ -25,8 +25,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-wait_ready() { for _ in $(seq 100); do curl -fs "$1/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "gateway at $1 did not become ready" >&2; return 1; }
+. scripts/bench-lib.sh # free_port, wait_ready
 serve() { # $1: port; the rest: flags. Starts a gateway and waits until it is ready.
   local p=$1; shift
   "$BIN" serve --addr "127.0.0.1:$p" --log-level warn --rate-limit 0 "$@" &

@@ -18,8 +18,7 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-wait_ready() { for _ in $(seq 100); do curl -fs "$1/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "$1 did not become ready" >&2; return 1; }
+. scripts/bench-lib.sh # free_port, wait_ready
 
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/gateway
 go build -tags gateway_notrace -o "$tmp/gateway-notrace" ./cmd/gateway

@@ -69,7 +69,14 @@ func checkPureV1(t *testing.T, what string, card []byte) {
 
 func getCardBody(t *testing.T, c *http.Client, s *Server, header ...string) []byte {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+".well-known/agent-card.json", nil)
+	return getOK(t, c, s.URL()+".well-known/agent-card.json", header...)
+}
+
+// getOK GETs url with header's name/value pairs and returns the body of its 200 answer
+// (anything else fails the test).
+func getOK(t *testing.T, c *http.Client, url string, header ...string) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +90,7 @@ func getCardBody(t *testing.T, c *http.Client, s *Server, header ...string) []by
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET card: status %d, %v", resp.StatusCode, err)
+		t.Fatalf("GET %s: status %d, %v", url, resp.StatusCode, err)
 	}
 	return b
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,23 +60,11 @@ func TestTurnExemplar(t *testing.T) {
 
 func getMetrics(t *testing.T, c *http.Client, s *Server, accept string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL()+"metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var header []string
 	if accept != "" {
-		req.Header.Set("Accept", accept)
+		header = []string{"Accept", accept}
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %d, %v", resp.StatusCode, err)
-	}
-	return string(b)
+	return string(getOK(t, c, s.URL()+"metrics", header...))
 }
 
 func grepLines(s, sub string) string {
