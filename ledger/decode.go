@@ -344,6 +344,7 @@ var constants = [...]string{
 	string(KindPushConfig), string(KindPushOutbox), string(KindPushAttempt),
 	string(TrustPeerUntrusted), string(TrustOperator), string(TrustAgent), string(TrustSystem),
 	string(VisibilityModel), string(VisibilityAudit), RoleUser, RoleAgent, PartText, PartData, PartFile,
+	string(KindMemorySnapshot), string(TrustModel),
 }
 
 // constant returns valConst + the index in constants of the value raw spells (valCopy if

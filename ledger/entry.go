@@ -21,13 +21,17 @@ const (
 	KindToolResult  Kind = "TOOL_RESULT"  // what the tool returned
 	KindError       Kind = "ERROR_EVENT"  // a failure worth keeping
 	KindAudit       Kind = "AUDIT"        // bookkeeping, e.g. a rejected request
+	// KindMemorySnapshot is a summary of the turns a projection drops (DESIGN D-9,
+	// issue #38): its record ([MemorySnapshot]) is in Metadata; see memory.go.
+	KindMemorySnapshot Kind = "MEMORY_SNAPSHOT"
 )
 
 // Valid reports whether k is one of the known kinds.
 func (k Kind) Valid() bool {
 	switch k {
 	case KindUserMessage, KindAgentReply, KindReplyChunk, KindStatus, KindToolCall,
-		KindToolResult, KindError, KindAudit, KindPushConfig, KindPushOutbox, KindPushAttempt:
+		KindToolResult, KindError, KindAudit, KindPushConfig, KindPushOutbox, KindPushAttempt,
+		KindMemorySnapshot:
 		return true
 	}
 	return false
@@ -42,12 +46,15 @@ const (
 	TrustOperator      Trust = "OPERATOR_TRUSTED" // written by the operator
 	TrustAgent         Trust = "AGENT_GENERATED"  // produced by our agent or a model
 	TrustSystem        Trust = "SYSTEM"           // written by the gateway itself
+	// TrustModel marks what a model (or the gateway's summariser on its behalf) proposed
+	// and the gateway validated: memory snapshots. Reference, never instructions.
+	TrustModel Trust = "MODEL_GENERATED"
 )
 
 // Valid reports whether t is one of the known trust levels.
 func (t Trust) Valid() bool {
 	switch t {
-	case TrustPeerUntrusted, TrustOperator, TrustAgent, TrustSystem:
+	case TrustPeerUntrusted, TrustOperator, TrustAgent, TrustSystem, TrustModel:
 		return true
 	}
 	return false
@@ -213,8 +220,11 @@ func validateEntry(i int, e *Entry, owner, contextID string) error {
 			return err
 		}
 	}
-	if e.Kind.isPush() {
+	switch {
+	case e.Kind.isPush():
 		return validatePush(i, e) // push.go
+	case e.Kind == KindMemorySnapshot:
+		return validateMemory(i, e) // memory.go
 	}
 	return nil
 }

@@ -45,9 +45,10 @@ var rules = map[string]rule{
 	"internal/httpguard":          {nil, nil, "the listener-wide request guards (body bounds, Host allow-list): standard library only"},
 	"contextid":                   {nil, []string{"github.com/google/uuid"}, "pure contextId rules: a leaf every layer may import"},
 	"feed":                        {[]string{"a2a"}, nil, "the per-context live feed: a leaf, so the turn reaches it without the WebSocket package"},
-	"conversations":               {[]string{"a2a", "contextid", "ledger", "prompt", "projection", "redact", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
+	"conversations":               {[]string{"a2a", "contextid", "ledger", "memory", "prompt", "projection", "redact", "peers"}, nil, "the operator service over the ledger (declared on its side); never turn; no driver"},
 	"console":                     {[]string{"conversations", "ledger", "redact"}, nil, "the operator console: pages over the conversations service; no driver"},
-	"prompt":                      {[]string{"ledger", "projection"}, nil, "the agent's input from the ledger, shared by the turn runner and replay; reads through its own interface"},
+	"memory":                      {[]string{"ledger", "redact"}, nil, "pure: memory snapshots made and checked against the ledger entries they cite (issue #38)"},
+	"prompt":                      {[]string{"ledger", "memory", "projection"}, nil, "the agent's input from the ledger, shared by the turn runner and replay; reads through its own interface"},
 	"history":                     {[]string{"a2a"}, nil, "pure rendering"},
 	"projection":                  {[]string{"a2a", "history", "redact"}, nil, "pure: ledger + policy → request"},
 	"redact":                      {nil, nil, "pure credential redaction; imports no project package"},
@@ -69,7 +70,7 @@ var rules = map[string]rule{
 	"tools":                       traced(rule{[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by server"}),
 	"server":                      traced(rule{[]string{"a2a", "agent", "console", "contextid", "conversations", "internal/httpguard", "internal/jsonenc", "ledger", "ledger/postgres", "locking", "peers", "projection", "push", "streaming", "tools", "turn"}, []string{"github.com/labstack/echo", "github.com/google/uuid", "github.com/prometheus/client_golang", "github.com/prometheus/client_model"}, "the HTTP server: one echo router, its middleware and routes, and the wiring of ledger, lease, runner, push and metrics; no flags"}),
 	"cmd/gateway":                 {[]string{"internal/telemetry", "internal/tracing", "server", "a2a", "a2a/client", "contextid", "conversations", "internal/loadgen", "ledger", "locking", "peers", "projection", "tools"}, []string{"github.com/google/uuid", "go.yaml.in/yaml/v3"}, "the binary: flags, env and config file into server.Config, and the CLI's presentation; the HTTP server is package server"},
-	"turn":                        traced(rule{[]string{"a2a", "agent", "contextid", "internal/genmap", "ledger", "locking", "feed", "history", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"}),
+	"turn":                        traced(rule{[]string{"a2a", "agent", "contextid", "internal/genmap", "ledger", "locking", "feed", "history", "memory", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"}),
 }
 
 // forbidden are project packages a package may not import even though its rule would

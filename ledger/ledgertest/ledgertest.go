@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Recovery", testRecovery},
 		{"Validation", testValidation},
 		{"TraceIDs", testTraceIDs},
+		{"MemorySnapshot", testMemorySnapshot},
 		{"NotFound", testNotFound},
 	}
 	for _, tt := range tests {
