@@ -32,6 +32,9 @@ type Stats struct {
 	OmittedBefore uint64
 	// Redactions is the number of credentials replaced in messages.
 	Redactions int
+	// MemoryBytes is the cost of the memory section (0: none shown), counted in
+	// HistoryBytes; MemoryFacts the number of facts it shows.
+	MemoryBytes, MemoryFacts int
 }
 
 // minDropBlock is the smallest drop block, in seq units.
@@ -88,6 +91,17 @@ const minDropBlock = 4
 // it reads are not in strictly increasing Seq order; and one wrapping [ErrOverBudget] if
 // the instruction stack does not fit Budget.System.
 func Build(history []Item, current Item, p Policy) (Request, Stats, error) {
+	return BuildWithMemory(history, current, nil, p)
+}
+
+// BuildWithMemory is [Build] with the memory of the dropped turns (issue #38): when
+// Policy.Memory is set and the history drops turns, the window is chosen with the memory
+// section's budget (Budget.Memory) set aside, whether mem is nil or not, so that the
+// window, and the drop boundary Stats.OmittedBefore, do not depend on the memory; mem, if
+// not nil, is then shown as one message (role user, trust MODEL_GENERATED) before the drop
+// marker: the facts under a reference-only header, each with its evidence ids, within
+// Budget.Memory (the newest facts that fit). Without a drop nothing is shown.
+func BuildWithMemory(history []Item, current Item, mem *Memory, p Policy) (Request, Stats, error) {
 	cfg, err := p.resolve()
 	if err != nil {
 		return Request{}, Stats{}, err
@@ -101,7 +115,7 @@ func Build(history []Item, current Item, p Policy) (Request, Stats, error) {
 			current.Kind, current.Visibility, KindUserMessage, VisibilityModel)
 	}
 	var st Stats
-	msgs, err := buildHistory(history, cfg, &st)
+	msgs, err := buildHistory(history, mem, cfg, &st)
 	if err != nil {
 		return Request{}, Stats{}, err
 	}
@@ -133,7 +147,7 @@ func allowed(it *Item) bool {
 // normTrust maps empty and unknown trust values to PEER_UNTRUSTED.
 func normTrust(t Trust) Trust {
 	switch t {
-	case TrustPeerUntrusted, TrustOperator, TrustAgent, TrustSystem:
+	case TrustPeerUntrusted, TrustOperator, TrustAgent, TrustSystem, TrustModel:
 		return t
 	}
 	return TrustPeerUntrusted
@@ -306,7 +320,7 @@ func markerText(firstSeq uint64) string {
 var markerCost = msgOverhead + len(markerText(math.MaxInt64))
 
 // buildHistory selects, compacts and repairs the history messages (see Build).
-func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
+func buildHistory(hist []Item, mem *Memory, cfg config, st *Stats) ([]Message, error) {
 	if cfg.limit == 0 {
 		return nil, nil
 	}
@@ -315,7 +329,12 @@ func buildHistory(hist []Item, cfg config, st *Stats) ([]Message, error) {
 		return nil, err
 	}
 	w := chooseWindow(ps, complete, len(hist), cfg, st)
-	msgs := historyMessages(ps, w, cfg.historyBytes, st)
+	msgs := historyMessages(ps, w, cfg.historyBytes-cfg.memoryBytes, st)
+	if w.firstSeq > 0 && mem != nil && cfg.memoryBytes > 0 {
+		if m, ok := memoryMessage(mem, cfg.memoryBytes, st); ok {
+			msgs = append([]Message{m}, msgs...)
+		}
+	}
 	msgs, orphans := pairTools(msgs)
 	st.Dropped += orphans
 	return msgs, nil
@@ -375,7 +394,7 @@ func chooseWindow(ps []piece, complete bool, histLen int, cfg config, st *Stats)
 		}
 		return window{keep: len(ps), compacting: fullSum > budget}
 	}
-	w := window{keep: dropWindow(ps, cfg.limit-1, budget-markerCost, cfg.limit), compacting: true}
+	w := window{keep: dropWindow(ps, cfg.limit-1, budget-markerCost-cfg.memoryBytes, cfg.limit), compacting: true}
 	switch {
 	case w.keep > 0:
 		w.firstSeq = ps[w.keep-1].seq

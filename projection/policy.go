@@ -57,6 +57,10 @@ type Budget struct {
 	// Current bounds the current message; a longer one is cut with a marker. Values
 	// below MinCurrentTokens are raised to it.
 	Current int
+	// Memory is the part of History set aside for the memory section when
+	// Policy.Memory is on and turns are dropped; 0: DefaultMemoryTokens; at most half of
+	// History.
+	Memory int
 }
 
 // Budget defaults and limits, in tokens.
@@ -64,6 +68,7 @@ const (
 	DefaultSystemTokens  = 2048
 	DefaultHistoryTokens = 8192
 	DefaultCurrentTokens = 8192
+	DefaultMemoryTokens  = 512
 	MinCurrentTokens     = 64
 )
 
@@ -93,6 +98,9 @@ type Policy struct {
 	MaxMessageBytes int
 	// Budget bounds each section, in tokens.
 	Budget Budget
+	// Memory turns on the memory section (issue #38): once turns are dropped, the window
+	// leaves Budget.Memory for the memory of the dropped turns ([BuildWithMemory]).
+	Memory bool
 }
 
 // EstimateTokens is the token estimate budgets are counted in: ceil(len(s)/4), one token
@@ -124,11 +132,12 @@ type config struct {
 	systemTokens    int
 	historyBytes    int
 	currentBytes    int
+	memoryBytes     int // set aside for the memory section; 0 when Memory is off
 }
 
 func (p Policy) resolve() (config, error) {
 	b := p.Budget
-	if b.System < 0 || b.History < 0 || b.Current < 0 {
+	if b.System < 0 || b.History < 0 || b.Current < 0 || b.Memory < 0 {
 		return config{}, invalid("budget %+v: negative", b)
 	}
 	c := config{p: p, limit: min(max(p.HistoryLimit, 0), history.MaxLimit), maxMessageBytes: p.MaxMessageBytes}
@@ -139,6 +148,9 @@ func (p Policy) resolve() (config, error) {
 	c.systemTokens = orDefault(b.System, DefaultSystemTokens)
 	c.historyBytes = 4 * orDefault(b.History, DefaultHistoryTokens)
 	c.currentBytes = 4 * max(orDefault(b.Current, DefaultCurrentTokens), MinCurrentTokens)
+	if p.Memory {
+		c.memoryBytes = min(4*orDefault(b.Memory, DefaultMemoryTokens), c.historyBytes/2)
+	}
 	return c, nil
 }
 
@@ -147,4 +159,15 @@ func orDefault(v, d int) int {
 		return d
 	}
 	return v
+}
+
+// MemoryBytes is the size of the memory section in bytes (Budget.Memory resolved, at
+// most half the history budget; 0 when Memory is off or the policy is invalid): the
+// most a memory message costs, header and evidence ids included.
+func (p Policy) MemoryBytes() int {
+	c, err := p.resolve()
+	if err != nil {
+		return 0
+	}
+	return c.memoryBytes
 }

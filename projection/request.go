@@ -22,6 +22,7 @@ const (
 	TrustOperator      Trust = "OPERATOR_TRUSTED"
 	TrustAgent         Trust = "AGENT_GENERATED"
 	TrustSystem        Trust = "SYSTEM"
+	TrustModel         Trust = "MODEL_GENERATED" // a memory snapshot: proposed by a summariser, checked against its evidence
 )
 
 // ToolCall is a tool invocation an assistant message made.

@@ -39,6 +39,7 @@ const (
 // Reader is what the prompt reads of the ledger. Implemented by *ledger.Store.
 type Reader interface {
 	LastBefore(ctx context.Context, owner, contextID string, beforeSeq uint64, n int, keep func(*ledger.Entry) bool) ([]ledger.Entry, error)
+	Range(ctx context.Context, owner, contextID string, afterSeq uint64, limit int) ([]ledger.Entry, error)
 	Inflate(ctx context.Context, entries []ledger.Entry) error
 }
 
@@ -49,6 +50,12 @@ type Input struct {
 	Request      projection.Request // the provider-neutral request
 	Upstream     string             // the latest upstream contextId recorded ("" if none)
 	UpstreamTask string             // the upstream task the latest reply left waiting for input
+	Stats        projection.Stats   // what the projection did (OmittedBefore: the drop boundary)
+	// Memory is the snapshot shown in the memory section (nil: none), and MemorySeq the
+	// seq of its MEMORY_SNAPSHOT entry (0 until stored: a snapshot the turn makes is
+	// stored with its message).
+	Memory    *ledger.MemorySnapshot
+	MemorySeq uint64
 }
 
 // Conversational reports whether a ledger entry may be projected to a model: visible
@@ -107,6 +114,12 @@ func EntryText(e *ledger.Entry) string {
 // newest conversational entries before it, oldest first) under policy (whose Peer is set
 // to peer). Errors are the projection's, wrapped.
 func Build(history []ledger.Entry, policy projection.Policy, peer string, current ledger.Entry) (Input, error) {
+	return BuildWithMemory(history, policy, peer, current, nil)
+}
+
+// BuildWithMemory is [Build] with mem, the snapshot of the dropped turns, shown in the
+// memory section when the projection drops turns (projection.BuildWithMemory).
+func BuildWithMemory(history []ledger.Entry, policy projection.Policy, peer string, current ledger.Entry, mem *ledger.MemorySnapshot) (Input, error) {
 	items := make([]projection.Item, 0, len(history))
 	var out Input
 	for i := range history {
@@ -120,11 +133,14 @@ func Build(history []ledger.Entry, policy projection.Policy, peer string, curren
 		items = append(items, Item(e))
 	}
 	policy.Peer = peer
-	req, _, err := projection.Build(items, Item(&current), policy)
+	req, st, err := projection.BuildWithMemory(items, Item(&current), ProjectMemory(mem), policy)
 	if err != nil {
 		return Input{}, fmt.Errorf("projection: %w", err)
 	}
-	out.Request = req
+	out.Request, out.Stats, out.Memory = req, st, mem
+	if st.MemoryFacts == 0 {
+		out.Memory = nil
+	}
 	out.Prompt = req.Text()
 	return out, nil
 }
@@ -200,6 +216,9 @@ func Replay(ctx context.Context, r Reader, policy projection.Policy, owner, cont
 	}
 	in, err := Build(hist, policy, owner, msg)
 	if err != nil {
+		return Turn{}, err
+	}
+	if in, err = replayMemory(ctx, r, policy, owner, contextID, hist, msg, in); err != nil {
 		return Turn{}, err
 	}
 	return Turn{ContextID: contextID, TaskID: msg.TaskID, Peer: owner, Text: EntryText(&msg), Input: in}, nil

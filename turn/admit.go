@@ -113,7 +113,8 @@ func (r *Runner) begin(ctx context.Context, in *inbound, lease *locking.Lease, p
 		return nil, errShutdown
 	}
 	undo.push(r.wg.Done) // launch's goroutine calls it once the turn is on
-	res, retry, err := r.storeInbound(ctx, in, append([]ledger.Entry{user, workingEntry(in.taskID)}, pushEntries...))
+	begins := append(append([]ledger.Entry{user, workingEntry(in.taskID)}, tr.prep.memEntries...), pushEntries...)
+	res, retry, err := r.storeInbound(ctx, in, begins)
 	switch {
 	case err != nil:
 		return nil, err
@@ -256,6 +257,9 @@ func (r *Runner) prepareTurn(ctx context.Context, in *inbound, user ledger.Entry
 	}
 	prep, err := r.prepare(hist, in.peer, user)
 	if err != nil {
+		return prepared{}, err
+	}
+	if prep, err = r.withMemory(ctx, in, hist, user, prep); err != nil {
 		return prepared{}, err
 	}
 	prev, stable := r.prefixes.observe(in.key, prep.prompt)

@@ -34,16 +34,29 @@ type prepared struct {
 	request      projection.Request
 	upstream     string // the latest upstream contextId recorded
 	upstreamTask string // the upstream task the latest reply left waiting for input
+	stats        projection.Stats
+	// memEntries are the memory snapshot made for this turn and its audits, stored with
+	// the message (memory.go); memorySeq the seq of the stored snapshot shown (0: none or
+	// made now).
+	memEntries []ledger.Entry
+	memorySeq  uint64
+	memory     *ledger.MemorySnapshot
 }
 
 // prepare builds the agent's input for the current message from history (package prompt
 // does the work, the same code that replays a turn later).
 func (r *Runner) prepare(history []ledger.Entry, peer string, current ledger.Entry) (prepared, error) {
-	in, err := prompt.Build(history, r.cfg.Policy, peer, current)
+	return r.prepareWith(history, peer, current, nil)
+}
+
+// prepareWith is prepare with the memory section showing mem (nil: none).
+func (r *Runner) prepareWith(history []ledger.Entry, peer string, current ledger.Entry, mem *ledger.MemorySnapshot) (prepared, error) {
+	in, err := prompt.BuildWithMemory(history, r.cfg.Policy, peer, current, mem)
 	if err != nil {
 		return prepared{}, err
 	}
-	return prepared{prompt: in.Prompt, request: in.Request, upstream: in.Upstream, upstreamTask: in.UpstreamTask}, nil
+	return prepared{prompt: in.Prompt, request: in.Request, upstream: in.Upstream, upstreamTask: in.UpstreamTask,
+		stats: in.Stats, memory: in.Memory}, nil
 }
 
 // readHistory returns the entries the projection of a message may use (see prompt.History).

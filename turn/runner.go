@@ -30,6 +30,9 @@ type Config struct {
 	// Policy is the projection policy (history limit, budgets, operator policy); the
 	// peer is filled in per turn. Its zero value gives the agent no history.
 	Policy projection.Policy
+	// MemoryTimeout bounds a chat backend's memory summary (Policy.Memory; memory.go).
+	// 0: 20s.
+	MemoryTimeout time.Duration
 
 	// Limits; 0 means no limit of that kind. A breach is -32602 invalid params
 	// naming the limit, and nothing is stored.
