@@ -64,6 +64,18 @@ type Result struct {
 	// INPUT_REQUIRED upstream); the gateway records it with the reply and hands it back
 	// on the next turn only (Turn.UpstreamTaskID).
 	UpstreamTaskID string
+	// Usage is the tokens the provider reported over the turn's requests (the chat
+	// backends; zero for the others).
+	Usage Usage
+}
+
+// Usage is a provider's token counts summed over a turn's requests.
+type Usage struct {
+	InputTokens  int64 `json:"inputTokens"`  // prompt tokens, cached ones included
+	OutputTokens int64 `json:"outputTokens"` // completion tokens
+	// CachedTokens are the prompt tokens the provider read from its prompt cache
+	// (OpenAI cached_tokens, Anthropic cache_read_input_tokens).
+	CachedTokens int64 `json:"cachedTokens"`
 }
 
 // Emit receives reply chunks in order; the reply is their concatenation. An error from

@@ -348,6 +348,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 	}
 	budget := newToolBudget(t)
 	used := callIDs(req.Messages) // the tool-call ids of the request, growing with each round
+	var total Usage
 	for n := 0; ; n++ {
 		body, err := encode(req, specs)
 		if err != nil {
@@ -358,6 +359,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 		if err != nil {
 			return Result{}, err
 		}
+		total.InputTokens, total.OutputTokens, total.CachedTokens = total.InputTokens+r.usage.in, total.OutputTokens+r.usage.out, total.CachedTokens+r.usage.cached
 		if len(r.calls) == 0 {
 			break
 		}
@@ -380,7 +382,7 @@ func (h *httpBackend) reply(ctx context.Context, t Turn, encode encoder, header 
 		req.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)], more...)
 	}
 	found, err := f.finish()
-	return Result{InputRequired: found}, err
+	return Result{InputRequired: found, Usage: total}, err
 }
 
 // round posts body and reads one answer, bounded by the backend's timeout, under a

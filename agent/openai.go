@@ -2,12 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -116,17 +119,34 @@ func (o *OpenAI) Close() error {
 // Timeout. The caller's cancellation returns ctx's error, and an error from emit is
 // returned as it is.
 func (o *OpenAI) Reply(ctx context.Context, t Turn, emit Emit) (Result, error) {
-	return o.h.reply(ctx, t, o.encode, o.header, emit, o.whole, o.stream)
+	key := CacheKey(t.Peer, t.ContextID)
+	encode := func(req projection.Request, specs []ToolSpec) ([]byte, error) { return o.encode(req, specs, key) }
+	return o.h.reply(ctx, t, encode, o.header, emit, o.whole, o.stream)
 }
 
-// encode maps req to a Chat Completions body, with max_tokens and the tools offered.
-func (o *OpenAI) encode(req projection.Request, specs []ToolSpec) ([]byte, error) {
+// CacheKey is the prompt_cache_key of a conversation's requests (OpenAI routes requests
+// with the same key to the same prompt cache): "a2a-" and 32 hex digits of the SHA-256 of
+// the peer and the contextId, stable for the conversation and naming neither.
+func CacheKey(peer, contextID string) string {
+	h := sha256.New()
+	h.Write([]byte(peer))
+	h.Write([]byte{0})
+	h.Write([]byte(contextID))
+	return "a2a-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// encode maps req to a Chat Completions body, with max_tokens, the conversation's
+// prompt_cache_key and the tools offered.
+func (o *OpenAI) encode(req projection.Request, specs []ToolSpec, cacheKey string) ([]byte, error) {
 	body, err := req.OpenAI(o.model, true)
 	if err == nil && o.maxTokens > 0 {
 		body, err = withJSONInt(body, "max_tokens", o.maxTokens)
 	}
 	if err == nil { // the token usage, in a last chunk of the stream (for the span)
 		body, err = withJSONMember(body, "stream_options", []byte(`{"include_usage":true}`))
+	}
+	if err == nil && cacheKey != "" {
+		body, err = withJSONMember(body, "prompt_cache_key", []byte(strconv.Quote(cacheKey)))
 	}
 	if err != nil || len(specs) == 0 {
 		return body, err

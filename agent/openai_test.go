@@ -100,13 +100,13 @@ func TestOpenAIStream(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}
 	}
-	// The body is the projection's mapping, with stream_options (the usage, for the span)
-	// and max_tokens in front.
+	// The body is the projection's mapping, with stream_options (the usage, for the span),
+	// max_tokens and the conversation's prompt_cache_key in front.
 	mapped, err := chatTurn.Request.OpenAI("gpt-4o-mini", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"stream_options":{"include_usage":true},"max_tokens":256,` + string(mapped[1:]); string(body) != want {
+	if want := `{"prompt_cache_key":"` + CacheKey(chatTurn.Peer, chatTurn.ContextID) + `","stream_options":{"include_usage":true},"max_tokens":256,` + string(mapped[1:]); string(body) != want {
 		t.Errorf("body = %s\nwant %s", body, want)
 	}
 	var req struct {
@@ -157,7 +157,7 @@ func TestOpenAIReplies(t *testing.T) {
 				want, _ := projection.Request{Messages: []projection.Message{
 					{Role: projection.RoleUser, Content: "just the prompt", Trust: projection.TrustPeerUntrusted},
 				}}.OpenAI("gpt-4o-mini", true)
-				want = append([]byte(`{"stream_options":{"include_usage":true},`), want[1:]...)
+				want = append([]byte(`{"prompt_cache_key":"`+CacheKey("", "")+`","stream_options":{"include_usage":true},`), want[1:]...)
 				if string(body) != string(want) || !strings.Contains(string(body), "just the prompt") {
 					t.Errorf("body = %s, want %s", body, want)
 				}

@@ -13,6 +13,7 @@ import (
 // reported none.
 type usage struct {
 	in, out int64
+	cached  int64 // prompt tokens the provider served from its prompt cache
 	seen    bool
 }
 
@@ -23,6 +24,13 @@ type tokenCounts struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
+	// The prompt cache: OpenAI's usage.prompt_tokens_details.cached_tokens, Anthropic's
+	// usage.cache_read_input_tokens (Anthropic's input_tokens count the uncached rest).
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 }
 
 // add merges a usage report into u: a count reported replaces the one before it (the
@@ -37,6 +45,15 @@ func (u *usage) add(c *tokenCounts) {
 	}
 	if out := c.CompletionTokens + c.OutputTokens; out > 0 {
 		u.out = out
+	}
+	if c.PromptTokensDetails != nil && c.PromptTokensDetails.CachedTokens > 0 {
+		u.cached = c.PromptTokensDetails.CachedTokens
+	}
+	if c.CacheReadInputTokens > 0 {
+		u.cached = c.CacheReadInputTokens
+	}
+	if c.InputTokens > 0 && c.PromptTokens == 0 { // Anthropic: the input total includes the cache's parts
+		u.in = c.InputTokens + c.CacheReadInputTokens + c.CacheCreationInputTokens
 	}
 }
 

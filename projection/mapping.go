@@ -107,7 +107,8 @@ type openAIFunction struct {
 // would refuse are replaced by "call_<hash>" consistently on both sides, and arguments
 // that are not a JSON object are sent as {"arguments": "<text>"}. The system block and
 // the last block get cache_control breakpoints (type ephemeral) so that the Messages
-// API caches the prefix.
+// API caches the prefix, and so does the end of the memory section and drop marker
+// when the request has one (the head that changes only when the drop boundary moves).
 //
 // The body is deterministic byte for byte. It returns an error wrapping [ErrInvalid] if
 // model is empty or maxTokens is not positive, and the error of [Request.Validate] (in
@@ -127,6 +128,7 @@ func (r Request) Anthropic(model string, maxTokens int, stream bool) ([]byte, er
 	if r.System != "" {
 		body.System = []anthropicBlock{{Type: "text", Text: r.System, CacheControl: ephemeral}}
 	}
+	head := memoryHead(r.Messages) // the stable head's last message, -1 for none
 	for i := range r.Messages {
 		m := &r.Messages[i]
 		role := "user"
@@ -148,6 +150,9 @@ func (r Request) Anthropic(model string, maxTokens int, stream bool) ([]byte, er
 		if len(blocks) == 0 {
 			blocks = []anthropicBlock{{Type: "text", Text: "(empty)"}}
 		}
+		if i == head {
+			blocks[len(blocks)-1].CacheControl = ephemeral
+		}
 		if n := len(body.Messages); n > 0 && body.Messages[n-1].Role == role {
 			body.Messages[n-1].Content = append(body.Messages[n-1].Content, blocks...)
 			continue
@@ -163,6 +168,24 @@ func (r Request) Anthropic(model string, maxTokens int, stream bool) ([]byte, er
 		c[len(c)-1].CacheControl = ephemeral
 	}
 	return encode(body)
+}
+
+// memoryHead is the index of the last message of the stable head of msgs: the memory
+// section (trust MODEL_GENERATED) at the start and the drop marker (trust SYSTEM) right
+// after it, which change only when the drop boundary moves (issue #38); -1 without a
+// memory section, or when the head is the last message.
+func memoryHead(msgs []Message) int {
+	if len(msgs) == 0 || msgs[0].Trust != TrustModel {
+		return -1
+	}
+	head := 0
+	if len(msgs) > 1 && msgs[1].Role == RoleUser && msgs[1].Trust == TrustSystem {
+		head = 1
+	}
+	if head == len(msgs)-1 {
+		return -1
+	}
+	return head
 }
 
 type anthropicBody struct {

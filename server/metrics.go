@@ -69,6 +69,7 @@ type metrics struct {
 	authFailures    *prometheus.CounterVec // reason
 	tools           *toolMetrics
 	push            *pushMetrics
+	prompt          *promptMetrics // prompt_metrics.go
 }
 
 // newMetrics registers every collector. streams reports the open streams and WebSocket
@@ -94,6 +95,7 @@ func newMetrics(streams func() (streams, wsConns int)) *metrics {
 	}
 	m.tools = newToolMetrics(m.reg)
 	m.push = newPushMetrics(m.reg)
+	m.prompt = newPromptMetrics(m.reg)
 	// Label values that are known up front start at 0, so rate() sees the first event.
 	for _, o := range []string{"ok", "held", "error"} {
 		m.leaseSeconds.WithLabelValues(o)
@@ -280,6 +282,7 @@ func (m *metrics) Projection(bytes, prevBytes, stablePrefix int) {
 	if prevBytes > 0 {
 		m.prefixStability.Observe(min(1, float64(stablePrefix)/float64(prevBytes)))
 	}
+	m.prompt.observeReuse(prevBytes, stablePrefix)
 }
 
 // handler serves the registry in the Prometheus text format, or in OpenMetrics (with the

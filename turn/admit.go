@@ -264,6 +264,7 @@ func (r *Runner) prepareTurn(ctx context.Context, in *inbound, user ledger.Entry
 	}
 	prev, stable := r.prefixes.observe(in.key, prep.prompt)
 	r.obs.Projection(len(prep.prompt), prev, stable)
+	prep.requestBytes, prep.prevBytes, prep.reuseBytes = len(prep.prompt), prev, stable
 	return prep, nil
 }
 

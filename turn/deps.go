@@ -116,4 +116,7 @@ type Observer interface {
 	// stablePrefix bytes equal the start of the previous turn's request in the same
 	// context (prevBytes long; 0 when there was none).
 	Projection(bytes, prevBytes, stablePrefix int)
+	// ProviderCache: the provider reported input prompt tokens for a turn, cached of
+	// them read from its prompt cache.
+	ProviderCache(input, cached int64)
 }

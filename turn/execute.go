@@ -143,6 +143,9 @@ func (tr *turnRun) reply(ctx context.Context, emit func(string) error) (agent.Re
 		Tools: tools, MaxToolCalls: r.cfg.MaxToolCalls, ToolTime: r.cfg.ToolTime,
 	}, emit)
 	r.obs.AgentDone(time.Since(t0), err)
+	if res.Usage.InputTokens > 0 {
+		r.obs.ProviderCache(res.Usage.InputTokens, res.Usage.CachedTokens)
+	}
 	endSpan(span, err)
 	return res, err
 }
@@ -331,7 +334,8 @@ func (tr *turnRun) endEntries(agentErr error, res agent.Result, state a2a.TaskSt
 		e.Parts = replyParts(reply, extra)
 		entries = append(entries, e)
 	}
-	status := ledger.Entry{TaskID: id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString()}
+	status := ledger.Entry{TaskID: id, Kind: ledger.KindStatus, Trust: ledger.TrustSystem, Visibility: ledger.VisibilityModel, Actor: "gateway", State: string(state), MessageID: uuid.NewString(),
+		Metadata: promptMeta(&tr.prep, res.Usage)}
 	switch {
 	case statusText != "":
 		status.Parts = []ledger.Part{{Kind: ledger.PartText, Text: statusText}}

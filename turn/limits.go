@@ -101,11 +101,12 @@ func (noObserver) LimitExceeded(string)                            {}
 func (noObserver) LeaseAcquire(time.Duration, error)               {}
 func (noObserver) AgentDone(time.Duration, error)                  {}
 func (noObserver) Projection(int, int, int)                        {}
+func (noObserver) ProviderCache(int64, int64)                      {}
 
 // prefixTracker remembers, per context, the shape of the last prompt given to the agent,
 // to measure how much of the next one is a byte-identical prefix (what keeps prompt
-// caches hitting). It keeps a chained hash per 512-byte block, not the prompt (a 100 KB
-// prompt costs 1.6 KB), so the stable prefix is measured to the block. Bounded: past
+// caches hitting). It keeps a chained hash per 128-byte block, not the prompt (a 100 KB
+// prompt costs 6.4 KB), so the stable prefix is measured to the block. Bounded: past
 // prefixTrackerMax contexts it starts over (a measurement, not state).
 type prefixTracker struct {
 	mu   sync.Mutex
@@ -119,7 +120,7 @@ type promptShape struct {
 
 const (
 	prefixTrackerMax = 4096
-	prefixBlock      = 512
+	prefixBlock      = 128
 )
 
 func shapeOf(prompt string) promptShape {

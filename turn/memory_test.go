@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,7 +88,41 @@ func TestMemoryLongConversation(t *testing.T) {
 	if shown < turns/2 {
 		t.Errorf("memory shown at %d of %d turns, want most", shown, turns)
 	}
-	t.Logf("%d turns, %d snapshots, memory shown at %d turns", turns, snapshots, shown)
+	reused, recorded := prefixFigures(t, all)
+	if recorded != turns-1 || reused*10 < recorded*9 {
+		t.Errorf("%d of %d turns reuse ≥ 90%% of the previous request (recorded at %d), want ≥ 90%%", reused, turns-1, recorded)
+	}
+	t.Logf("%d turns, %d snapshots, memory shown at %d turns; %d of %d turns reuse ≥ 90%% of the previous request", turns, snapshots, shown, reused, recorded)
+}
+
+// prefixFigures reads the prompt figures of the final STATUS entries: how many turns
+// reuse at least 90% of the previous request as their prefix, of how many that had one.
+func prefixFigures(t *testing.T, all []ledger.Entry) (reused, recorded int) {
+	t.Helper()
+	for i := range all {
+		e := &all[i]
+		if e.Kind != ledger.KindStatus || len(e.Metadata) == 0 {
+			continue
+		}
+		var m struct {
+			Prompt *PromptFigures `json:"prompt"`
+		}
+		if err := json.Unmarshal(e.Metadata, &m); err != nil || m.Prompt == nil {
+			t.Fatalf("seq %d: status metadata %s: %v", e.Seq, e.Metadata, err)
+		}
+		p := m.Prompt
+		if p.PrevRequestBytes == 0 {
+			continue
+		}
+		recorded++
+		if p.ReuseBytes*10 >= p.PrevRequestBytes*9 {
+			reused++
+		}
+		if p.ReuseTokens != (p.ReuseBytes+3)/4 || p.RequestBytes == 0 {
+			t.Errorf("seq %d: figures %+v", e.Seq, *p)
+		}
+	}
+	return reused, recorded
 }
 
 // checkSnapshot checks one stored snapshot: its evidence holds (memory.Verify against
