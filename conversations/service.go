@@ -119,6 +119,9 @@ type ShowOptions struct {
 type ShowResult struct {
 	Conversation Summary        `json:"conversation"`
 	Entries      []ledger.Entry `json:"entries"`
+	// Memory is the conversation's latest memory snapshot with each fact's evidence
+	// resolved (issue #38); nil when it has none.
+	Memory *MemoryView `json:"memory,omitempty"`
 }
 
 // conversationOnly keeps what belongs to the conversation itself: no audit-only entries.
@@ -152,5 +155,9 @@ func (s *Service) Show(ctx context.Context, ref Ref, opts ShowOptions) (ShowResu
 	for i := range entries {
 		entries[i] = redactPush(entries[i]) // push.go
 	}
-	return ShowResult{Conversation: s.summary(ctx, c), Entries: entries}, nil
+	mem, err := s.Memory(ctx, Ref{ContextID: c.ContextID, Owner: c.Owner})
+	if err != nil {
+		return ShowResult{}, err
+	}
+	return ShowResult{Conversation: s.summary(ctx, c), Entries: entries, Memory: mem}, nil
 }

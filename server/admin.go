@@ -157,6 +157,7 @@ type adminAPI struct {
 //	GET /admin/v1/conversations/{contextId}/calls?peer=        the call tree (conversations.CallTree)
 //	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
 //	POST /admin/v1/outbound                                    record a `gateway send` exchange
+//	POST /admin/v1/conversations/{contextId}/memory/rebuild?peer=&write=  memory snapshots rebuilt (admin_memory.go)
 //
 // Errors are JSON {"error": "...", "code": "..."} with the fields of the typed error (see
 // adminErrorBody), so that a client rebuilds the error from values, not from text.
@@ -174,6 +175,7 @@ func mountAdmin(e *echo.Echo, svc *conversations.Service, gate adminGate, log *s
 	route(http.MethodGet, "/conversations/:id/calls", a.calls)
 	route(http.MethodGet, "/verify", a.verify)
 	route(http.MethodPost, "/outbound", a.outbound)
+	route(http.MethodPost, "/conversations/:id/memory/rebuild", a.rebuildMemory)
 }
 
 // onlyMethod answers 405 naming the method the route takes.

@@ -82,6 +82,16 @@ type Config struct {
 	AgentTimeout time.Duration
 	// HistoryLimit is how many prior messages the agent is given (0: none; at most 200).
 	HistoryLimit int
+	// HistoryTokens is the history budget in estimated tokens (0: the projection's
+	// default, 8192).
+	HistoryTokens int
+	// HistoryMemory turns on the memory of dropped turns (issue #38): snapshots of the
+	// turns the history budget drops, shown in their place. MemoryTokens is the part of
+	// the history budget they take (0: 512); MemoryTimeout bounds a chat backend's
+	// summary (0: 20s).
+	HistoryMemory bool
+	MemoryTokens  int
+	MemoryTimeout time.Duration
 	// OperatorPolicy is the operator's instructions to the agent; "": none.
 	OperatorPolicy string
 
@@ -181,6 +191,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.toolProblems()...)
 	if c.AgentTimeout <= 0 {
 		errs = append(errs, errors.New("--agent-timeout must be positive"))
+	}
+	if c.HistoryTokens < 0 || c.MemoryTokens < 0 {
+		errs = append(errs, fmt.Errorf("--history-tokens %d, --memory-tokens %d: want 0 (default) or more", c.HistoryTokens, c.MemoryTokens))
 	}
 	if c.HistoryLimit < 0 || c.HistoryLimit > 200 {
 		errs = append(errs, fmt.Errorf("--history-limit %d: want 0 (disabled) to 200", c.HistoryLimit))
@@ -370,7 +383,8 @@ func (c *Config) AgentKeyVariable() string {
 
 // policy is the projection policy the configuration gives the agent.
 func (c *Config) policy() projection.Policy {
-	return projection.Policy{HistoryLimit: c.HistoryLimit, Operator: c.OperatorPolicy}
+	return projection.Policy{HistoryLimit: c.HistoryLimit, Operator: c.OperatorPolicy, Memory: c.HistoryMemory,
+		Budget: projection.Budget{History: c.HistoryTokens, Memory: c.MemoryTokens}}
 }
 
 // DefaultBodyMinRate is the least body rate (bytes/s) `gateway serve` asks by default

@@ -258,6 +258,7 @@ func (s *Server) openAgent(deps serverDeps) error {
 func (s *Server) startRunner(rate rateSpec, deps serverDeps) {
 	tcfg := turn.Config{
 		Policy:            s.policy,
+		MemoryTimeout:     s.cfg.MemoryTimeout,
 		MaxParts:          s.cfg.MaxParts,
 		MaxPartBytes:      s.cfg.MaxPartBytes,
 		MaxMessageBytes:   s.cfg.MaxMessageBytes,

@@ -155,6 +155,10 @@ Commands:
   calls CONTEXT_ID     the calls around the conversation: its tool calls (arguments key by
                        key), each peer_send down to the outbound conversation it started
                        (peer, state, latency), what started it, the inbound hop chain
+  memory rebuild CONTEXT_ID
+                       regenerate the conversation's memory snapshots from the ledger with
+                       the extractive summariser and check each stored one's evidence;
+                       --write appends the latest one rebuilt when the stored one differs
 
 list, show and calls print a table, or JSON with --json. A contextId that several peers use
 needs --peer to say whose conversation is meant. One line on stderr says what was read:
@@ -178,10 +182,11 @@ type convCmd struct {
 	at                   uint64
 	format, model        string
 	maxTokens            int
+	write                bool // memory rebuild --write
 }
 
 // conversationsCommands are the commands of `gateway conversations`.
-var conversationsCommands = []string{"list", "show", "export", "replay", "calls"}
+var conversationsCommands = []string{"list", "show", "export", "replay", "calls", "memory rebuild"}
 
 func runConversations(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	switch {
@@ -191,6 +196,12 @@ func runConversations(ctx context.Context, args []string, lookup func(string) (s
 	case isHelpArg(args[0]):
 		fmt.Fprint(stdout, conversationsUsage)
 		return flag.ErrHelp
+	}
+	if args[0] == "memory" { // the one two-word command
+		if len(args) < 2 || args[1] != "rebuild" {
+			return usageError{"conversations memory needs a command: rebuild"}
+		}
+		args = append([]string{"memory rebuild"}, args[2:]...)
 	}
 	cmd, err := parseConversations(args[0], args[1:], lookup, stdout)
 	if err != nil {
@@ -269,6 +280,15 @@ func (cmd *convCmd) bind(fs *flag.FlagSet, ef *envFlags) bool {
 		fs.IntVar(&cmd.maxTokens, "max-tokens", 1024, "max_tokens for anthropic bodies")
 		ef.Int(&cmd.o.policy.HistoryLimit, "history-limit", 20, "with no gateway running: the history limit the gateway used")
 		ef.String(&cmd.o.policy.Operator, "operator-policy", "", "with no gateway running: the operator policy the gateway used")
+		ef.Int(&cmd.o.policy.Budget.History, "history-tokens", 8192, "with no gateway running: the history budget the gateway used")
+		ef.Bool(&cmd.o.policy.Memory, "history-memory", false, "with no gateway running: whether the gateway kept memory (--history-memory)")
+		ef.Int(&cmd.o.policy.Budget.Memory, "memory-tokens", 512, "with no gateway running: the memory budget the gateway used")
+	case "memory rebuild":
+		fs.BoolVar(&cmd.asJSON, "json", false, "print JSON (the report)")
+		fs.BoolVar(&cmd.write, "write", false, "append the latest snapshot rebuilt when the stored one differs or fails the evidence check")
+		ef.Int(&cmd.o.policy.Budget.History, "history-tokens", 8192, "with no gateway running: the history budget the gateway used")
+		ef.Int(&cmd.o.policy.Budget.Memory, "memory-tokens", 512, "with no gateway running: the memory budget the gateway used")
+		cmd.o.policy.Memory = true
 	default:
 		return false
 	}
@@ -317,6 +337,15 @@ func (cmd *convCmd) run(ctx context.Context, svc opsService, stdout, stderr io.W
 			return writeJSONIndent(stdout, tree)
 		}
 		printCalls(stdout, tree)
+	case "memory rebuild":
+		rep, err := svc.RebuildMemory(ctx, ref, cmd.write)
+		if err != nil {
+			return err
+		}
+		if cmd.asJSON {
+			return writeJSONIndent(stdout, rep)
+		}
+		printRebuild(stdout, rep)
 	}
 	return nil
 }
@@ -494,7 +523,9 @@ func printShow(w io.Writer, res showResult) {
 		text := entryText(&e)
 		switch e.Kind {
 		case ledger.KindStatus:
-			text = strings.TrimSpace(e.State + "  " + text)
+			text = strings.TrimSpace(e.State + "  " + text + "  " + promptFigures(&e))
+		case ledger.KindMemorySnapshot:
+			what, text = "memory", memoryLine(&e)
 		case ledger.KindAudit:
 			text = strings.TrimSpace(auditSummary(&e) + "  " + text)
 		case ledger.KindPushConfig, ledger.KindPushOutbox, ledger.KindPushAttempt:
@@ -507,6 +538,9 @@ func printShow(w io.Writer, res showResult) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\ttask %s\t%s%s\n", e.Seq, e.CreatedAt.UTC().Format("15:04:05.000"), what, task, traceColumn(traced, &e), oneLine(text, 200))
 	}
 	_ = tw.Flush()
+	if res.Memory != nil {
+		printMemory(w, res.Memory)
+	}
 }
 
 // traceColumn is the trace column of printShow, when an entry shown has trace ids:

@@ -21,6 +21,7 @@ type opsService interface {
 	Replay(ctx context.Context, ref conversations.Ref, atSeq uint64) (conversations.ReplayResult, error)
 	Calls(ctx context.Context, ref conversations.Ref) (conversations.CallTree, error)
 	RecordOutbound(ctx context.Context, rec conversations.OutboundRecord) (conversations.RecordResult, error)
+	RebuildMemory(ctx context.Context, ref conversations.Ref, write bool) (conversations.MemoryReport, error)
 }
 
 var _ opsService = (*conversations.Service)(nil)
