@@ -40,7 +40,11 @@ func (f fakeService) Show(_ context.Context, ref conversations.Ref, _ conversati
 				{Seq: 1, TaskID: "t1", Kind: ledger.KindUserMessage, Trust: "PEER_UNTRUSTED", Visibility: ledger.VisibilityModel,
 					Parts: []ledger.Part{{Kind: "text", Text: "key [redacted:openai-key] <b>x</b>"}}},
 				{Seq: 2, TaskID: "t1", Kind: ledger.KindAudit, Visibility: ledger.VisibilityAudit, Parts: []ledger.Part{{Kind: "text", Text: "audit-only"}}},
-			}}, nil
+				{Seq: 3, TaskID: "t1", Kind: ledger.KindStatus, Visibility: ledger.VisibilityModel, State: "completed",
+					Metadata: []byte(`{"prompt":{"requestBytes":1000,"requestTokens":250,"previousRequestBytes":900,"prefixReuseBytes":896,"prefixReuseTokens":224},"usage":{"inputTokens":250,"cachedTokens":200}}`)},
+			}, Memory: &conversations.MemoryView{Seq: 4, First: 1, Last: 1, Summariser: "extractive", Facts: []conversations.FactView{
+				{Text: "the <b>key</b> fact", Evidence: []conversations.EvidenceView{{Seq: 1, Found: true, Kind: ledger.KindUserMessage, Excerpt: "key"}, {Seq: 9}}},
+			}}}, nil
 		}
 	}
 	return conversations.ShowResult{}, &conversations.NotFoundError{ContextID: ref.ContextID}
@@ -324,4 +328,26 @@ func recorder(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// TestConversationMemoryAndFigures: the conversation page shows the memory snapshot with
+// each fact's evidence linked to its entry in the timeline (a missing one marked), and
+// each turn's prefix reuse and provider cache figures (issue #38).
+func TestConversationMemoryAndFigures(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, "")
+	_, body := get(t, client(t), srv.URL+"/console/conversation?id=ctx-a")
+	for _, want := range []string{
+		`<section id="memory" class="memory">`,
+		`the &lt;b&gt;key&lt;/b&gt; fact`,
+		`<a class="evidence-link" href="#seq-1" title="USER_MESSAGE: key">#1</a>`,
+		`<span class="evidence-missing">#9 (missing)</span>`,
+		`<span class="seq" id="seq-1">#1</span>`,
+		`prefix reuse 99% (896 of 900 B, ~224 tokens)`,
+		`provider cached 200 of 250 tokens`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("conversation page lacks %s:\n%s", want, body)
+		}
+	}
 }

@@ -271,6 +271,7 @@ type entryView struct {
 	Audit   bool
 	Tool    *toolView   // a tool call or result: its tool, arguments or outcome, outbound link
 	Origin  *originView // an outbound message a tool call sent: that call
+	Figures string      // a turn's final status: its prefix reuse and provider cache (issue #38)
 }
 
 type conversationData struct {
@@ -278,7 +279,8 @@ type conversationData struct {
 	Entries []entryView
 	Audit   bool
 	Verify  *conversations.VerifyReport
-	Link    template.URL // the query naming this conversation (url.Values.Encode: escaped)
+	Link    template.URL              // the query naming this conversation (url.Values.Encode: escaped)
+	Memory  *conversations.MemoryView // the latest memory snapshot, facts linked to their evidence
 }
 
 func (h *Handler) conversation(w http.ResponseWriter, r *http.Request) {
@@ -304,11 +306,12 @@ func (h *Handler) showConversation(w http.ResponseWriter, r *http.Request, rep *
 		return
 	}
 	d := conversationData{Conv: res.Conversation, Audit: audit, Verify: rep,
-		Link: convQuery(res.Conversation.ContextID, res.Conversation.Peer)}
+		Link: convQuery(res.Conversation.ContextID, res.Conversation.Peer), Memory: res.Memory}
 	task := ""
 	outbound := outboundOf(res.Entries)
 	for _, e := range res.Entries {
-		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit, Tool: toolViewOf(e, outbound), Origin: originOf(e)}
+		v := entryView{Entry: e, Text: entryText(e), Audit: e.Visibility == ledger.VisibilityAudit, Tool: toolViewOf(e, outbound), Origin: originOf(e),
+			Figures: conversations.TurnFigures(&e)}
 		if len(e.Metadata) > 0 {
 			v.Meta = string(e.Metadata)
 		}

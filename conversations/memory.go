@@ -3,7 +3,9 @@ package conversations
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/memory"
@@ -181,4 +183,22 @@ func (s *Service) rebuildOne(ctx context.Context, c ledger.Conversation, e *ledg
 		return a.Text == b.Text && slices.Equal(a.Evidence, b.Evidence)
 	}) && stored.First == rebuilt.First && stored.Version == rebuilt.Version
 	return RebuiltMemory{MemoryView: v, Equal: eq, RebuiltFacts: len(rebuilt.Facts)}, rebuilt, nil
+}
+
+// TurnFigures is the operator's line for a turn's final STATUS entry (issue #38): "prefix
+// reuse 97% (12,288 of 12,700 B, ~3,072 tokens)  provider cached 3,000 of 3,200 tokens";
+// "" when the entry records neither.
+func TurnFigures(e *ledger.Entry) string {
+	f, u := prompt.FiguresOf(e)
+	var out []string
+	if f != nil && f.PrevRequestBytes > 0 {
+		out = append(out, fmt.Sprintf("prefix reuse %d%% (%d of %d B, ~%d tokens)", f.ReuseBytes*100/f.PrevRequestBytes, f.ReuseBytes, f.PrevRequestBytes, f.ReuseTokens))
+	}
+	if f != nil && f.MemoryFacts > 0 {
+		out = append(out, fmt.Sprintf("memory %d facts", f.MemoryFacts))
+	}
+	if u != nil && u.InputTokens > 0 {
+		out = append(out, fmt.Sprintf("provider cached %d of %d tokens", u.CachedTokens, u.InputTokens))
+	}
+	return strings.Join(out, "  ")
 }

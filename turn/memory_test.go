@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -104,13 +103,10 @@ func prefixFigures(t *testing.T, all []ledger.Entry) (reused, recorded int) {
 		if e.Kind != ledger.KindStatus || len(e.Metadata) == 0 {
 			continue
 		}
-		var m struct {
-			Prompt *PromptFigures `json:"prompt"`
+		p, _ := prompt.FiguresOf(e)
+		if p == nil {
+			t.Fatalf("seq %d: status metadata %s without figures", e.Seq, e.Metadata)
 		}
-		if err := json.Unmarshal(e.Metadata, &m); err != nil || m.Prompt == nil {
-			t.Fatalf("seq %d: status metadata %s: %v", e.Seq, e.Metadata, err)
-		}
-		p := m.Prompt
 		if p.PrevRequestBytes == 0 {
 			continue
 		}

@@ -48,41 +48,17 @@ type prepared struct {
 	requestBytes, prevBytes, reuseBytes int
 }
 
-// Metadata keys of the final STATUS entry of a turn (issue #38): "prompt" holds the
-// projection's figures, "usage" the provider's token counts.
-const (
-	metaPrompt = "prompt"
-	metaUsage  = "usage"
-)
-
-// PromptFigures is the "prompt" member of a turn's final STATUS metadata.
-type PromptFigures struct {
-	RequestBytes  int `json:"requestBytes"`
-	RequestTokens int `json:"requestTokens"`
-	// PrevRequestBytes is the conversation's previous request's size (0: none known to
-	// this instance); ReuseBytes and ReuseTokens the longest common prefix of the two.
-	PrevRequestBytes int `json:"previousRequestBytes"`
-	ReuseBytes       int `json:"prefixReuseBytes"`
-	ReuseTokens      int `json:"prefixReuseTokens"`
-	// MemorySeq is the MEMORY_SNAPSHOT the turn showed, when it was stored before the
-	// turn (a snapshot made for the turn is stored right after its message);
-	// MemoryFacts the facts shown; OmittedBefore the drop boundary.
-	MemorySeq     uint64 `json:"memorySeq,omitempty"`
-	MemoryFacts   int    `json:"memoryFacts,omitempty"`
-	OmittedBefore uint64 `json:"omittedBefore,omitempty"`
-}
-
 // promptMeta is the final STATUS metadata of a turn given p, whose agent reported u; nil
 // when there is nothing to record (an agent given no history: echo).
 func promptMeta(p *prepared, u agent.Usage) json.RawMessage {
 	m := map[string]any{}
 	if p.requestBytes > 0 {
-		m[metaPrompt] = PromptFigures{RequestBytes: p.requestBytes, RequestTokens: projection.EstimateTokens(p.prompt),
+		m[prompt.MetaFigures] = prompt.Figures{RequestBytes: p.requestBytes, RequestTokens: projection.EstimateTokens(p.prompt),
 			PrevRequestBytes: p.prevBytes, ReuseBytes: p.reuseBytes, ReuseTokens: (p.reuseBytes + 3) / 4,
 			MemorySeq: p.memorySeq, MemoryFacts: p.stats.MemoryFacts, OmittedBefore: p.stats.OmittedBefore}
 	}
 	if u != (agent.Usage{}) {
-		m[metaUsage] = u
+		m[prompt.MetaUsage] = u
 	}
 	if len(m) == 0 {
 		return nil

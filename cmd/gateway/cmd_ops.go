@@ -523,7 +523,7 @@ func printShow(w io.Writer, res showResult) {
 		text := entryText(&e)
 		switch e.Kind {
 		case ledger.KindStatus:
-			text = strings.TrimSpace(e.State + "  " + text + "  " + promptFigures(&e))
+			text = strings.TrimSpace(e.State + "  " + text + "  " + conversations.TurnFigures(&e))
 		case ledger.KindMemorySnapshot:
 			what, text = "memory", memoryLine(&e)
 		case ledger.KindAudit:

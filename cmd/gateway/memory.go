@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -48,33 +47,6 @@ func printRebuild(w io.Writer, rep conversations.MemoryReport) {
 	if rep.Written > 0 {
 		fmt.Fprintf(w, "appended the rebuilt snapshot at seq %d\n", rep.Written)
 	}
-}
-
-// promptFigures is the prefix-reuse text of a turn's final STATUS entry (issue #38):
-// "prefix 97% (12,288 of 12,700 B reused, ~3,072 tokens)", "" when it records none.
-func promptFigures(e *ledger.Entry) string {
-	var m struct {
-		Prompt *struct {
-			Prev   int `json:"previousRequestBytes"`
-			Reuse  int `json:"prefixReuseBytes"`
-			Tokens int `json:"prefixReuseTokens"`
-		} `json:"prompt"`
-		Usage *struct {
-			Input  int64 `json:"inputTokens"`
-			Cached int64 `json:"cachedTokens"`
-		} `json:"usage"`
-	}
-	if e.Kind != ledger.KindStatus || len(e.Metadata) == 0 || json.Unmarshal(e.Metadata, &m) != nil {
-		return ""
-	}
-	var out []string
-	if p := m.Prompt; p != nil && p.Prev > 0 {
-		out = append(out, fmt.Sprintf("prefix reuse %d%% (%d of %d B, ~%d tokens)", p.Reuse*100/p.Prev, p.Reuse, p.Prev, p.Tokens))
-	}
-	if u := m.Usage; u != nil && u.Input > 0 {
-		out = append(out, fmt.Sprintf("provider cached %d of %d tokens", u.Cached, u.Input))
-	}
-	return strings.Join(out, "  ")
 }
 
 // memoryLine is the show line of a MEMORY_SNAPSHOT entry.
