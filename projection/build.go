@@ -102,34 +102,88 @@ func Build(history []Item, current Item, p Policy) (Request, Stats, error) {
 // marker: the facts under a reference-only header, each with its evidence ids, within
 // Budget.Memory (the newest facts that fit). Without a drop nothing is shown.
 func BuildWithMemory(history []Item, current Item, mem *Memory, p Policy) (Request, Stats, error) {
-	cfg, err := p.resolve()
+	pl, err := NewPlan(history, current, p)
 	if err != nil {
 		return Request{}, Stats{}, err
+	}
+	req, st := pl.Request(mem)
+	return req, st, nil
+}
+
+// Plan is a projection decided but not yet rendered: the window over the history and so
+// the drop boundary, which do not depend on the memory shown ([BuildWithMemory]). A caller
+// that needs the boundary to choose the memory (the snapshot covering the entries before
+// it) makes the Plan once and renders it with that memory, instead of building twice.
+type Plan struct {
+	cfg    config
+	system string
+	ps     []piece
+	w      window
+	cur    Message
+	st     Stats // without the history's messages (Request counts them)
+}
+
+// NewPlan decides the projection of [BuildWithMemory] (same arguments but the memory, same
+// errors).
+func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
+	cfg, err := p.resolve()
+	if err != nil {
+		return nil, err
 	}
 	system, err := systemText(cfg)
 	if err != nil {
-		return Request{}, Stats{}, err
+		return nil, err
 	}
 	if current.Kind != KindUserMessage || current.Visibility != VisibilityModel {
-		return Request{}, Stats{}, invalid("current item: kind %q, visibility %q, want %s %s",
+		return nil, invalid("current item: kind %q, visibility %q, want %s %s",
 			current.Kind, current.Visibility, KindUserMessage, VisibilityModel)
 	}
-	var st Stats
-	msgs, err := buildHistory(history, mem, cfg, &st)
-	if err != nil {
-		return Request{}, Stats{}, err
+	pl := &Plan{cfg: cfg, system: system}
+	if cfg.limit > 0 {
+		ps, complete, err := collectPieces(history, cfg)
+		if err != nil {
+			return nil, err
+		}
+		pl.ps, pl.w = ps, chooseWindow(ps, complete, len(history), cfg, &pl.st)
 	}
-	cur := currentMessage(&current, cfg, &st)
+	pl.cur = currentMessage(&current, cfg, &pl.st)
+	return pl, nil
+}
 
-	st.SystemBytes, st.SystemTokens = len(system), EstimateTokens(system)
+// Boundary is the drop boundary: the seq of the first history item shown after a drop
+// (Stats.OmittedBefore of the request, whatever its memory); 0 when nothing is dropped.
+func (pl *Plan) Boundary() uint64 {
+	if pl.w.firstSeq > 0 && pl.cfg.historyBytes-pl.cfg.memoryBytes >= markerCost {
+		return pl.w.firstSeq
+	}
+	return 0
+}
+
+// Request renders the plan with mem (nil: none) as [BuildWithMemory] does. It may be
+// called more than once; the plan is not changed.
+func (pl *Plan) Request(mem *Memory) (Request, Stats) {
+	st := pl.st
+	var msgs []Message
+	if pl.cfg.limit > 0 {
+		msgs = historyMessages(pl.ps, pl.w, pl.cfg.historyBytes-pl.cfg.memoryBytes, &st)
+		if pl.w.firstSeq > 0 && mem != nil && pl.cfg.memoryBytes > 0 {
+			if m, ok := memoryMessage(mem, pl.cfg.memoryBytes, &st); ok {
+				msgs = append([]Message{m}, msgs...)
+			}
+		}
+		var orphans int
+		msgs, orphans = pairTools(msgs)
+		st.Dropped += orphans
+	}
+	st.SystemBytes, st.SystemTokens = len(pl.system), EstimateTokens(pl.system)
 	st.HistoryMessages = len(msgs)
 	for i := range msgs {
 		st.HistoryBytes += cost(&msgs[i])
 	}
 	st.HistoryTokens = tokensOf(st.HistoryBytes)
-	st.CurrentBytes = cost(&cur)
+	st.CurrentBytes = cost(&pl.cur)
 	st.CurrentTokens = tokensOf(st.CurrentBytes)
-	return Request{System: system, Messages: append(msgs, cur)}, st, nil
+	return Request{System: pl.system, Messages: append(msgs, pl.cur)}, st
 }
 
 // allowed reports whether an item may be projected at all (the allowlist).
@@ -318,27 +372,6 @@ func markerText(firstSeq uint64) string {
 
 // markerCost is the most a drop marker can count for.
 var markerCost = msgOverhead + len(markerText(math.MaxInt64))
-
-// buildHistory selects, compacts and repairs the history messages (see Build).
-func buildHistory(hist []Item, mem *Memory, cfg config, st *Stats) ([]Message, error) {
-	if cfg.limit == 0 {
-		return nil, nil
-	}
-	ps, complete, err := collectPieces(hist, cfg)
-	if err != nil {
-		return nil, err
-	}
-	w := chooseWindow(ps, complete, len(hist), cfg, st)
-	msgs := historyMessages(ps, w, cfg.historyBytes-cfg.memoryBytes, st)
-	if w.firstSeq > 0 && mem != nil && cfg.memoryBytes > 0 {
-		if m, ok := memoryMessage(mem, cfg.memoryBytes, st); ok {
-			msgs = append([]Message{m}, msgs...)
-		}
-	}
-	msgs, orphans := pairTools(msgs)
-	st.Dropped += orphans
-	return msgs, nil
-}
 
 // collectPieces walks hist from the newest item back and makes the pieces (newest first)
 // of the allowed items until the limit or the compacted budget is reached; complete

@@ -2,7 +2,6 @@ package prompt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/a2a-gateway/gateway/ledger"
@@ -33,29 +32,30 @@ func ProjectMemory(m *ledger.MemorySnapshot) *projection.Memory {
 	return pm
 }
 
-// Stored returns the newest MEMORY_SNAPSHOT entry with seq < beforeSeq (0: all) whose
-// range ends at boundary-1, or ok false when the newest one stored at or after the
-// boundary does not (the read stops at the entry before the boundary, so its cost is
-// what the window holds, not the conversation's length). A record that does not decode
-// counts as none.
-func Stored(ctx context.Context, r Reader, owner, contextID string, beforeSeq, boundary uint64) (snap ledger.MemorySnapshot, seq uint64, ok bool, err error) {
-	if boundary < 2 {
-		return ledger.MemorySnapshot{}, 0, false, nil
+// Stored returns the snapshot for the plan's drop boundary b among the history entries
+// read (the newest MEMORY_SNAPSHOT entry whose range is 1..b-1), ok false when there is
+// none (a refresh is due) or nothing is dropped. A snapshot for b was stored after the
+// entry b (when the boundary reached b), and History read back past b (the window starts
+// there), so it is found without another read.
+func (p *Plan) Stored() (snap ledger.MemorySnapshot, seq uint64, ok bool) {
+	b := p.Boundary()
+	if b < 2 {
+		return ledger.MemorySnapshot{}, 0, false
 	}
-	es, err := r.LastBefore(ctx, owner, contextID, beforeSeq, 1, func(e *ledger.Entry) bool {
-		return e.Kind == ledger.KindMemorySnapshot || e.Seq < boundary
-	})
-	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return ledger.MemorySnapshot{}, 0, false, fmt.Errorf("read memory: %w", err)
+	for i := len(p.hist) - 1; i >= 0; i-- {
+		e := &p.hist[i]
+		if e.Kind != ledger.KindMemorySnapshot {
+			continue
+		}
+		m, err := ledger.MemoryRecord(e)
+		if err == nil && m.Last == b-1 {
+			return m, e.Seq, true
+		}
+		if e.Seq < b {
+			break
+		}
 	}
-	if len(es) == 0 || es[0].Kind != ledger.KindMemorySnapshot {
-		return ledger.MemorySnapshot{}, 0, false, nil
-	}
-	m, derr := ledger.MemoryRecord(&es[0])
-	if derr != nil || m.Last != boundary-1 {
-		return ledger.MemorySnapshot{}, 0, false, nil
-	}
-	return m, es[0].Seq, true, nil
+	return ledger.MemorySnapshot{}, 0, false
 }
 
 // turnAppendKinds are the kinds stored in the append that begins a turn, after its
@@ -88,27 +88,26 @@ func withTurn(ctx context.Context, r Reader, owner, contextID string, msg ledger
 	return ledger.MemorySnapshot{}, 0, false, nil
 }
 
-// replayMemory rebuilds in, the replayed input of the turn of msg, with the memory that
-// turn showed (see the rule above); in unchanged when the policy has no memory or
-// nothing was dropped.
-func replayMemory(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, hist []ledger.Entry, msg ledger.Entry, in Input) (Input, error) {
-	b := in.Stats.OmittedBefore
+// replayMemory renders pl, the plan of the replayed turn of msg, with the memory that
+// turn showed (see the rule above): the snapshot stored with its message, else the one
+// stored before it for the plan's boundary, else none.
+func replayMemory(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, pl *Plan, msg ledger.Entry) (Input, error) {
+	b := pl.Boundary()
 	if !policy.Memory || b < 2 {
-		return in, nil
+		return pl.Input(nil), nil
 	}
 	snap, seq, ok, err := withTurn(ctx, r, owner, contextID, msg)
-	if err == nil && (!ok || snap.Last != b-1) {
-		snap, seq, ok, err = Stored(ctx, r, owner, contextID, msg.Seq, b)
-	}
-	if err != nil || !ok {
-		return in, err
-	}
-	out, err := BuildWithMemory(hist, policy, owner, msg, &snap)
 	if err != nil {
 		return Input{}, err
 	}
-	out.MemorySeq = seq
-	return out, nil
+	if !ok || snap.Last != b-1 {
+		if snap, seq, ok = pl.Stored(); !ok {
+			return pl.Input(nil), nil
+		}
+	}
+	in := pl.Input(&snap)
+	in.MemorySeq = seq
+	return in, nil
 }
 
 // Sources reads the entries a summariser is shown for the range 1..last: the oldest

@@ -71,6 +71,10 @@ func Conversational(e *ledger.Entry) bool {
 	return false
 }
 
+func conversationalOrMemory(e *ledger.Entry) bool {
+	return e.Kind == ledger.KindMemorySnapshot || Conversational(e)
+}
+
 // Item converts a ledger entry into the projector's input.
 func Item(e *ledger.Entry) projection.Item {
 	it := projection.Item{
@@ -120,34 +124,64 @@ func Build(history []ledger.Entry, policy projection.Policy, peer string, curren
 // BuildWithMemory is [Build] with mem, the snapshot of the dropped turns, shown in the
 // memory section when the projection drops turns (projection.BuildWithMemory).
 func BuildWithMemory(history []ledger.Entry, policy projection.Policy, peer string, current ledger.Entry, mem *ledger.MemorySnapshot) (Input, error) {
+	pl, err := NewPlan(history, policy, peer, current)
+	if err != nil {
+		return Input{}, err
+	}
+	return pl.Input(mem), nil
+}
+
+// Plan is a turn's projection decided before its memory is chosen (projection.Plan):
+// its drop boundary is known, and the snapshot for it can be looked for among the
+// history entries read ([Plan.Stored]) or made.
+type Plan struct {
+	plan *projection.Plan
+	hist []ledger.Entry
+	base Input // the upstream ids
+}
+
+// NewPlan plans the input of [Build] (same arguments, same errors).
+func NewPlan(history []ledger.Entry, policy projection.Policy, peer string, current ledger.Entry) (*Plan, error) {
 	items := make([]projection.Item, 0, len(history))
-	var out Input
+	var base Input
 	for i := range history {
 		e := &history[i]
 		if e.Kind == ledger.KindAgentReply {
 			if u := metaString(e, MetaUpstream); u != "" {
-				out.Upstream = u
+				base.Upstream = u
 			}
-			out.UpstreamTask = metaString(e, MetaUpstreamTask)
+			base.UpstreamTask = metaString(e, MetaUpstreamTask)
 		}
 		items = append(items, Item(e))
 	}
 	policy.Peer = peer
-	req, st, err := projection.BuildWithMemory(items, Item(&current), ProjectMemory(mem), policy)
+	pl, err := projection.NewPlan(items, Item(&current), policy)
 	if err != nil {
-		return Input{}, fmt.Errorf("projection: %w", err)
+		return nil, fmt.Errorf("projection: %w", err)
 	}
+	return &Plan{plan: pl, hist: history, base: base}, nil
+}
+
+// Boundary is the plan's drop boundary (0: nothing dropped).
+func (p *Plan) Boundary() uint64 { return p.plan.Boundary() }
+
+// Input renders the plan with mem in the memory section (nil: none).
+func (p *Plan) Input(mem *ledger.MemorySnapshot) Input {
+	req, st := p.plan.Request(ProjectMemory(mem))
+	out := p.base
 	out.Request, out.Stats, out.Memory = req, st, mem
 	if st.MemoryFacts == 0 {
 		out.Memory = nil
 	}
 	out.Prompt = req.Text()
-	return out, nil
+	return out
 }
 
 // History returns the entries the projection of a message of the conversation may use:
 // the newest conversational entries with seq < beforeSeq (0: all so far; at most twice the
-// policy's history limit, room for tool traffic), oldest first, artifacts inflated.
+// policy's history limit, room for tool traffic), oldest first, artifacts inflated; with
+// Policy.Memory, the MEMORY_SNAPSHOT entries among them too (the one for the drop
+// boundary is always among them: see [Plan.Stored]).
 // Reading by seq bound makes the history of a turn the same whether it is read live or
 // rebuilt later. A conversation that does not exist yet has no history (nil, nil).
 func History(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64) ([]ledger.Entry, error) {
@@ -155,7 +189,11 @@ func History(ctx context.Context, r Reader, policy projection.Policy, owner, con
 	if n <= 0 {
 		n = 1 // still find a relay's upstream contextId in the last reply
 	}
-	entries, err := r.LastBefore(ctx, owner, contextID, beforeSeq, n, Conversational)
+	keep := Conversational
+	if policy.Memory {
+		keep = conversationalOrMemory
+	}
+	entries, err := r.LastBefore(ctx, owner, contextID, beforeSeq, n, keep)
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
@@ -214,11 +252,12 @@ func Replay(ctx context.Context, r Reader, policy projection.Policy, owner, cont
 	if err != nil {
 		return Turn{}, err
 	}
-	in, err := Build(hist, policy, owner, msg)
+	pl, err := NewPlan(hist, policy, owner, msg)
 	if err != nil {
 		return Turn{}, err
 	}
-	if in, err = replayMemory(ctx, r, policy, owner, contextID, hist, msg, in); err != nil {
+	in, err := replayMemory(ctx, r, policy, owner, contextID, pl, msg)
+	if err != nil {
 		return Turn{}, err
 	}
 	return Turn{ContextID: contextID, TaskID: msg.TaskID, Peer: owner, Text: EntryText(&msg), Input: in}, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
+	"github.com/a2a-gateway/gateway/prompt"
 )
 
 // inbound is a send that passed validation: the message as it is stored (redacted, with
@@ -255,13 +256,13 @@ func (r *Runner) prepareTurn(ctx context.Context, in *inbound, user ledger.Entry
 	if err != nil {
 		return prepared{}, err
 	}
-	prep, err := r.prepare(hist, in.peer, user)
+	pl, err := prompt.NewPlan(hist, r.cfg.Policy, in.peer, user)
 	if err != nil {
 		return prepared{}, err
 	}
-	if prep, err = r.withMemory(ctx, in, hist, user, prep); err != nil {
-		return prepared{}, err
-	}
+	mem, memEntries, memorySeq := r.memoryFor(ctx, in, pl) // memory.go
+	prep := preparedOf(pl.Input(mem))
+	prep.memEntries, prep.memorySeq = memEntries, memorySeq
 	prev, stable := r.prefixes.observe(in.key, prep.prompt)
 	r.obs.Projection(len(prep.prompt), prev, stable)
 	prep.requestBytes, prep.prevBytes, prep.reuseBytes = len(prep.prompt), prev, stable

@@ -24,31 +24,22 @@ import (
 // defaultMemoryTimeout bounds a model's summary when Config.MemoryTimeout is 0.
 const defaultMemoryTimeout = 20 * time.Second
 
-// withMemory returns prep with the memory section: the stored snapshot for its drop
-// boundary, or a new one (its entries, to store with the message, in prep.memEntries).
-func (r *Runner) withMemory(ctx context.Context, in *inbound, hist []ledger.Entry, user ledger.Entry, prep prepared) (prepared, error) {
-	b := prep.stats.OmittedBefore
+// memoryFor chooses the memory the turn of in shows with the plan pl: the stored
+// snapshot for its drop boundary, or a new one with its entries (to store with the
+// message); nil when nothing is dropped or there is nothing to show.
+func (r *Runner) memoryFor(ctx context.Context, in *inbound, pl *prompt.Plan) (mem *ledger.MemorySnapshot, entries []ledger.Entry, seq uint64) {
+	b := pl.Boundary()
 	if !r.cfg.Policy.Memory || b < 2 {
-		return prep, nil
+		return nil, nil, 0
 	}
-	snap, seq, ok, err := prompt.Stored(ctx, r.store, in.peer, in.m.ContextID, 0, b)
-	if err != nil {
-		prep.memEntries = []ledger.Entry{memoryAudit(in, "MEMORY_UNAVAILABLE", b-1, err.Error(), nil)}
-		return prep, nil
+	if snap, seq, ok := pl.Stored(); ok {
+		return &snap, nil, seq
 	}
-	if !ok {
-		var made bool
-		snap, prep.memEntries, made = r.summarise(ctx, in, b-1)
-		if !made {
-			return prep, nil
-		}
+	snap, entries, made := r.summarise(ctx, in, b-1)
+	if !made {
+		return nil, entries, 0
 	}
-	out, err := r.prepareWith(hist, in.peer, user, &snap)
-	if err != nil {
-		return prepared{}, err
-	}
-	out.memEntries, out.memorySeq = prep.memEntries, seq
-	return out, nil
+	return &snap, entries, 0
 }
 
 // summarise makes the snapshot of entries 1..last: its entries (the snapshot, and audits

@@ -68,19 +68,18 @@ func promptMeta(p *prepared, u agent.Usage) json.RawMessage {
 }
 
 // prepare builds the agent's input for the current message from history (package prompt
-// does the work, the same code that replays a turn later).
+// does the work, the same code that replays a turn later), without memory.
 func (r *Runner) prepare(history []ledger.Entry, peer string, current ledger.Entry) (prepared, error) {
-	return r.prepareWith(history, peer, current, nil)
-}
-
-// prepareWith is prepare with the memory section showing mem (nil: none).
-func (r *Runner) prepareWith(history []ledger.Entry, peer string, current ledger.Entry, mem *ledger.MemorySnapshot) (prepared, error) {
-	in, err := prompt.BuildWithMemory(history, r.cfg.Policy, peer, current, mem)
+	pl, err := prompt.NewPlan(history, r.cfg.Policy, peer, current)
 	if err != nil {
 		return prepared{}, err
 	}
+	return preparedOf(pl.Input(nil)), nil
+}
+
+func preparedOf(in prompt.Input) prepared {
 	return prepared{prompt: in.Prompt, request: in.Request, upstream: in.Upstream, upstreamTask: in.UpstreamTask,
-		stats: in.Stats, memory: in.Memory}, nil
+		stats: in.Stats, memory: in.Memory}
 }
 
 // readHistory returns the entries the projection of a message may use (see prompt.History).
