@@ -427,7 +427,11 @@ func chooseWindow(ps []piece, complete bool, histLen int, cfg config, st *Stats)
 		}
 		return window{keep: len(ps), compacting: fullSum > budget}
 	}
-	w := window{keep: dropWindow(ps, cfg.limit-1, budget-markerCost-cfg.memoryBytes, cfg.limit), compacting: true}
+	block := max(minDropBlock, cfg.limit/2)
+	if cfg.memoryBytes > 0 {
+		block = memoryDropBlock
+	}
+	w := window{keep: dropWindow(ps, cfg.limit-1, budget-markerCost-cfg.memoryBytes, block), compacting: true}
 	switch {
 	case w.keep > 0:
 		w.firstSeq = ps[w.keep-1].seq
@@ -487,15 +491,23 @@ func historyMessages(ps []piece, w window, budget int, st *Stats) []Message {
 // maxItems items whose compacted cost is at most maxBytes, starting (oldest first) at a
 // turn, that is a user message (or, when not even the newest turn fits, at any message
 // but a tool result), with the cut rounded up to a block of seqs (see Build).
-func dropWindow(ps []piece, maxItems, maxBytes, limit int) int {
-	if keep := alignedWindow(ps, maxItems, maxBytes, limit, func(k string) bool { return k == KindUserMessage }); keep > 0 {
+func dropWindow(ps []piece, maxItems, maxBytes, block int) int {
+	if keep := alignedWindow(ps, maxItems, maxBytes, block, func(k string) bool { return k == KindUserMessage }); keep > 0 {
 		return keep
 	}
-	return alignedWindow(ps, maxItems, maxBytes, limit, func(k string) bool { return k != KindToolResult })
+	return alignedWindow(ps, maxItems, maxBytes, block, func(k string) bool { return k != KindToolResult })
 }
 
+// memoryDropBlock asks alignedWindow for the memory section's block: with the memory on,
+// the block is the largest of 4, 6, 8, 12, 16, 24, … (powers of two and their halfway
+// points) not over three quarters of the seqs the natural window spans, whatever the rounding would keep at this turn, so
+// the block does not change from turn to turn with the rounding and the window keeps at
+// least about a quarter of what fits; the boundary (and the memory section with it) moves
+// once per block, its prefix stable in between.
+const memoryDropBlock = -1
+
 // alignedWindow is dropWindow with the kinds a window may start at given by cut.
-func alignedWindow(ps []piece, maxItems, maxBytes, limit int, cut func(kind string) bool) int {
+func alignedWindow(ps []piece, maxItems, maxBytes, block int, cut func(kind string) bool) int {
 	natural := -1 // index of the oldest message the natural cut keeps
 	sum := 0
 	for j := range ps {
@@ -512,7 +524,10 @@ func alignedWindow(ps []piece, maxItems, maxBytes, limit int, cut func(kind stri
 	if natural < 0 {
 		return 0
 	}
-	for b := uint64(max(minDropBlock, limit/2)); b > 1; b /= 2 {
+	if block == memoryDropBlock {
+		return memoryAligned(ps, natural, cut)
+	}
+	for b := uint64(block); b > 1; b /= 2 {
 		c := (ps[natural].seq + b - 1) / b * b // the cut, rounded up to the block
 		for j := natural; j >= 0; j-- {
 			if ps[j].seq >= c && cut(ps[j].kind) {
@@ -521,6 +536,30 @@ func alignedWindow(ps []piece, maxItems, maxBytes, limit int, cut func(kind stri
 				}
 				break
 			}
+		}
+	}
+	return natural + 1
+}
+
+// memoryAligned is alignedWindow's cut with the memory section's block (see
+// memoryDropBlock); natural is the oldest message the natural cut keeps.
+func memoryAligned(ps []piece, natural int, cut func(kind string) bool) int {
+	span := ps[0].seq - ps[natural].seq + 1
+	b := uint64(minDropBlock) // the blocks are 4, 6, 8, 12, 16, 24, ...: coarse, so b holds turn after turn
+	for {
+		next := b + b/2 // 4 → 6, 8 → 12
+		if b%3 == 0 {
+			next = b + b/3 // 6 → 8, 12 → 16
+		}
+		if next > span*3/4 {
+			break
+		}
+		b = next
+	}
+	c := (ps[natural].seq + b - 1) / b * b // the cut, rounded up to the block
+	for j := natural; j >= 0; j-- {
+		if ps[j].seq >= c && cut(ps[j].kind) {
+			return j + 1
 		}
 	}
 	return natural + 1

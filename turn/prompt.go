@@ -67,16 +67,7 @@ func promptMeta(p *prepared, u agent.Usage) json.RawMessage {
 	return b
 }
 
-// prepare builds the agent's input for the current message from history (package prompt
-// does the work, the same code that replays a turn later), without memory.
-func (r *Runner) prepare(history []ledger.Entry, peer string, current ledger.Entry) (prepared, error) {
-	pl, err := prompt.NewPlan(history, r.cfg.Policy, peer, current)
-	if err != nil {
-		return prepared{}, err
-	}
-	return preparedOf(pl.Input(nil)), nil
-}
-
+// preparedOf is what the agent is given from the prompt's input.
 func preparedOf(in prompt.Input) prepared {
 	return prepared{prompt: in.Prompt, request: in.Request, upstream: in.Upstream, upstreamTask: in.UpstreamTask,
 		stats: in.Stats, memory: in.Memory}
