@@ -121,6 +121,9 @@ type Plan struct {
 	w      window
 	cur    Message
 	st     Stats // without the history's messages (Request counts them)
+	// complete: the plan used every history item it was given, so older items, had they
+	// been given, might have been shown (see NeedsOlder).
+	complete bool
 }
 
 // NewPlan decides the projection of [BuildWithMemory] (same arguments but the memory, same
@@ -144,11 +147,17 @@ func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		pl.ps, pl.w = ps, chooseWindow(ps, complete, len(history), cfg, &pl.st)
+		pl.ps, pl.w, pl.complete = ps, chooseWindow(ps, complete, len(history), cfg, &pl.st), complete
 	}
 	pl.cur = currentMessage(&current, cfg, &pl.st)
 	return pl, nil
 }
+
+// NeedsOlder reports whether the plan used every history item it was given (the limit
+// and the budget were not reached): given older items too, it could show more. A caller
+// that reads the history newest first can read a few items, plan, and read more only when
+// this is true; once it is false, older items change nothing in the request.
+func (pl *Plan) NeedsOlder() bool { return pl.complete }
 
 // Boundary is the drop boundary: the seq of the first history item shown after a drop
 // (Stats.OmittedBefore of the request, whatever its memory); 0 when nothing is dropped.

@@ -61,11 +61,7 @@ func entry(kind ledger.Kind, text string) ledger.Entry {
 // prepare is the turn's preparation of current: its input and the entries to store
 // with it (a new snapshot).
 func (s *simConv) prepare(ctx context.Context, current ledger.Entry) (Input, []ledger.Entry) {
-	hist, err := History(ctx, s.led, s.policy, "local", "sim", 0)
-	if err != nil {
-		s.tb.Fatal(err)
-	}
-	pl, err := NewPlan(hist, s.policy, "local", current)
+	pl, err := PlanTurn(ctx, s.led, s.policy, "local", "sim", 0, current)
 	if err != nil {
 		s.tb.Fatal(err)
 	}

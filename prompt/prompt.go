@@ -185,10 +185,44 @@ func (p *Plan) Input(mem *ledger.MemorySnapshot) Input {
 // Reading by seq bound makes the history of a turn the same whether it is read live or
 // rebuilt later. A conversation that does not exist yet has no history (nil, nil).
 func History(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64) ([]ledger.Entry, error) {
-	n := 2 * policy.HistoryLimit
-	if n <= 0 {
-		n = 1 // still find a relay's upstream contextId in the last reply
+	return historyN(ctx, r, policy, owner, contextID, beforeSeq, historyMax(policy))
+}
+
+// historyMax is how many entries History reads: twice the history limit (at least one).
+func historyMax(policy projection.Policy) int {
+	return max(2*policy.HistoryLimit, 1) // with no history, still find a relay's upstream contextId in the last reply
+}
+
+// firstRead is how many entries PlanTurn reads first under Policy.Memory.
+const firstRead = 48
+
+// PlanTurn reads the history of the message current (seq < beforeSeq, 0: all so far) and
+// plans its projection. Without Policy.Memory it reads what History reads. With it, it
+// reads the newest firstRead entries and reads four times as many (up to History's
+// number) only while the plan used every entry it was given (projection.Plan.NeedsOlder),
+// so a turn of a long conversation reads what its window needs, not twice the history
+// limit. Replay plans with it too, so what it reads is what the live turn read.
+func PlanTurn(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64, current ledger.Entry) (*Plan, error) {
+	full := historyMax(policy)
+	n := full
+	if policy.Memory {
+		n = min(full, firstRead)
 	}
+	for {
+		hist, err := historyN(ctx, r, policy, owner, contextID, beforeSeq, n)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := NewPlan(hist, policy, owner, current)
+		if err != nil || n >= full || len(hist) < n || !pl.plan.NeedsOlder() {
+			return pl, err
+		}
+		n = min(full, 4*n)
+	}
+}
+
+// historyN is History reading at most n entries.
+func historyN(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64, n int) ([]ledger.Entry, error) {
 	keep := Conversational
 	if policy.Memory {
 		keep = conversationalOrMemory
@@ -248,11 +282,7 @@ func Replay(ctx context.Context, r Reader, policy projection.Policy, owner, cont
 		return Turn{}, err
 	}
 	msg := msgs[0]
-	hist, err := History(ctx, r, policy, owner, contextID, msg.Seq)
-	if err != nil {
-		return Turn{}, err
-	}
-	pl, err := NewPlan(hist, policy, owner, msg)
+	pl, err := PlanTurn(ctx, r, policy, owner, contextID, msg.Seq, msg)
 	if err != nil {
 		return Turn{}, err
 	}

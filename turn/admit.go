@@ -252,11 +252,7 @@ func (r *Runner) prepareTurn(ctx context.Context, in *inbound, user ledger.Entry
 	if !usesContext(r.agent) {
 		return prepared{prompt: in.m.Text()}, nil
 	}
-	hist, err := r.readHistory(ctx, in.peer, in.m.ContextID, 0)
-	if err != nil {
-		return prepared{}, err
-	}
-	pl, err := prompt.NewPlan(hist, r.cfg.Policy, in.peer, user)
+	pl, err := prompt.PlanTurn(ctx, r.store, r.cfg.Policy, in.peer, in.m.ContextID, 0, user)
 	if err != nil {
 		return prepared{}, err
 	}

@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/a2a-gateway/gateway/agent"
@@ -71,9 +70,4 @@ func promptMeta(p *prepared, u agent.Usage) json.RawMessage {
 func preparedOf(in prompt.Input) prepared {
 	return prepared{prompt: in.Prompt, request: in.Request, upstream: in.Upstream, upstreamTask: in.UpstreamTask,
 		stats: in.Stats, memory: in.Memory}
-}
-
-// readHistory returns the entries the projection of a message may use (see prompt.History).
-func (r *Runner) readHistory(ctx context.Context, peer, contextID string, beforeSeq uint64) ([]ledger.Entry, error) {
-	return prompt.History(ctx, r.store, r.cfg.Policy, peer, contextID, beforeSeq)
 }
