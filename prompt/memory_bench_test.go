@@ -168,20 +168,28 @@ func (s *simConv) reuse(t *testing.T, turns int) (text, body int) {
 // found, input rendered) against the conversation's length, under the policy:
 // it should stay flat (10 → 10,000 turns within 1.5×).
 func BenchmarkPrepareMemory(b *testing.B) {
-	for _, n := range []int{10, 100, 1000, 10000} {
-		b.Run("turns="+strconv.Itoa(n), func(b *testing.B) {
-			s := newSim(b, simPolicy)
-			for range n {
-				s.turn(b.Context())
-			}
-			user := entry(ledger.KindUserMessage, simText(n+1, s.filler))
-			var in Input
-			b.ReportAllocs()
-			for b.Loop() {
-				in, _ = s.prepare(b.Context(), user)
-			}
-			b.ReportMetric(float64(in.Stats.MemoryFacts), "facts")
-			b.ReportMetric(float64(in.Stats.HistoryMessages), "messages")
-		})
+	for _, size := range []struct {
+		name   string
+		filler int
+	}{{"msg=190B", 2}, {"msg=480B", 7}} {
+		for _, n := range []int{10, 100, 1000, 10000} {
+			b.Run(size.name+"/turns="+strconv.Itoa(n), func(b *testing.B) { benchPrepare(b, n, size.filler) })
+		}
 	}
+}
+
+func benchPrepare(b *testing.B, n, filler int) {
+	s := newSim(b, simPolicy)
+	s.filler = filler
+	for range n {
+		s.turn(b.Context())
+	}
+	user := entry(ledger.KindUserMessage, simText(n+1, s.filler))
+	var in Input
+	b.ReportAllocs()
+	for b.Loop() {
+		in, _ = s.prepare(b.Context(), user)
+	}
+	b.ReportMetric(float64(in.Stats.MemoryFacts), "facts")
+	b.ReportMetric(float64(in.Stats.HistoryMessages), "messages")
 }

@@ -198,26 +198,29 @@ const firstRead = 48
 
 // PlanTurn reads the history of the message current (seq < beforeSeq, 0: all so far) and
 // plans its projection. Without Policy.Memory it reads what History reads. With it, it
-// reads the newest firstRead entries and reads four times as many (up to History's
-// number) only while the plan used every entry it was given (projection.Plan.NeedsOlder),
-// so a turn of a long conversation reads what its window needs, not twice the history
-// limit. Replay plans with it too, so what it reads is what the live turn read.
+// reads the newest firstRead entries, and the firstRead before those, and so on (up to
+// History's number), only while the plan used every entry it was given
+// (projection.Plan.NeedsOlder): a turn of a long conversation reads what its window
+// needs, not twice the history limit. Replay plans with it too, so it reads what the
+// live turn read.
 func PlanTurn(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64, current ledger.Entry) (*Plan, error) {
 	full := historyMax(policy)
-	n := full
+	step := full
 	if policy.Memory {
-		n = min(full, firstRead)
+		step = min(full, firstRead)
 	}
-	for {
-		hist, err := historyN(ctx, r, policy, owner, contextID, beforeSeq, n)
+	var hist []ledger.Entry
+	for before := beforeSeq; ; {
+		older, err := historyN(ctx, r, policy, owner, contextID, before, min(step, full-len(hist)))
 		if err != nil {
 			return nil, err
 		}
+		hist = append(older, hist...)
 		pl, err := NewPlan(hist, policy, owner, current)
-		if err != nil || n >= full || len(hist) < n || !pl.plan.NeedsOlder() {
+		if err != nil || len(older) < step || len(hist) >= full || !pl.plan.NeedsOlder() {
 			return pl, err
 		}
-		n = min(full, 4*n)
+		before = older[0].Seq
 	}
 }
 
