@@ -157,7 +157,8 @@ type adminAPI struct {
 //	GET /admin/v1/conversations/{contextId}/calls?peer=        the call tree (conversations.CallTree)
 //	GET /admin/v1/verify?contextId=&peer=                      hash-chain check
 //	POST /admin/v1/outbound                                    record a `gateway send` exchange
-//	POST /admin/v1/conversations/{contextId}/memory/rebuild?peer=&write=  memory snapshots rebuilt (admin_memory.go)
+//	GET /admin/v1/conversations/{contextId}/memory?peer=       memory snapshots checked and rebuilt (admin_memory.go)
+//	POST /admin/v1/conversations/{contextId}/memory/rebuild?peer=  the same, the latest rebuilt one appended if it differs
 //
 // Errors are JSON {"error": "...", "code": "..."} with the fields of the typed error (see
 // adminErrorBody), so that a client rebuilds the error from values, not from text.
@@ -175,6 +176,7 @@ func mountAdmin(e *echo.Echo, svc *conversations.Service, gate adminGate, log *s
 	route(http.MethodGet, "/conversations/:id/calls", a.calls)
 	route(http.MethodGet, "/verify", a.verify)
 	route(http.MethodPost, "/outbound", a.outbound)
+	route(http.MethodGet, "/conversations/:id/memory", a.checkMemory)
 	route(http.MethodPost, "/conversations/:id/memory/rebuild", a.rebuildMemory)
 }
 

@@ -11,14 +11,19 @@ import (
 	"github.com/a2a-gateway/gateway/conversations"
 )
 
-// rebuildMemory answers POST /admin/v1/conversations/{contextId}/memory/rebuild?peer=&write=
-// (conversations.Service.RebuildMemory; a write: the admin token is always needed).
-func (a adminAPI) rebuildMemory(c echo.Context) error {
+// checkMemory answers GET /admin/v1/conversations/{contextId}/memory?peer= (the rebuild
+// report, nothing written) and rebuildMemory POST …/memory/rebuild?peer= (the same, the
+// latest snapshot rebuilt appended when it differs: a write, which always needs the admin
+// token); conversations.Service.RebuildMemory.
+func (a adminAPI) checkMemory(c echo.Context) error { return a.memory(c, false) }
+
+func (a adminAPI) rebuildMemory(c echo.Context) error { return a.memory(c, true) }
+
+func (a adminAPI) memory(c echo.Context, write bool) error {
 	ref, err := pathRef(c)
 	if err != nil {
 		return a.fail(c, err)
 	}
-	write := c.QueryParam("write") == "1" || c.QueryParam("write") == "true"
 	rep, err := a.svc.RebuildMemory(c.Request().Context(), ref, write)
 	if err != nil {
 		return a.fail(c, err)
@@ -26,19 +31,19 @@ func (a adminAPI) rebuildMemory(c echo.Context) error {
 	return c.JSON(http.StatusOK, rep)
 }
 
-// RebuildMemory implements the operator commands' service (cmd/gateway):
-// POST /admin/v1/conversations/{contextId}/memory/rebuild.
+// RebuildMemory implements the operator commands' service (cmd/gateway): GET
+// /admin/v1/conversations/{contextId}/memory, or with write POST …/memory/rebuild.
 func (a *AdminClient) RebuildMemory(ctx context.Context, ref conversations.Ref, write bool) (conversations.MemoryReport, error) {
-	w := ""
-	if write {
-		w = "1"
+	var rep conversations.MemoryReport
+	if !write {
+		err := a.getJSON(ctx, convPath(ref.ContextID, "/memory"), adminQuery("peer", ref.Owner), &rep)
+		return rep, err
 	}
-	resp, err := a.do(ctx, http.MethodPost, convPath(ref.ContextID, "/memory/rebuild"), adminQuery("peer", ref.Owner, "write", w), []byte("{}"))
+	resp, err := a.do(ctx, http.MethodPost, convPath(ref.ContextID, "/memory/rebuild"), adminQuery("peer", ref.Owner), []byte("{}"))
 	if err != nil {
-		return conversations.MemoryReport{}, err
+		return rep, err
 	}
 	defer resp.Body.Close()
-	var rep conversations.MemoryReport
 	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 		return rep, fmt.Errorf("decode admin response: %w", err)
 	}
