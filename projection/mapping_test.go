@@ -285,3 +285,35 @@ func TestTag(t *testing.T) {
 		t.Errorf("DefaultPlatformPolicy contains a literal trust tag")
 	}
 }
+
+// TestAnthropicMemoryBreakpoint: with a memory section and drop marker at the start of
+// the history, the Anthropic body gets a cache_control breakpoint at the end of that head
+// (besides the system block and the last block); without one, only those two (#38).
+func TestAnthropicMemoryBreakpoint(t *testing.T) {
+	t.Parallel()
+	mem := Message{Role: RoleUser, Content: "[Memory …]\n- a fact (evidence: #1)\n[End of memory]", Trust: TrustModel}
+	marker := Message{Role: RoleUser, Content: markerText(5), Trust: TrustSystem}
+	turn := []Message{{Role: RoleUser, Content: "hello", Trust: TrustPeerUntrusted}, {Role: RoleAssistant, Content: "hi", Trust: TrustAgent},
+		{Role: RoleUser, Content: "now", Trust: TrustPeerUntrusted}}
+	for _, tc := range []struct {
+		name string
+		msgs []Message
+		want int
+	}{
+		{"memory and marker", append([]Message{mem, marker}, turn...), 3},
+		{"memory only", append([]Message{mem}, turn...), 3},
+		{"marker only", append([]Message{marker}, turn...), 2},
+		{"none", turn, 2},
+	} {
+		body, err := Request{System: "sys", Messages: tc.msgs}.Anthropic("m", 64, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(body), `"cache_control"`); got != tc.want {
+			t.Errorf("%s: %d breakpoints, want %d:\n%s", tc.name, got, tc.want, body)
+		}
+		if tc.want == 3 && !strings.Contains(string(body), `[End of memory]","cache_control"`) && !strings.Contains(string(body), `not shown.]","cache_control"`) {
+			t.Errorf("%s: the head's breakpoint is not at its end:\n%s", tc.name, body)
+		}
+	}
+}

@@ -182,7 +182,9 @@ func TestMetricsScenario(t *testing.T) {
 		{"gateway_agent_request_seconds", nil, 5},
 		{"gateway_agent_errors_total", nil, 0},
 		{"gateway_projection_bytes", nil, 5},
-		{"gateway_projection_prefix_stability", nil, 2}, // second turns of m-busy and m-a
+		{"gateway_projection_prefix_stability", nil, 2},  // second turns of m-busy and m-a
+		{"gateway_prompt_prefix_reuse_ratio", nil, 2},    // the same turns (issue #38)
+		{"gateway_provider_cached_tokens_total", nil, 0}, // the agent is no chat model
 		{"gateway_auth_failures_total", nil, 0},
 	}
 	for _, tt := range tests {

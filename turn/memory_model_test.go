@@ -287,3 +287,54 @@ func checkRejectAudit(t *testing.T, e *ledger.Entry) int {
 	}
 	return 1
 }
+
+// TestMemoryModelFails: when the model's summary request fails (an HTTP 400), the turn
+// does not fail: the extractive summary stands in, and an AUDIT_ONLY entry says so (#38).
+func TestMemoryModelFails(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(body), `"stream":true`) {
+			http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n", "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	ag, err := agent.NewOpenAI(agent.OpenAIConfig{URL: srv.URL + "/v1", Model: "gpt-test"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, st := newRunner(t, ag)
+	r.cfg.Policy = memoryPolicy()
+	for i := 1; i <= 60; i++ {
+		res, err := send(localCtx(t), r, "fails", "", longText(i))
+		if err != nil || res.Task == nil || res.Task.Status.State != "completed" {
+			t.Fatalf("turn %d: %+v, %v; want completed", i, res.Task, err)
+		}
+	}
+	all, err := st.Range(t.Context(), "local", "fails", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, fallbacks := 0, 0
+	for i := range all {
+		e := &all[i]
+		switch {
+		case e.Kind == ledger.KindMemorySnapshot:
+			snaps++
+			if m, _ := ledger.MemoryRecord(e); m.Summariser != memory.Extractive {
+				t.Errorf("seq %d: snapshot by %q, want the extractive fallback", e.Seq, m.Summariser)
+			}
+		case e.Kind == ledger.KindAudit && strings.Contains(string(e.Metadata), `"MEMORY_SUMMARY_FAILED"`):
+			fallbacks++
+			if e.Visibility != ledger.VisibilityAudit || !strings.Contains(string(e.Metadata), "extractive") {
+				t.Errorf("seq %d: audit %s %s", e.Seq, e.Visibility, e.Metadata)
+			}
+		}
+	}
+	if snaps == 0 || fallbacks != snaps {
+		t.Fatalf("%d snapshots, %d fallback audits; want one audit per snapshot", snaps, fallbacks)
+	}
+}
