@@ -4,7 +4,7 @@ BIN       ?= bin/gateway
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: chromium console-screenshot run test test-unit test-load build lint bench bench-tracing conformance fuzz redis postgres clean
+.PHONY: chromium console-screenshot run test test-unit test-load build lint bench bench-tracing conformance fuzz redis postgres clean proto
 
 ## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900); its "gateway listening" log line gives the console URL (/console)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
@@ -49,6 +49,11 @@ bench-tracing: build
 # python packages (../shared/tck/setup.sh once). The run is confined to a network namespace
 # with loopback only (unshare --net), so the TCK's webhooks on example.com cannot be posted.
 # See docs/conformance.md.
+# proto regenerates grpcapi/a2apb from the spec's a2a.proto (needs protoc, protoc-gen-go
+# and protoc-gen-go-grpc: see grpcapi/a2apb/generate.sh).
+proto:
+	go generate ./grpcapi/a2apb/
+
 conformance:
 	GO=$(GO) ./scripts/conformance.sh
 
