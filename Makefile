@@ -49,13 +49,13 @@ bench-tracing: build
 # python packages (../shared/tck/setup.sh once). The run is confined to a network namespace
 # with loopback only (unshare --net), so the TCK's webhooks on example.com cannot be posted.
 # See docs/conformance.md.
-# proto regenerates grpcapi/a2apb from the spec's a2a.proto (needs protoc, protoc-gen-go
-# and protoc-gen-go-grpc: see grpcapi/a2apb/generate.sh).
-proto:
-	go generate ./grpcapi/a2apb/
-
 conformance:
 	GO=$(GO) ./scripts/conformance.sh
+
+## proto: regenerate grpcapi/a2apb from the spec's a2a.proto (needs protoc, protoc-gen-go
+# and protoc-gen-go-grpc: see grpcapi/a2apb/generate.sh)
+proto:
+	$(GO) generate ./grpcapi/a2apb/
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
