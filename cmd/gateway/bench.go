@@ -85,6 +85,8 @@ type benchOptions struct {
 
 	burst int // --burst: requests fired at once on one contextId; 0: the closed loop
 	waves int // --waves: bursts, one after another
+
+	binding string // --binding: jsonrpc (POST URL) or grpc (the card's GRPC interface)
 }
 
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
@@ -125,6 +127,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		return benchRunError(runErr)
+	}
+	if opts.binding == "grpc" {
+		sender, addr, err := grpcSender(ctx, cfg.URL, cfg.Token)
+		if err != nil {
+			return err
+		}
+		defer sender.Close()
+		cfg.Send = sender.Send
+		fmt.Fprintf(stderr, "bench: gRPC SendMessage to %s (the GRPC interface of the card at %s)\n", addr, cfg.URL)
 	}
 	fmt.Fprintf(stderr, "bench: %s for %v after %v warmup\n", cfg.URL, cfg.Duration, cfg.Warmup)
 	r, runErr := loadgen.Run(ctx, cfg)
@@ -189,6 +200,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
+	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL) or grpc (v1.0 SendMessage to\nthe GRPC interface the card at URL lists, over one HTTP/2 connection;\nnot with --stream, --burst or --baseline)")
 	return fs
 }
 
@@ -239,6 +251,7 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 		problems = append(problems, fmt.Errorf("--rounds %d: must be at least 1", o.rounds))
 	}
 	problems = append(problems, burstProblems(*o, set)...)
+	problems = append(problems, bindingProblems(*o)...)
 	if len(problems) == 0 && o.burst == 0 {
 		if err := o.cfg.Validate(); err != nil {
 			problems = append(problems, err)
