@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -232,4 +234,71 @@ func fetchCard(t *testing.T, s *Server) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestGRPCPushConfigs: the four push config methods over gRPC with push on, on a task
+// waiting for input; a config of a task the caller cannot see is TASK_NOT_FOUND.
+func TestGRPCPushConfigs(t *testing.T) {
+	cfg := pushTestConfig(t)
+	cfg.GRPCAddr = "127.0.0.1:0"
+	s := startServer(t, cfg)
+	c, ctx := grpcClient(t, s), v1Ctx(t, "")
+	task := sendTask(t, ctx, c, textSend("tck-input-required-grpc-1", "ctx-grpc-push", "", "wait"))
+	if task.GetStatus().GetState() != a2apb.TaskState_TASK_STATE_INPUT_REQUIRED {
+		t.Fatalf("task %v: want input-required", task)
+	}
+	made, err := c.CreateTaskPushNotificationConfig(ctx, &a2apb.TaskPushNotificationConfig{TaskId: task.GetId(), Id: "cfg-1", Url: "http://127.0.0.1:9/hook"})
+	if err != nil || made.GetId() != "cfg-1" || made.GetTaskId() != task.GetId() {
+		t.Fatalf("Create = %v, %v", made, err)
+	}
+	got, err := c.GetTaskPushNotificationConfig(ctx, &a2apb.GetTaskPushNotificationConfigRequest{TaskId: task.GetId(), Id: "cfg-1"})
+	if err != nil || got.GetUrl() != "http://127.0.0.1:9/hook" {
+		t.Fatalf("Get = %v, %v", got, err)
+	}
+	list, err := c.ListTaskPushNotificationConfigs(ctx, &a2apb.ListTaskPushNotificationConfigsRequest{TaskId: task.GetId()})
+	if err != nil || len(list.GetConfigs()) != 1 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	if _, err := c.DeleteTaskPushNotificationConfig(ctx, &a2apb.DeleteTaskPushNotificationConfigRequest{TaskId: task.GetId(), Id: "cfg-1"}); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	_, err = c.GetTaskPushNotificationConfig(ctx, &a2apb.GetTaskPushNotificationConfigRequest{TaskId: task.GetId(), Id: "cfg-1"})
+	wantStatus(t, err, codes.NotFound, "", "")
+	_, err = c.CreateTaskPushNotificationConfig(ctx, &a2apb.TaskPushNotificationConfig{TaskId: "no-such-task", Url: "http://127.0.0.1:9/hook"})
+	wantStatus(t, err, codes.NotFound, "TASK_NOT_FOUND", "a2a-protocol.org")
+}
+
+// TestGRPCCloseEndsStreams: Close with a gRPC subscription open on a running turn returns
+// within its deadline, and the subscription ends.
+func TestGRPCCloseEndsStreams(t *testing.T) {
+	gate := make(chan struct{}) // never opened: the turn runs until Close cancels it
+	s := startServer(t, grpcConfig(t), WithAgent(gatedEcho{gate: gate, contextID: "ctx-grpc-close"}))
+	c, ctx := grpcClient(t, s), v1Ctx(t, "")
+	send, err := c.SendStreamingMessage(ctx, textSend("c1", "ctx-grpc-close", "", "never answered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := send.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.SubscribeToTask(ctx, &a2apb.SubscribeToTaskRequest{Id: first.GetTask().GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	closeCtx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(closeCtx) }() // ends within closeCtx
+	for _, st := range []grpc.ServerStreamingClient[a2apb.StreamResponse]{send, sub} {
+		for {
+			if _, err := st.Recv(); err != nil {
+				break // EOF after the failed task's status, or the cut-off stream
+			}
+		}
+	}
+	<-closed // its error (calls cut off at the deadline) is not the point; that it returns is
 }
