@@ -97,7 +97,8 @@ func (e *edge) trace(ctx context.Context, fullMethod string) (context.Context, f
 			attribute.String("rpc.method", method), attribute.String("a2a.version", a2a.V1.String())))
 	return ctx, func(err error) {
 		code := status.Code(err)
-		span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(code)))
+		// rpc.system again: the handler's method span naming (package server) says jsonrpc.
+		span.SetAttributes(attribute.String("rpc.system", "grpc"), attribute.Int("rpc.grpc.status_code", int(code)))
 		if err != nil {
 			span.SetStatus(otelcodes.Error, code.String())
 		}

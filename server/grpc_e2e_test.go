@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -301,4 +303,34 @@ func TestGRPCCloseEndsStreams(t *testing.T) {
 		}
 	}
 	<-closed // its error (calls cut off at the deadline) is not the point; that it returns is
+}
+
+// TestGRPCTrace: a call's metadata traceparent is followed: the gRPC server span is its
+// child, named by the method, and the turn runs under it; without a provider the caller's
+// trace still reaches the turn.
+func TestGRPCTrace(t *testing.T) {
+	for _, traced := range []bool{true, false} {
+		cfg := grpcConfig(t)
+		rec := tracetest.NewSpanRecorder()
+		if traced {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			cfg.TracerProvider = tp
+		}
+		ag := &ctxAgent{}
+		s := startServer(t, cfg, WithAgent(ag))
+		ctx := metadata.AppendToOutgoingContext(v1Ctx(t, ""), "traceparent", callerParent)
+		sendTask(t, ctx, grpcClient(t, s), textSend("t1", "ctx-grpc-trace", "", "traced"))
+		turns := ag.turns()
+		if len(turns) != 1 || turns[0].TraceID().String() != callerTrace {
+			t.Fatalf("traced=%v: turn span contexts %v, want the caller's trace %s", traced, turns, callerTrace)
+		}
+		if !traced {
+			continue
+		}
+		span := waitSpan(t, rec, "the gRPC server span", func(sp sdktrace.ReadOnlySpan) bool { return sp.Name() == "SendMessage" })
+		if span.Parent().SpanID().String() != callerSpan || spanAttrs(span)["rpc.system"] != "grpc" || spanAttrs(span)["rpc.grpc.status_code"] != "0" {
+			t.Errorf("server span parent %s attrs %v, want the caller's span %s, rpc.system grpc, status 0", span.Parent().SpanID(), spanAttrs(span), callerSpan)
+		}
+	}
 }
