@@ -305,6 +305,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 			"timeout_s":      cfg.Timeout.Seconds(),
 			"message_bytes":  len(cfg.Message),
 			"token_set":      cfg.Token != "",
+			"binding":        o.binding,
 		}
 		out := map[string]any{"config": settings}
 		if o.baseline {
@@ -320,6 +321,8 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 	mode := "send"
 	if cfg.Stream {
 		mode = "stream"
+	} else if o.binding == "grpc" {
+		mode = "send over gRPC (the card's GRPC interface)"
 	}
 	contexts := fmt.Sprintf("contexts %d", cfg.Contexts)
 	if cfg.FreshContexts {
