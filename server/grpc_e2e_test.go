@@ -83,7 +83,9 @@ func TestGRPCCrossBinding(t *testing.T) {
 	c, hc, ctx := grpcClient(t, s), newHTTPClient(t), v1Ctx(t, "")
 	jsonSend := func(id, text string) string {
 		r := postRPC(t, hc, s.URL(), true, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":%q,"contextId":"ctx-cross","role":"ROLE_USER","parts":[{"text":%q}]}}}`, id, text))
-		var res struct{ Task struct{ ID, ContextID string } }
+		var res struct {
+			Task struct{ ID, ContextID string }
+		}
 		if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || res.Task.ContextID != "ctx-cross" {
 			t.Fatalf("JSON-RPC send: %+v %s", r.Error, r.Result)
 		}
