@@ -49,7 +49,11 @@ func (s *Server) listenGRPC() {
 		TracerProvider: s.cfg.TracerProvider})
 	ln := s.grpcLn
 	go func() { s.grpcServed <- s.grpc.Serve(ln) }() // exits when stopServing stops the gRPC server
-	s.log.Info("gRPC binding listening", "addr", ln.Addr().String(), "card_url", s.grpcCardInterface().URL)
+	cardURL := s.grpcCardInterface().URL
+	if cardURL == "" {
+		cardURL = "(the host of each card request, the gRPC port)"
+	}
+	s.log.Info("gRPC binding listening", "addr", ln.Addr().String(), "card_url", cardURL)
 }
 
 // grpcPeer gives a gRPC call its caller exactly as peerAuth does an HTTP request: with

@@ -336,3 +336,23 @@ func TestGRPCTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCLimits: a request message over the HTTP body limit (1 MiB) is refused by the
+// transport (RESOURCE_EXHAUSTED), one within it but over --max-message-bytes by the turn,
+// as on JSON-RPC; neither is stored.
+func TestGRPCLimits(t *testing.T) {
+	cfg := grpcConfig(t)
+	cfg.MaxMessageBytes = 960 << 10 // the flag's default
+	s := startServer(t, cfg)
+	c, ctx := grpcClient(t, s), v1Ctx(t, "")
+	_, err := c.SendMessage(ctx, textSend("l1", "ctx-grpc-limit", "", strings.Repeat("a", 3<<19)))
+	wantStatus(t, err, codes.ResourceExhausted, "", "")
+	_, err = c.SendMessage(ctx, textSend("l2", "ctx-grpc-limit", "", strings.Repeat("a", 1000<<10)))
+	if err == nil {
+		t.Fatal("a message over --max-message-bytes was accepted")
+	}
+	wantStatus(t, err, codes.InvalidArgument, "INVALID_PARAMS", "a2a-protocol.org")
+	if l, err := c.ListTasks(ctx, &a2apb.ListTasksRequest{}); err != nil || len(l.GetTasks()) != 0 {
+		t.Fatalf("ListTasks after refused sends: %v, %v; want nothing stored", l, err)
+	}
+}
