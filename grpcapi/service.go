@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -54,17 +55,41 @@ func (s *service) unary(ctx context.Context, method string, in, out proto.Messag
 }
 
 // stream serves a streaming method: its events, each read into a StreamResponse, until
-// the stream ends (the call then ends OK) or fails (the call ends with its status).
-func (s *service) stream(ctx context.Context, method string, in proto.Message, send func(*a2apb.StreamResponse) error) (err error) {
+// the stream ends (the call then ends OK) or fails (the call ends with its status). As on
+// JSON-RPC, the call is observed with the protocol error (not its gRPC status) when it
+// ends or fails, and not when the caller went away.
+func (s *service) stream(ctx context.Context, method string, in proto.Message, send func(*a2apb.StreamResponse) error) error {
 	start := time.Now()
-	defer func() { s.d.Observe(ctx, method, a2a.V1, err, start) }()
+	err := s.pump(ctx, method, in, send)
+	var gone callerGone
+	switch {
+	case errors.As(err, &gone):
+		return gone.err
+	case err != nil && ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err() // the caller left or its deadline passed
+	}
+	s.d.Observe(ctx, method, a2a.V1, err, start)
+	if err != nil {
+		return s.mapErr(ctx, err, method)
+	}
+	return nil
+}
+
+// callerGone is a send that failed: the caller went away; there is nobody to answer.
+type callerGone struct{ err error }
+
+func (e callerGone) Error() string { return e.err.Error() }
+
+// pump opens method's stream and sends its events until it ends (nil) or fails (the
+// protocol error, or a callerGone).
+func (s *service) pump(ctx context.Context, method string, in proto.Message, send func(*a2apb.StreamResponse) error) error {
 	p, err := params(in)
 	if err != nil {
-		return s.mapErr(ctx, a2a.Errorf(a2a.ErrInvalidParams, "request: %v", err), method)
+		return a2a.Errorf(a2a.ErrInvalidParams, "request: %v", err)
 	}
 	st, _, err := s.d.Open(ctx, &a2a.Request{Method: method, Params: p}, 0)
 	if err != nil {
-		return s.mapErr(ctx, err, method)
+		return err
 	}
 	defer st.Close()
 	for {
@@ -73,18 +98,18 @@ func (s *service) stream(ctx context.Context, method string, in proto.Message, s
 			return nil
 		}
 		if err != nil {
-			return s.mapErr(ctx, err, method)
+			return err
 		}
 		b, err := a2a.EncodeEvent(&ev, a2a.V1)
 		if err != nil {
-			return s.mapErr(ctx, err, method)
+			return err
 		}
 		msg := new(a2apb.StreamResponse)
 		if err := readResult.Unmarshal(b, msg); err != nil {
-			return s.mapErr(ctx, errors.Join(a2a.ErrInternal, err), method)
+			return errors.Join(a2a.ErrInternal, err)
 		}
 		if err := send(msg); err != nil {
-			return err // the caller went away: nothing to answer
+			return callerGone{err}
 		}
 	}
 }
