@@ -41,7 +41,11 @@ func (s *service) unary(ctx context.Context, method string, in, out proto.Messag
 	if err != nil {
 		return s.mapErr(ctx, a2a.Errorf(a2a.ErrInvalidParams, "request: %v", err), method)
 	}
-	res, rpc := s.d.Result(ctx, cardRequest(ctx), &a2a.Request{Method: method, Params: p})
+	var r *http.Request // read by GetExtendedAgentCard only
+	if method == "GetExtendedAgentCard" {
+		r = cardRequest(ctx)
+	}
+	res, rpc := s.d.Result(ctx, r, &a2a.Request{Method: method, Params: p})
 	if rpc != nil {
 		return toStatus(*rpc)
 	}
