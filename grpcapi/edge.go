@@ -2,8 +2,10 @@ package grpcapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	"github.com/google/uuid"
@@ -11,6 +13,7 @@ import (
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -27,24 +30,36 @@ type edge struct {
 	log *slog.Logger
 }
 
-func (e *edge) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ctx, end, err := e.admit(ctx, info.FullMethod)
-	defer func() { end(err) }()
+func (e *edge) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (_ any, err error) {
+	end := func(error) {}
+	defer func() { e.recovered(ctx, info.FullMethod, recover(), &err); end(err) }()
+	ctx, end, err = e.admit(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
-	var resp any
-	resp, err = handler(ctx, req)
-	return resp, err
+	return handler(ctx, req)
 }
 
 func (e *edge) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-	ctx, end, err := e.admit(ss.Context(), info.FullMethod)
-	defer func() { end(err) }()
+	ctx, end := ss.Context(), func(error) {}
+	defer func() { e.recovered(ctx, info.FullMethod, recover(), &err); end(err) }()
+	ctx, end, err = e.admit(ctx, info.FullMethod)
 	if err != nil {
 		return err
 	}
 	return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
+}
+
+// recovered turns a panic (p, recovered by the caller's deferred function) of the
+// binding's own code or of Config.Authenticate into INTERNAL, logged once with its stack
+// (the handler's panics are the dispatcher's to recover), as the HTTP router's recovery
+// does: one call fails, the process goes on.
+func (e *edge) recovered(ctx context.Context, method string, p any, err *error) {
+	if p == nil {
+		return
+	}
+	e.log.ErrorContext(ctx, "gRPC call panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	*err = status.Error(codes.Internal, "internal error")
 }
 
 // admit prepares a call's ctx: request id (echoed in the response header x-request-id)

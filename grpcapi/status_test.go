@@ -1,11 +1,14 @@
 package grpcapi
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -62,5 +65,17 @@ func TestAuthStatus(t *testing.T) {
 	st := status.Convert(authStatus(&ThrottledError{RetryAfter: 1500 * time.Millisecond}))
 	if st.Code() != codes.ResourceExhausted || st.Message() != "too many failed authentication attempts from this address; retry after 2s" {
 		t.Errorf("throttled: %v %q", st.Code(), st.Message())
+	}
+}
+
+// TestEdgeRecovers: a panic in the edge (here Authenticate) fails the one call INTERNAL.
+func TestEdgeRecovers(t *testing.T) {
+	t.Parallel()
+	e := &edge{cfg: Config{Authenticate: func(context.Context, string, string) (context.Context, error) { panic("boom") }},
+		log: slog.New(slog.DiscardHandler)}
+	_, err := e.unary(t.Context(), nil, &grpc.UnaryServerInfo{FullMethod: "/lf.a2a.v1.A2AService/GetTask"},
+		func(context.Context, any) (any, error) { t.Fatal("handler ran"); return nil, nil })
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("error %v, want INTERNAL", err)
 	}
 }
