@@ -85,6 +85,8 @@ type benchOptions struct {
 
 	burst int // --burst: requests fired at once on one contextId; 0: the closed loop
 	waves int // --waves: bursts, one after another
+
+	llm llmOptions // --profile llm (bench_llm.go)
 }
 
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
@@ -99,6 +101,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if opts.burst > 0 {
 		return runBurst(ctx, opts, stdout, stderr)
+	}
+	if opts.llm.profile == "llm" {
+		return runLLMProfile(ctx, opts.llm, opts.cfg.URL, opts.cfg.Token, stdout, stderr)
 	}
 	cfg := opts.cfg
 	if opts.baseline {
@@ -189,6 +194,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
+	llmFlags(fs, &o.llm)
 	return fs
 }
 
@@ -239,6 +245,9 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 		problems = append(problems, fmt.Errorf("--rounds %d: must be at least 1", o.rounds))
 	}
 	problems = append(problems, burstProblems(*o, set)...)
+	if p := o.llm.profile; p != "" && p != "llm" {
+		problems = append(problems, fmt.Errorf("--profile %q: the one profile is llm", p))
+	}
 	if len(problems) == 0 && o.burst == 0 {
 		if err := o.cfg.Validate(); err != nil {
 			problems = append(problems, err)
