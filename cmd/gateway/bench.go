@@ -86,7 +86,8 @@ type benchOptions struct {
 	burst int // --burst: requests fired at once on one contextId; 0: the closed loop
 	waves int // --waves: bursts, one after another
 
-	binding string // --binding: jsonrpc (POST URL) or grpc (the card's GRPC interface)
+	binding string     // --binding: jsonrpc (POST URL) or grpc (the card's GRPC interface)
+	llm     llmOptions // --profile llm (bench_llm.go)
 }
 
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
@@ -101,6 +102,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if opts.burst > 0 {
 		return runBurst(ctx, opts, stdout, stderr)
+	}
+	if opts.llm.profile == "llm" {
+		return runLLMProfile(ctx, opts.llm, opts.cfg.URL, opts.cfg.Token, stdout, stderr)
 	}
 	cfg := opts.cfg
 	if opts.baseline {
@@ -201,6 +205,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
 	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL) or grpc (v1.0 SendMessage to\nthe GRPC interface the card at URL lists, over one HTTP/2 connection;\nnot with --stream, --burst or --baseline)")
+	llmFlags(fs, &o.llm)
 	return fs
 }
 
@@ -252,6 +257,9 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 	}
 	problems = append(problems, burstProblems(*o, set)...)
 	problems = append(problems, bindingProblems(*o)...)
+	if p := o.llm.profile; p != "" && p != "llm" {
+		problems = append(problems, fmt.Errorf("--profile %q: the one profile is llm", p))
+	}
 	if len(problems) == 0 && o.burst == 0 {
 		if err := o.cfg.Validate(); err != nil {
 			problems = append(problems, err)

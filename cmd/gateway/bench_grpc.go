@@ -23,8 +23,8 @@ func bindingProblems(o benchOptions) []error {
 		return []error{fmt.Errorf("--binding %q: want jsonrpc or grpc", o.binding)}
 	}
 	var problems []error
-	if o.cfg.Stream || o.burst > 0 || o.baseline {
-		problems = append(problems, errors.New("--binding grpc: not with --stream, --burst or --baseline (gRPC is benched with SendMessage in the closed loop)"))
+	if o.cfg.Stream || o.burst > 0 || o.baseline || o.llm.profile != "" {
+		problems = append(problems, errors.New("--binding grpc: not with --stream, --burst, --baseline or --profile (gRPC is benched with SendMessage in the closed loop)"))
 	}
 	return problems
 }

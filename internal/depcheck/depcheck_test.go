@@ -62,10 +62,10 @@ var rules = map[string]rule{
 	"peers":                       {[]string{"a2a", "contextid", "internal/netx"}, nil, "peer directory"},
 	"internal/logctx":             {nil, nil, "the request scope of log lines: standard library only, so every layer may import it"},
 	"internal/testutil":           {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
-	"internal/loadgen":            {[]string{"internal/netx"}, nil, "the load generator behind gateway bench: standard library and the one direct-dial rule"},
+	"internal/loadgen":            {[]string{"internal/netx"}, []string{"github.com/gorilla/websocket"}, "the load generator behind gateway bench: standard library, the one direct-dial rule, and a websocket client for the llm profile's /ws turns"},
 	"internal/loadgen/a2agoecho":  {nil, []string{"github.com/a2aproject/a2a-go"}, "the a2a-go bench peer (a main package, not shipped): a2a-go's server only"},
 	"internal/loadgen/fsyncprobe": {nil, nil, "the fdatasync probe of make bench (a main package, not shipped): standard library only"},
-	"internal/loadgen/otlpsink":   {nil, []string{"go.opentelemetry.io/proto/otlp", "google.golang.org/protobuf"}, "the OTLP/HTTP sink make bench exports spans to (a main package, not shipped): decodes and counts"},
+	"internal/loadgen/otlpsink":   {nil, []string{"go.opentelemetry.io/proto/otlp", "google.golang.org/protobuf"}, "the OTLP/HTTP sink make bench exports spans to (a main package, not shipped): walks the wire format and counts"},
 	"tools":                       traced(rule{[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by server"}),
 	"grpcapi":                     traced(rule{[]string{"a2a"}, []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto", "github.com/google/uuid"}, "the gRPC binding: the spec's A2AService (generated in grpcapi/a2apb) over the a2a dispatcher; the only gRPC user"}),
 	"grpcapi/a2apb":               {nil, []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto"}, "code generated from the spec's a2a.proto"},
@@ -91,7 +91,7 @@ var drivers = map[string][]string{
 	"go.etcd.io/bbolt":                   {"ledger"},
 	"github.com/jackc/pgx":               {"ledger/postgres", "internal/pgtest"},
 	"github.com/redis/go-redis":          {"locking", "streaming"},
-	"github.com/gorilla/websocket":       {"streaming"},
+	"github.com/gorilla/websocket":       {"streaming", "internal/loadgen"}, // the server; bench's client
 	"go.opentelemetry.io/otel/sdk":       {"internal/telemetry"},
 	"go.opentelemetry.io/otel/exporters": {"internal/telemetry"},
 }
