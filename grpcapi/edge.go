@@ -107,13 +107,13 @@ func (e *edge) trace(ctx context.Context, fullMethod string) (context.Context, f
 		return ctx, func(error) {}
 	}
 	method := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
-	ctx, span := tracing.Tracer(e.cfg.TracerProvider).Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("rpc.system", "grpc"), attribute.String("rpc.service", "lf.a2a.v1.A2AService"),
-			attribute.String("rpc.method", method), attribute.String("a2a.version", a2a.V1.String())))
+	ctx, span := tracing.Tracer(e.cfg.TracerProvider).Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 	return ctx, func(err error) {
 		code := status.Code(err)
-		// rpc.system again: the handler's method span naming (package server) says jsonrpc.
-		span.SetAttributes(attribute.String("rpc.system", "grpc"), attribute.Int("rpc.grpc.status_code", int(code)))
+		// In one call where the span ends (each attribute costs allocations), after the
+		// handler's method span naming (package server), which says rpc.system jsonrpc.
+		span.SetAttributes(attribute.String("rpc.system", "grpc"), attribute.String("rpc.method", method),
+			attribute.Int("rpc.grpc.status_code", int(code)))
 		if err != nil {
 			span.SetStatus(otelcodes.Error, code.String())
 		}
