@@ -150,3 +150,51 @@ func TestGRPCUnary(t *testing.T) {
 	_, err = c.SendMessage(ctx, textSend("m2", "ctx-grpc-1", task.GetId(), "again"))
 	wantStatus(t, err, codes.Unimplemented, "UNSUPPORTED_OPERATION", "a2a-protocol.org")
 }
+
+// TestGRPCConfigValidate: --grpc-addr follows --addr's loopback rule; --grpc-public-addr
+// needs --grpc-addr and a host:port.
+func TestGRPCConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name, addr, public string
+		peers              bool
+		want               string
+	}{
+		{name: "off", want: ""},
+		{name: "loopback", addr: "127.0.0.1:0", want: ""},
+		{name: "public without tokens", addr: "0.0.0.0:9901", want: "--grpc-addr \"0.0.0.0:9901\" is not a loopback address"},
+		{name: "public with tokens", addr: "0.0.0.0:0", peers: true, want: ""},
+		{name: "not host:port", addr: "9901", want: "--grpc-addr \"9901\": want host:port"},
+		{name: "public addr alone", public: "a.example:443", want: "--grpc-public-addr needs --grpc-addr"},
+		{name: "public addr without port", addr: "127.0.0.1:0", public: "a.example", want: "--grpc-public-addr \"a.example\": want host:port"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.GRPCAddr, cfg.GRPCPublicAddr = tt.addr, tt.public
+			if tt.peers {
+				cfg.Peers = []Peer{{Name: "alice", Accept: []string{"tok-alice"}}}
+			}
+			err := cfg.Validate()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestGRPCCardPublicAddr: the card's GRPC URL is --grpc-public-addr, else the --public-url
+// host with the gRPC port.
+func TestGRPCCardPublicAddr(t *testing.T) {
+	cfg := grpcConfig(t)
+	cfg.PublicURL = "http://gw.example:8080/"
+	s := startServer(t, cfg)
+	_, port, _ := strings.Cut(s.GRPCAddr(), ":")
+	if card := fetchCard(t, s); !strings.Contains(card, `{"url":"gw.example:`+port+`","protocolBinding":"GRPC"`) {
+		t.Errorf("card %s: want the GRPC interface at gw.example:%s", card, port)
+	}
+	cfg = grpcConfig(t)
+	cfg.GRPCPublicAddr = "grpc.example:443"
+	s = startServer(t, cfg)
+	if card := fetchCard(t, s); !strings.Contains(card, `{"url":"grpc.example:443","protocolBinding":"GRPC"`) {
+		t.Errorf("card %s: want the GRPC interface at grpc.example:443", card)
+	}
+}
