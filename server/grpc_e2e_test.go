@@ -356,3 +356,48 @@ func TestGRPCLimits(t *testing.T) {
 		t.Fatalf("ListTasks after refused sends: %v, %v; want nothing stored", l, err)
 	}
 }
+
+// TestGRPCStreamCrossBinding: a turn streamed over JSON-RPC (SSE) is followed live over
+// gRPC (SubscribeToTask): both streams carry the same reply and end completed.
+func TestGRPCStreamCrossBinding(t *testing.T) {
+	gate := make(chan struct{})
+	s := startServer(t, grpcConfig(t), WithAgent(gatedEcho{gate: gate, contextID: "ctx-grpc-sse"}))
+	sse, err := sseOpen(t.Context(), newHTTPClient(t), s.URL(), "", true, "",
+		`{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":{"message":{"messageId":"x1","contextId":"ctx-grpc-sse","role":"ROLE_USER","parts":[{"text":"both ways"}]}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.close()
+	first, err := sse.next()
+	if err != nil || first.Kind != "task" {
+		t.Fatalf("first SSE event %+v, %v: want the task", first, err)
+	}
+	sub, err := grpcClient(t, s).SubscribeToTask(v1Ctx(t, ""), &a2apb.SubscribeToTaskRequest{Id: first.TaskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := sub.Recv(); err != nil || snap.GetTask().GetId() != first.TaskID {
+		t.Fatalf("gRPC subscription's first event %v, %v: want the task snapshot", snap, err)
+	}
+	close(gate)
+	sseEvents, err := sse.collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sseText strings.Builder
+	for _, ev := range sseEvents {
+		sseText.WriteString(ev.Text)
+	}
+	grpcEvents := readStream(t, sub)
+	var grpcText strings.Builder
+	for _, ev := range grpcEvents {
+		for _, p := range ev.GetArtifactUpdate().GetArtifact().GetParts() {
+			grpcText.WriteString(p.GetText())
+		}
+	}
+	last := grpcEvents[len(grpcEvents)-1].GetStatusUpdate().GetStatus().GetState()
+	if sseText.String() != "echo: both ways" || grpcText.String() != sseText.String() || last != a2apb.TaskState_TASK_STATE_COMPLETED ||
+		!sseEvents[len(sseEvents)-1].final() {
+		t.Fatalf("SSE reply %q, gRPC reply %q ending %v: want the same reply on both, completed", sseText.String(), grpcText.String(), last)
+	}
+}
