@@ -4,7 +4,7 @@ BIN       ?= bin/gateway
 FUZZTIME  ?= 30s
 PKGS      := ./...
 
-.PHONY: chromium console-screenshot run test test-unit test-load build lint bench bench-tracing conformance fuzz redis postgres clean
+.PHONY: chromium console-screenshot run test test-unit test-load build lint bench bench-llm bench-tracing conformance fuzz redis postgres clean proto
 
 ## run: start the gateway on its embedded defaults (bbolt in ./data, echo agent, 127.0.0.1:9900); its "gateway listening" log line gives the console URL (/console)
 # The binary runs by itself, not under `go run`, which exits 1 whenever it is interrupted:
@@ -40,6 +40,10 @@ lint:
 bench: build
 	./scripts/bench.sh
 
+## bench-llm: traffic shaped like agents: N streaming turns at once against a mock model streaming 30 tokens/s, the gateway beside the a2a-go peer (token delay p99, memory per turn, CPU per token)
+bench-llm: build
+	./scripts/bench-llm.sh
+
 ## bench-tracing: only tracing's cost (off, and on at 100% sampling to a local OTLP receiver, vs a build without tracing)
 bench-tracing: build
 	./scripts/bench-tracing.sh
@@ -51,6 +55,11 @@ bench-tracing: build
 # See docs/conformance.md.
 conformance:
 	GO=$(GO) ./scripts/conformance.sh
+
+## proto: regenerate grpcapi/a2apb from the spec's a2a.proto (needs protoc, protoc-gen-go
+# and protoc-gen-go-grpc: see grpcapi/a2apb/generate.sh)
+proto:
+	$(GO) generate ./grpcapi/a2apb/
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"strings"
@@ -43,6 +44,10 @@ type CardConfig struct {
 	// Extensions are further extensions to declare (URI, description), after the
 	// gateway's own.
 	Extensions []CardExtension
+	// Interfaces are further supportedInterfaces of the v1.0 card, after the JSON-RPC
+	// ones (other bindings, e.g. GRPC). They are not offered to v0.3 clients
+	// (additionalInterfaces), whose protocol they do not speak.
+	Interfaces []CardInterface
 	// Modified is the card's Last-Modified time (when its configuration was loaded);
 	// zero: the time [NewCardHandler] is called.
 	Modified time.Time
@@ -121,6 +126,27 @@ type cardInterfaceV1 struct {
 type cardInterfaceV03 struct {
 	URL       string `json:"url"`
 	Transport string `json:"transport"`
+}
+
+// CardInterface is a further interface a [CardConfig] declares: a binding of protocol
+// version 1.0 at URL, or, when URL is "", at the card endpoint's host with Port (gRPC's
+// URL is host:port, specification §10).
+type CardInterface struct {
+	Binding string // protocolBinding: "GRPC", "HTTP+JSON"
+	URL     string
+	Port    string
+}
+
+// url returns i's URL for a card whose JSON-RPC endpoint is endpoint.
+func (i CardInterface) url(endpoint string) string {
+	if i.URL != "" {
+		return i.URL
+	}
+	host := endpoint
+	if u, err := neturl.Parse(endpoint); err == nil && u.Host != "" {
+		host = u.Hostname()
+	}
+	return net.JoinHostPort(host, i.Port)
 }
 
 // CardExtension is an extension a [CardConfig] declares besides the gateway's own.
@@ -205,6 +231,9 @@ func BuildCard(cfg CardConfig, url string) *Card {
 	}
 	for _, e := range cfg.Extensions {
 		c.Capabilities.Extensions = append(c.Capabilities.Extensions, cardExtension{URI: e.URI, Description: e.Description, Params: cardParams(e.Params, url)})
+	}
+	for _, i := range cfg.Interfaces {
+		c.SupportedInterfaces = append(c.SupportedInterfaces, cardInterfaceV1{URL: i.url(url), ProtocolBinding: i.Binding, ProtocolVersion: "1.0"})
 	}
 	if cfg.BearerAuth {
 		c.SecuritySchemes = map[string]any{"bearer": map[string]any{

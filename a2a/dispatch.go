@@ -74,6 +74,43 @@ func (d *Dispatcher) call(ctx context.Context, r *http.Request, req *Request, sp
 	return envelope(orNull(req.ID), "result", result)
 }
 
+// Result runs a non-streaming method for a binding that is not JSON-RPC (gRPC): as
+// [Dispatcher.Call], but it returns the method's result as v1.0 JSON (ProtoJSON of the
+// method's response message) or the error mapped through the error table ([RPCError]: its
+// internal detail logged once here), never a frame. req.ID is not used. The call is
+// reported to TransportConfig.Observe.
+func (d *Dispatcher) Result(ctx context.Context, r *http.Request, req *Request) (json.RawMessage, *RPCError) {
+	start := time.Now()
+	spec, ok := req.method()
+	if !ok {
+		return nil, d.failed(ctx, req.Method, V1, methodNotFound(req.Method), start)
+	}
+	ctx = withMethod(ctx, req.Method)
+	if spec.kind == mStream || spec.kind == mSubscribe {
+		return nil, d.failed(ctx, req.Method, spec.dialect, Errorf(ErrUnsupportedOperation, "%s streams its result; open it as a stream", req.Method), start)
+	}
+	result, err := d.result(ctx, r, req, spec)
+	if err != nil {
+		return nil, d.failed(ctx, req.Method, spec.dialect, err, start)
+	}
+	d.Observe(ctx, req.Method, spec.dialect, nil, start)
+	return result, nil
+}
+
+// failed maps err as fail does and observes the request's end, without framing it.
+func (d *Dispatcher) failed(ctx context.Context, method string, dl Dialect, err error, start time.Time) *RPCError {
+	rpc := d.rpcError(ctx, err, method)
+	d.observe(ctx, method, dl, rpc.Code, rpc.Reason, start)
+	return &rpc
+}
+
+// MapError maps err through the error table as [Dispatcher.ErrorFrame] does (an internal
+// error is logged once here, with method, and keeps only the generic message), for a
+// binding that frames errors itself. It does not report to Observe.
+func (d *Dispatcher) MapError(ctx context.Context, err error, method string) RPCError {
+	return d.rpcError(ctx, err, method)
+}
+
 func methodNotFound(method string) error {
 	return Errorf(ErrMethodNotFound, "method %s not found", EchoQuote(method))
 }

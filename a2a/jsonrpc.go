@@ -281,6 +281,21 @@ func headerDialect(r *http.Request) (d Dialect, version string, ok bool) {
 	return V03, v, false
 }
 
+// CheckVersion checks an A2A-Version service parameter that did not come in an HTTP
+// header (gRPC metadata) by the rule of the JSON-RPC endpoint: empty, 1.0 and 0.3 (any
+// patch) are served; anything else is [ErrVersionNotSupported], echoing the version.
+func CheckVersion(v string) error {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
+	switch majorMinor(v) {
+	case "1.0", "0.3":
+		return nil
+	}
+	return Errorf(ErrVersionNotSupported, "A2A-Version %s is not supported; use 1.0 or 0.3", EchoQuote(v))
+}
+
 // majorMinor returns the Major.Minor of a version "Major.Minor" or
 // "Major.Minor.Patch..." whose Major and Minor are decimal numbers without a sign, and
 // "" for anything else. The patch is not looked at.

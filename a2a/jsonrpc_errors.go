@@ -18,32 +18,51 @@ type errorRow struct {
 	reason  string
 	domain  string
 	message string // the default message on the wire
+	grpc    int    // the gRPC status code (google.golang.org/grpc/codes numbering)
 }
 
-// errorTable is the only mapping from errors to JSON-RPC codes. It is append-only in
-// meaning: never renumber a code or reuse a reason. Rows are tried in order, so the
-// gateway's specific reasons come before the spec sentinel they wrap.
+// gRPC status codes of the table's grpc column, numbered as google.golang.org/grpc/codes
+// (stable by the gRPC specification), so this package needs no gRPC import.
+const (
+	grpcInvalidArgument    = 3
+	grpcNotFound           = 5
+	grpcResourceExhausted  = 8
+	grpcFailedPrecondition = 9
+	grpcUnimplemented      = 12
+	grpcInternal           = 13
+	grpcUnavailable        = 14
+	grpcDataLoss           = 15
+)
+
+// errorTable is the only mapping from errors to JSON-RPC codes and gRPC status codes. It
+// is append-only in meaning: never renumber a code or reuse a reason. Rows are tried in
+// order, so the gateway's specific reasons come before the spec sentinel they wrap. The
+// gRPC column is the specification's §5.4 table for its rows (the 1.0 TCK checks it);
+// for the gateway's own reasons: a busy context is FAILED_PRECONDITION (retry once the
+// running task ends, as for a non-empty rmdir), the unavailable ones UNAVAILABLE, the rate
+// limit RESOURCE_EXHAUSTED, a quarantined conversation DATA_LOSS; the JSON-RPC standard
+// errors are INVALID_ARGUMENT, UNIMPLEMENTED (unknown method) and INTERNAL.
 var errorTable = []errorRow{
-	{ErrContextBusy, -32004, "CONTEXT_BUSY", GatewayErrorDomain, "another task is running in this context; retry when it completes"},
-	{ErrLockUnavailable, -32603, "LOCK_UNAVAILABLE", GatewayErrorDomain, "lock service unavailable; retry later"},
-	{ErrStorageUnavailable, -32000, "STORAGE_UNAVAILABLE", GatewayErrorDomain, "the gateway's storage cannot take writes; retry later"},
-	{ErrConversationDamaged, -32603, "CONVERSATION_DAMAGED", GatewayErrorDomain, "the conversation's stored data is damaged; it is quarantined"},
-	{ErrUnavailable, -32000, "UNAVAILABLE", GatewayErrorDomain, "service unavailable; retry later"},
-	{ErrRateLimited, -32000, "RATE_LIMITED", GatewayErrorDomain, "rate limit exceeded; retry later"},
-	{ErrParseError, -32700, "PARSE_ERROR", ErrorDomain, "Invalid JSON payload"},
-	{ErrInvalidRequest, -32600, "INVALID_REQUEST", ErrorDomain, "Request payload validation error"},
-	{ErrMethodNotFound, -32601, "METHOD_NOT_FOUND", ErrorDomain, "Method not found"},
-	{ErrInvalidParams, -32602, "INVALID_PARAMS", ErrorDomain, "Invalid parameters"},
-	{ErrTaskNotFound, -32001, "TASK_NOT_FOUND", ErrorDomain, "Task not found"},
-	{ErrTaskNotCancelable, -32002, "TASK_NOT_CANCELABLE", ErrorDomain, "Task cannot be canceled"},
-	{ErrPushNotSupported, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", ErrorDomain, "Push Notification is not supported"},
-	{ErrUnsupportedOperation, -32004, "UNSUPPORTED_OPERATION", ErrorDomain, "This operation is not supported"},
-	{ErrContentTypeNotSupported, -32005, "CONTENT_TYPE_NOT_SUPPORTED", ErrorDomain, "Incompatible content types"},
-	{ErrInvalidAgentResponse, -32006, "INVALID_AGENT_RESPONSE", ErrorDomain, "Invalid agent response"},
-	{ErrExtendedCardNotConfigured, -32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", ErrorDomain, "Extended agent card is not configured"},
-	{ErrExtensionSupportRequired, -32008, "EXTENSION_SUPPORT_REQUIRED", ErrorDomain, "Extension support required"},
-	{ErrVersionNotSupported, -32009, "VERSION_NOT_SUPPORTED", ErrorDomain, "Protocol version not supported"},
-	{ErrInternal, -32603, "INTERNAL", ErrorDomain, "internal error"},
+	{ErrContextBusy, -32004, "CONTEXT_BUSY", GatewayErrorDomain, "another task is running in this context; retry when it completes", grpcFailedPrecondition},
+	{ErrLockUnavailable, -32603, "LOCK_UNAVAILABLE", GatewayErrorDomain, "lock service unavailable; retry later", grpcUnavailable},
+	{ErrStorageUnavailable, -32000, "STORAGE_UNAVAILABLE", GatewayErrorDomain, "the gateway's storage cannot take writes; retry later", grpcUnavailable},
+	{ErrConversationDamaged, -32603, "CONVERSATION_DAMAGED", GatewayErrorDomain, "the conversation's stored data is damaged; it is quarantined", grpcDataLoss},
+	{ErrUnavailable, -32000, "UNAVAILABLE", GatewayErrorDomain, "service unavailable; retry later", grpcUnavailable},
+	{ErrRateLimited, -32000, "RATE_LIMITED", GatewayErrorDomain, "rate limit exceeded; retry later", grpcResourceExhausted},
+	{ErrParseError, -32700, "PARSE_ERROR", ErrorDomain, "Invalid JSON payload", grpcInvalidArgument},
+	{ErrInvalidRequest, -32600, "INVALID_REQUEST", ErrorDomain, "Request payload validation error", grpcInvalidArgument},
+	{ErrMethodNotFound, -32601, "METHOD_NOT_FOUND", ErrorDomain, "Method not found", grpcUnimplemented},
+	{ErrInvalidParams, -32602, "INVALID_PARAMS", ErrorDomain, "Invalid parameters", grpcInvalidArgument},
+	{ErrTaskNotFound, -32001, "TASK_NOT_FOUND", ErrorDomain, "Task not found", grpcNotFound},
+	{ErrTaskNotCancelable, -32002, "TASK_NOT_CANCELABLE", ErrorDomain, "Task cannot be canceled", grpcFailedPrecondition},
+	{ErrPushNotSupported, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", ErrorDomain, "Push Notification is not supported", grpcUnimplemented},
+	{ErrUnsupportedOperation, -32004, "UNSUPPORTED_OPERATION", ErrorDomain, "This operation is not supported", grpcUnimplemented},
+	{ErrContentTypeNotSupported, -32005, "CONTENT_TYPE_NOT_SUPPORTED", ErrorDomain, "Incompatible content types", grpcInvalidArgument},
+	{ErrInvalidAgentResponse, -32006, "INVALID_AGENT_RESPONSE", ErrorDomain, "Invalid agent response", grpcInternal},
+	{ErrExtendedCardNotConfigured, -32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", ErrorDomain, "Extended agent card is not configured", grpcFailedPrecondition},
+	{ErrExtensionSupportRequired, -32008, "EXTENSION_SUPPORT_REQUIRED", ErrorDomain, "Extension support required", grpcFailedPrecondition},
+	{ErrVersionNotSupported, -32009, "VERSION_NOT_SUPPORTED", ErrorDomain, "Protocol version not supported", grpcUnimplemented},
+	{ErrInternal, -32603, "INTERNAL", ErrorDomain, "internal error", grpcInternal},
 }
 
 var internalRow = errorTable[len(errorTable)-1]
@@ -57,6 +76,7 @@ type RPCError struct {
 	Metadata map[string]string
 	Field    string // BadRequest field violation, for -32602
 	Internal bool   // the cause was not a protocol error; log it, do not send it
+	GRPCCode int    // the gRPC status code of the gRPC binding (codes numbering)
 }
 
 // ToRPCError maps err to its wire form through the error table. Unknown errors become
@@ -64,9 +84,9 @@ type RPCError struct {
 func ToRPCError(err error) RPCError {
 	row, ok := lookupRow(err)
 	if !ok {
-		return RPCError{Code: internalRow.code, Message: internalRow.message, Reason: internalRow.reason, Domain: internalRow.domain, Internal: true}
+		return RPCError{Code: internalRow.code, Message: internalRow.message, Reason: internalRow.reason, Domain: internalRow.domain, Internal: true, GRPCCode: internalRow.grpc}
 	}
-	out := RPCError{Code: row.code, Message: row.message, Reason: row.reason, Domain: row.domain}
+	out := RPCError{Code: row.code, Message: row.message, Reason: row.reason, Domain: row.domain, GRPCCode: row.grpc}
 	if row.err == ErrInternal {
 		out.Internal = true
 		return out

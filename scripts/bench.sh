@@ -232,6 +232,10 @@ echo "=== several instances on PostgreSQL (issue #17): PostgreSQL vs bbolt store
 BIN=$BIN BENCH_DURATION=$DUR BENCH_ROUNDS=$ROUNDS ./scripts/bench-postgres.sh
 echo
 
+echo "=== traffic shaped like agents (issue #40 item 4): streaming turns at once against a mock model, the gateway beside the a2a-go peer"
+BIN=$BIN ./scripts/bench-llm.sh
+echo
+
 if [ "$burst_status" -ne 0 ]; then
   echo "busy-rejection check (G7) FAILED: see the burst section above" >&2
   exit "$burst_status"

@@ -11,8 +11,9 @@
 # deliver them, nor anything else off loopback. It checks that nothing off loopback can be
 # reached before it starts anything. In there it starts the gateway with --agent tck on a
 # free loopback port with a temporary data dir, waits for /readyz, runs
-# `run-tck.sh URL both all`, stops the gateway (by its PID, on every exit path) and exits
-# with the TCK's status: 0 when nothing failed.
+# `run-tck.sh URL both all`, then the 1.0 line on gRPC against a second gateway with
+# --grpc-addr (see the gRPC section), stops the gateways (by their PIDs, on every exit
+# path) and exits with the TCK's status: 0 when nothing failed.
 #
 # CONFORMANCE_SELFCHECK=1 runs no TCK (none is needed): in the same namespace it checks
 # that the gateway delivers a push to a receiver on loopback and cannot deliver one to
@@ -128,7 +129,7 @@ isolated() {
     die "the run's network is not isolated ($why): refusing to run, since the TCK registers webhooks on https://example.com"
   fi
   pid=
-  trap '[ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; [ -n "${receiver:-}" ] && kill "$receiver" 2>/dev/null' EXIT
+  trap '[ -n "$pid" ] && { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }; [ -n "${receiver:-}" ] && kill "$receiver" 2>/dev/null; [ -n "${grpc_pid:-}" ] && kill "$grpc_pid" 2>/dev/null' EXIT
   trap 'exit 130' INT TERM
   free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
   port=$(free_port) || die "no free loopback port"
@@ -162,8 +163,52 @@ isolated() {
   echo "=== gateway --agent tck at $url (pid $pid), in a network namespace with loopback only; deselected: ${#DESELECT[@]} test(s), see docs/conformance.md"
   "$TCK_DIR/run-tck.sh" "$url" both all
   rc=$?
+  run_grpc_tck || rc=1
   [ "$rc" = 0 ] || { echo "=== gateway log (warnings and errors)"; cat "$CONFORMANCE_TMP/gateway.log"; }
   exit "$rc"
+}
+
+# --- gRPC: the 1.0 TCK on the grpc transport (issue #39) ---------------------------------
+# run-tck.sh runs the 1.0 line on JSON-RPC only (--transport=jsonrpc, -k dropping the gRPC
+# and HTTP+JSON tests). This runs the same line on the card's GRPC interface, against a
+# second gateway started with --grpc-addr (its own port and data dir): run-tck.sh's
+# preflight refuses a card whose interface URLs are not http(s) URLs, and the GRPC entry's
+# URL is host:port (specification §10; the TCK's grpc client dials it as is). It is the
+# same pytest invocation as run-tck.sh's with --transport=grpc and the complementary -k,
+# which drops only the JSON-RPC and HTTP+JSON tests (the transport-independent ones run
+# again). The PYTEST_ADDOPTS deselects apply. -p tck_pb2_alias
+# (scripts/tck/tck_pb2_alias.py) makes the TCK's two import names of its generated a2a_pb2
+# one module: with Debian's protobuf 4.21 they are two sets of classes, and every gRPC
+# response would fail an isinstance check.
+run_grpc_tck() {
+  local out="${TCK_RESULTS:-${TMPDIR:-/tmp}/a2a-tck-results}/grpc" xmls=() label rc=0 gurl
+  local here; here=$(cd "$(dirname "$self")" && pwd)
+  mkdir -p "$out"
+  gurl="http://127.0.0.1:$(free_port)" || die "no free loopback port"
+  "$CONFORMANCE_TMP/gateway" serve --addr "${gurl#http://}" --grpc-addr "127.0.0.1:$(free_port)" \
+    --data-dir "$CONFORMANCE_TMP/data-grpc" --agent tck --log-level warn \
+    --push-allow-http --push-allow 127.0.0.0/8 --push-allow ::1/128 > "$CONFORMANCE_TMP/gateway-grpc.log" 2>&1 &
+  grpc_pid=$!
+  for _ in $(seq 100); do
+    curl -fs "$gurl/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  echo "--- TCK 1.0-dev, gRPC (the GRPC interface of the card at $gurl)"
+  for label in must should-may; do
+    local marks=must
+    [ "$label" = should-may ] && marks="should or may"
+    ( cd "$TCK_DIR/src-1.0" && PYTHONPATH="$TCK_DIR/pydeps:$here/tck" timeout --kill-after=10 "${TCK_TIMEOUT_S:-900}" \
+        /usr/bin/python3 -m pytest -p no:cacheprovider -p tck_pb2_alias -c "$TCK_DIR/pytest-1.0.ini" --rootdir . \
+        tests/compatibility --sut-host="$gurl" --transport=grpc -k "not jsonrpc and not http_json and not rest" \
+        --tb=short -q -rfE --junitxml="$out/1.0-grpc-$label.xml" -m "$marks" ) > "$out/1.0-grpc-$label.log" 2>&1 || rc=1
+    echo "    [1.0-grpc-$label] $(grep -E '(passed|failed|skipped|error|deselected).* in [0-9.]+s' "$out/1.0-grpc-$label.log" | tail -n 1) (log: $out/1.0-grpc-$label.log)"
+    xmls+=("1.0-grpc-$label=$out/1.0-grpc-$label.xml")
+  done
+  kill "$grpc_pid" 2>/dev/null; wait "$grpc_pid" 2>/dev/null; grpc_pid=
+  echo "=== summary (gRPC, $gurl)"
+  /usr/bin/python3 "$TCK_DIR/summarize.py" "${xmls[@]}" || rc=1
+  [ "$rc" = 0 ] || { echo "=== gRPC gateway log (warnings and errors)"; cat "$CONFORMANCE_TMP/gateway-grpc.log"; }
+  return "$rc"
 }
 
 # Tests that contradict the specification (docs/conformance.md, "Tests the TCK gets wrong").

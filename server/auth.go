@@ -57,8 +57,12 @@ func (t *peerTokens) lookup(token string) (string, bool) {
 
 // bearerToken returns the credential of an "Authorization: Bearer <token>" header (the
 // scheme is case-insensitive, RFC 7235), and false when there is none.
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+func bearerToken(r *http.Request) (string, bool) { return bearerValue(r.Header.Get("Authorization")) }
+
+// bearerValue returns the credential of an Authorization value "Bearer <token>" (HTTP header
+// or gRPC metadata), and false when there is none.
+func bearerValue(authorization string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
 	}
@@ -135,7 +139,7 @@ func (s *Server) authPeers(next http.Handler, operators bool) http.Handler {
 				return
 			}
 			reason = "invalid"
-			s.authFailed(r, log)
+			s.authFailed(r.Context(), authSource(r), log)
 		}
 		s.metrics.authFailure(reason)
 		log.DebugContext(r.Context(), "peer authentication failed", "reason", reason, "remote", r.RemoteAddr, "path", r.URL.Path)

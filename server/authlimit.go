@@ -2,6 +2,7 @@ package server
 
 import (
 	"container/list"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -114,12 +115,11 @@ func (s *Server) authThrottled(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// authFailed counts an invalid token against the request's source, and logs when that
+// authFailed counts an invalid token against its source (authSource), and logs when that
 // throttles the source.
-func (s *Server) authFailed(r *http.Request, log *slog.Logger) {
-	src := authSource(r)
+func (s *Server) authFailed(ctx context.Context, src string, log *slog.Logger) {
 	if s.authFails.fail(src) {
-		log.WarnContext(r.Context(), "throttling a source after too many invalid tokens", "source", src,
+		log.WarnContext(ctx, "throttling a source after too many invalid tokens", "source", src,
 			"failures", s.authFails.max, "window", s.authFails.window.String())
 	}
 }

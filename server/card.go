@@ -20,6 +20,9 @@ func (s *Server) cardConfig() a2a.CardConfig {
 	if s.push != nil {
 		c.Extensions = append(c.Extensions, s.push.cardExtension())
 	}
+	if s.grpcLn != nil {
+		c.Interfaces = append(c.Interfaces, s.grpcCardInterface())
+	}
 	return c
 }
 

@@ -50,6 +50,13 @@ type Config struct {
 	// PublicURL is the endpoint URL the agent card publishes (its host is served, its
 	// origin may open GET /ws); "": the URL each request reached.
 	PublicURL string
+	// GRPCAddr is the host:port of the gRPC binding's listener (A2A v1.0 over gRPC, package
+	// grpcapi); "": gRPC is off. The loopback rule of Addr applies to it too.
+	GRPCAddr string
+	// GRPCPublicAddr is the host:port the agent card publishes for gRPC (its GRPC entry of
+	// supportedInterfaces); "": PublicURL's host with GRPCAddr's port, or without
+	// PublicURL the host each card request reached with GRPCAddr's port.
+	GRPCPublicAddr string
 	// AdminToken is the bearer token of /admin/v1, /metrics and /debug/pprof; "": loopback
 	// clients may read, and writes need the random token written to DataDir/admin.token.
 	AdminToken string
@@ -167,6 +174,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_message_bytes", c.MaxMessageBytes), slog.Int("max_streams_per_peer", c.MaxStreamsPerPeer),
 		slog.String("body_timeout", c.BodyTimeout.String()), slog.Int("body_min_rate", c.BodyMinRate),
 		slog.String("allowed_hosts", c.AllowedHosts), slog.String("public_url", c.PublicURL),
+		slog.String("grpc_addr", c.GRPCAddr), slog.String("grpc_public_addr", c.GRPCPublicAddr),
 		slog.Bool("push", c.Push), slog.Any("push_allow", c.PushAllow), slog.Bool("push_allow_http", c.PushAllowHTTP),
 		slog.String("push_retry_for", c.PushRetryFor.String()), slog.String("push_signing_key", c.PushSigningKey),
 	)
@@ -181,6 +189,7 @@ func (c *Config) Validate() error {
 	} else if !c.InsecurePublic && !c.peerAuthConfigured() && !isLoopbackHost(host) {
 		errs = append(errs, fmt.Errorf("--addr %q is not a loopback address and no peer tokens are configured (no peer in the config file's peers: list has accept-tokens or accept-token-envs): anyone who can reach it could talk to the agent, and every caller would be the same peer; configure peer tokens, listen on 127.0.0.1, or pass --insecure-public", c.Addr))
 	}
+	errs = append(errs, c.validateGRPC()...)
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
@@ -390,3 +399,26 @@ func (c *Config) policy() projection.Policy {
 // DefaultBodyMinRate is the least body rate (bytes/s) `gateway serve` asks by default
 // (--body-min-rate); see Config.BodyMinRate.
 const DefaultBodyMinRate = 1024
+
+// validateGRPC checks the gRPC listener's address (the loopback rule of Addr) and the
+// address the card publishes for it.
+func (c *Config) validateGRPC() []error {
+	var errs []error
+	if c.GRPCAddr != "" {
+		host, _, err := net.SplitHostPort(c.GRPCAddr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--grpc-addr %q: want host:port, e.g. 127.0.0.1:9901", c.GRPCAddr))
+		} else if !c.InsecurePublic && !c.peerAuthConfigured() && !isLoopbackHost(host) {
+			errs = append(errs, fmt.Errorf("--grpc-addr %q is not a loopback address and no peer tokens are configured: configure peer tokens, listen on 127.0.0.1, or pass --insecure-public", c.GRPCAddr))
+		}
+	}
+	if c.GRPCPublicAddr != "" {
+		if c.GRPCAddr == "" {
+			errs = append(errs, errors.New("--grpc-public-addr needs --grpc-addr (gRPC is off without it)"))
+		}
+		if _, port, err := net.SplitHostPort(c.GRPCPublicAddr); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("--grpc-public-addr %q: want host:port as the card publishes it, e.g. agent.example.com:443", c.GRPCPublicAddr))
+		}
+	}
+	return errs
+}

@@ -53,6 +53,7 @@ type metrics struct {
 	requestSeconds  *prometheus.HistogramVec // method
 	turns           *prometheus.CounterVec   // state
 	turnSeconds     prometheus.Histogram
+	turnExemplars   *exemplarGate // which turns' trace ids turnSeconds keeps (exemplar.go)
 	busy            prometheus.Counter
 	retried         prometheus.Counter
 	busySeconds     prometheus.Histogram
@@ -140,6 +141,7 @@ func (m *metrics) newRequestMetrics() {
 	m.turnSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "gateway_turn_duration_seconds", Help: "Time from a send's arrival to the end of its turn.", Buckets: slowBuckets,
 	})
+	m.turnExemplars = newExemplarGate(slowBuckets, exemplarEvery)
 	m.busy = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gateway_busy_rejections_total", Help: "Requests refused with CONTEXT_BUSY (a task of the context was running): sends, and cancels of a parked task.",
 	})
@@ -226,10 +228,10 @@ func (m *metrics) authFailure(reason string) { m.authFailures.WithLabelValues(re
 
 // TurnDone implements turn.Observer. A turn in a sampled trace leaves its trace id as
 // the exemplar of the duration's bucket (served in the OpenMetrics format), so a slow
-// bucket leads to a trace.
+// bucket leads to a trace: at most one per bucket per second (exemplarGate).
 func (m *metrics) TurnDone(ctx context.Context, state string, d time.Duration) {
 	m.turns.WithLabelValues(state).Inc()
-	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() && m.turnExemplars.allow(d.Seconds()) {
 		if eo, ok := m.turnSeconds.(prometheus.ExemplarObserver); ok {
 			eo.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
 			return

@@ -13,25 +13,6 @@ import (
 // sane) and in every response.
 const headerRequestID = "X-Request-Id"
 
-// maxRequestIDLen bounds a caller's request id; a longer one is replaced.
-const maxRequestIDLen = 64
-
-// validRequestID reports whether a caller's request id may be kept: 1 to 64 characters
-// of [A-Za-z0-9._-], so it can be logged and echoed as is.
-func validRequestID(id string) bool {
-	if id == "" || len(id) > maxRequestIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // tagRequest gives r its request id (the caller's X-Request-Id when valid, else a new
 // one), sets it on the response, and returns r with a context carrying the id and the
 // server's logger (see package logctx), so every line logged with that context names
@@ -39,7 +20,7 @@ func validRequestID(id string) bool {
 func (s *Server) tagRequest(w http.ResponseWriter, r *http.Request) *http.Request {
 	ctx := r.Context()
 	id := r.Header.Get(headerRequestID)
-	if !validRequestID(id) {
+	if !logctx.ValidRequestID(id) {
 		id = uuid.NewString()
 	}
 	w.Header().Set(headerRequestID, id)

@@ -115,7 +115,7 @@ func TestRequestIDOnEveryLogLineOfAFailedTurn(t *testing.T) {
 			if status != http.StatusOK || !strings.Contains(body, "failed") {
 				t.Fatalf("status %d, body %s; want 200 and a failed task", status, body)
 			}
-			if !validRequestID(id) || (tt.sentID != "" && id != tt.sentID) {
+			if !logctx.ValidRequestID(id) || (tt.sentID != "" && id != tt.sentID) {
 				t.Fatalf("X-Request-Id = %q, want a valid id (the caller's %q if given)", id, tt.sentID)
 			}
 			lines := waitForLine(t, sink, from, "agent failed")
@@ -242,7 +242,7 @@ func TestRequestIDHeader(t *testing.T) {
 func checkRequestID(t *testing.T, got, sent string, keep bool) {
 	t.Helper()
 	switch {
-	case !validRequestID(got):
+	case !logctx.ValidRequestID(got):
 		t.Errorf("X-Request-Id = %q (sent %q), want a valid id", got, sent)
 	case keep && got != sent:
 		t.Errorf("X-Request-Id = %q, want the caller's %q", got, sent)
@@ -257,8 +257,8 @@ func TestValidRequestID(t *testing.T) {
 		"": false, "a": true, "A-z_0.9": true, strings.Repeat("x", 64): true, strings.Repeat("x", 65): false,
 		"a b": false, "a\nb": false, "a/b": false, "é": false, "a:b": false,
 	} {
-		if got := validRequestID(id); got != want {
-			t.Errorf("validRequestID(%q) = %v, want %v", id, got, want)
+		if got := logctx.ValidRequestID(id); got != want {
+			t.Errorf("ValidRequestID(%q) = %v, want %v", id, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2a-gateway/gateway/internal/loadgen"
+	"github.com/a2a-gateway/gateway/internal/telemetry"
 )
 
 // BenchmarkSendPath measures what one message/send costs the gateway process, without an
@@ -23,7 +25,29 @@ import (
 // the figure to cut when the gateway is CPU-bound against the bare echo (issue #3): the
 // load generator and the gateway share the machine's two cores.
 func BenchmarkSendPath(b *testing.B) {
-	s := startBenchServer(b)
+	benchSendPath(b, startBenchServer(b))
+}
+
+// BenchmarkSendPathTraced is BenchmarkSendPath with tracing on as `gateway serve` sets it
+// up with OTEL_EXPORTER_OTLP_ENDPOINT (internal/telemetry: the OTLP/HTTP exporter behind
+// the batcher, every span sampled), exporting to a receiver in the test that reads each
+// request and drops it: what tracing adds to a turn in CPU and allocations, the spans'
+// export included (issue #37).
+func BenchmarkSendPathTraced(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer sink.Close()
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": sink.URL, "OTEL_SERVICE_NAME": "bench"}
+	tr, err := telemetry.Setup(context.Background(), func(k string) string { return env[k] })
+	if err != nil || tr.Mode != telemetry.Exporting {
+		b.Fatalf("telemetry.Setup = %v, %v", tr.Mode, err)
+	}
+	defer func() { _ = tr.Shutdown(context.Background()) }()
+	benchSendPath(b, startBenchServerWith(b, func(c *Config) { c.TracerProvider = tr.Provider }))
+}
+
+func benchSendPath(b *testing.B, s *Server) {
 	h := s.http.Handler
 	const contexts = 64
 	var next atomic.Int64

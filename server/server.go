@@ -18,6 +18,7 @@ import (
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/agent"
 	"github.com/a2a-gateway/gateway/console"
+	"github.com/a2a-gateway/gateway/grpcapi"
 	"github.com/a2a-gateway/gateway/internal/httpguard"
 	"github.com/a2a-gateway/gateway/internal/logctx"
 	"github.com/a2a-gateway/gateway/ledger"
@@ -91,6 +92,12 @@ type Server struct {
 	console *console.Handler
 	// push is push-notification delivery (push_wiring.go); nil: off.
 	push *pushService
+
+	// grpc is the gRPC binding on grpcLn (grpc.go); nil: off (Config.GRPCAddr empty).
+	// grpcServed receives its Serve's return.
+	grpc       *grpcapi.Server
+	grpcLn     net.Listener
+	grpcServed chan error
 
 	// handler is what the A2A transports serve: the runner behind the rate limit
 	// (ratelimit.go).
@@ -179,7 +186,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger, opts ...Option) 
 
 // newServer returns a Server with nothing opened yet.
 func newServer(cfg Config, logger *slog.Logger, policy projection.Policy) *Server {
-	s := &Server{cfg: cfg, log: logger, policy: policy, served: make(chan error, 1), tokens: newPeerTokens(cfg.Peers),
+	s := &Server{cfg: cfg, log: logger, policy: policy, served: make(chan error, 1), grpcServed: make(chan error, 1), tokens: newPeerTokens(cfg.Peers),
 		authFails: newAuthLimiter(authFailMax, authFailWindow, authFailSources)}
 	s.metrics = newMetrics(func() (int, int) {
 		if s.streamStats == nil {
@@ -308,7 +315,7 @@ func (s *Server) bind() error {
 		}
 		return nil // closed already by the HTTP server's Shutdown
 	})
-	return nil
+	return s.bindGRPC()
 }
 
 // listen builds the WebSocket handler (its loopback origins need the bound port) and
@@ -330,6 +337,7 @@ func (s *Server) listen(ctx context.Context) error {
 	s.http.RegisterOnShutdown(s.ws.Shutdown) // WebSockets are hijacked: Shutdown does not see them
 	s.ready.Store(true)
 	go func() { s.served <- s.http.Serve(ln) }() // exits when Close shuts the server down
+	s.listenGRPC()
 	s.closers.add(s.stopServing)
 	logAuthMode(ctx, s.log, s.cfg.Peers, s.tokens)
 	s.log.InfoContext(ctx, "gateway listening", "addr", ln.Addr().String(), "console", consoleURL(s.URL()), "config", s.cfg)
@@ -454,16 +462,18 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stopServing stops the HTTP server and the WebSocket connections while the runner
-// closes (running turns go on until answerGrace before ctx is done, then are canceled,
-// and their requests are answered with their failed tasks in the time left), and waits
-// for all three.
+// stopServing stops the HTTP server, the gRPC binding and the WebSocket connections
+// while the runner closes (running turns go on until answerGrace before ctx is done,
+// then are canceled, and their requests are answered with their failed tasks in the time
+// left), and waits for all four.
 func (s *Server) stopServing(ctx context.Context) error {
 	var errs []error
 	runnerCtx, cancel := runnerContext(ctx)
 	defer cancel()
 	runnerDone := make(chan error, 1)
 	go func() { runnerDone <- s.closeRunner(runnerCtx) }() // exits when every turn has ended
+	grpcDone := make(chan error, 1)
+	go func() { grpcDone <- s.stopGRPC(ctx) }() // exits when the gRPC calls have ended, at the latest at ctx's end
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		_ = s.http.Close()
@@ -472,6 +482,9 @@ func (s *Server) stopServing(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("websocket connections still open at the deadline: %w", err))
 	}
 	if err := <-runnerDone; err != nil {
+		errs = append(errs, err)
+	}
+	if err := <-grpcDone; err != nil {
 		errs = append(errs, err)
 	}
 	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -36,12 +36,21 @@ const benchToken = "bench-token-0001-abcdefghijklmnop"
 // benchmark; it is closed at cleanup.
 func startBenchServer(b *testing.B, opts ...Option) *Server {
 	b.Helper()
+	return startBenchServerWith(b, nil, opts...)
+}
+
+// startBenchServerWith is startBenchServer with edit applied to its Config (nil: none).
+func startBenchServerWith(b *testing.B, edit func(*Config), opts ...Option) *Server {
+	b.Helper()
 	cfg := Config{
 		Addr: "127.0.0.1:0", DataDir: b.TempDir(), Agent: "echo",
 		LogLevel: slog.LevelWarn, LogFormat: "json", ShutdownTimeout: 10 * time.Second,
 		BusyPolicy: "reject", LeaseTTL: 30 * time.Second,
 		AgentInput: "text", AgentTimeout: 30 * time.Second, HistoryLimit: 20,
 		Peers: []Peer{{Name: "bench", Accept: []string{benchToken}}},
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	s, err := Open(context.Background(), cfg, discardLogger(), opts...)
 	if err != nil {

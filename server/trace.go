@@ -20,7 +20,8 @@ import (
 // TracerProvider a server span is started under it (a request without one starts a
 // trace) and put in the request's context, so the turn and every outbound call it makes
 // are its children. The span is named by the route ("POST /", "GET /ws") until the
-// JSON-RPC method is known (tracedHandler renames it) and records the HTTP status; it
+// JSON-RPC method is known (tracedHandler renames it) and records the HTTP method and
+// status when the request ends (in one call: see turn's trace.go on attribute cost); it
 // holds ids, methods and statuses, never message text.
 //
 // Without a TracerProvider nothing is recorded and nothing allocated for a request
@@ -39,8 +40,7 @@ func (s *Server) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		ctx, span := tracer.Start(tracing.Extract(r.Context(), r.Header), r.Method+" "+c.Path(),
-			trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path)))
+			trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		c.SetRequest(r.WithContext(ctx))
 		err := next(c)
@@ -49,7 +49,7 @@ func (s *Server) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		if errors.As(err, &he) {
 			status = he.Code
 		}
-		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.Int("http.response.status_code", status))
 		if status >= http.StatusInternalServerError {
 			span.SetStatus(codes.Error, http.StatusText(status))
 		}
@@ -58,8 +58,8 @@ func (s *Server) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // nameSpan names ctx's span by the JSON-RPC method the dispatcher put in ctx (as the
-// caller sent it, e.g. "SendMessage" or "message/send"), with rpc.system, rpc.method and
-// the method's dialect (a2a.version). A span that records nothing is left alone.
+// caller sent it, e.g. "SendMessage" or "message/send": the name also says the dialect),
+// with rpc.system and rpc.method. A span that records nothing is left alone.
 func nameSpan(ctx context.Context) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -71,13 +71,11 @@ func nameSpan(ctx context.Context) {
 			method = a.Value.String()
 		}
 	}
-	dl, ok := a2a.MethodDialect(method)
-	if !ok {
+	if _, ok := a2a.MethodDialect(method); !ok {
 		return
 	}
 	span.SetName(method)
-	span.SetAttributes(attribute.String("rpc.system", "jsonrpc"), attribute.String("rpc.method", method),
-		attribute.String("a2a.version", dl.String()))
+	span.SetAttributes(attribute.String("rpc.system", "jsonrpc"), attribute.String("rpc.method", method))
 }
 
 // tracedHandler names the request's span by its method (nameSpan) before each A2A and

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2a-gateway/gateway/a2a"
 	"github.com/a2a-gateway/gateway/contextid"
@@ -41,14 +40,15 @@ type inbound struct {
 // The send runs in the turn's span (a2a.turn, trace.go): ended here when start fails or
 // answers a retry, and by the turn (turnRun.release) once it is launched.
 func (r *Runner) start(ctx context.Context, peer string, p *a2a.SendParams, watch bool) (*accepted, error) {
-	ctx, span := r.tracer.Start(ctx, spanTurn, trace.WithAttributes(attribute.String(attrPeer, peer),
-		attribute.String(attrMessageID, p.Message.MessageID), attribute.Int(attrParts, len(p.Message.Parts))))
+	ctx, span := r.tracer.Start(ctx, spanTurn)
 	out, err := r.admit(ctx, peer, p, watch)
 	switch {
 	case err != nil:
+		span.SetAttributes(attribute.String(attrPeer, peer), attribute.String(attrMessageID, p.Message.MessageID))
 		endSpan(span, err)
 	case out.retryTask != "":
-		span.SetAttributes(attribute.Bool(attrRetry, true), attribute.String(attrTaskID, out.retryTask))
+		span.SetAttributes(attribute.String(attrPeer, peer), attribute.String(attrMessageID, p.Message.MessageID),
+			attribute.Bool(attrRetry, true), attribute.String(attrTaskID, out.retryTask))
 		span.End()
 	}
 	return out, err
@@ -68,7 +68,6 @@ func (r *Runner) admit(ctx context.Context, peer string, p *a2a.SendParams, watc
 	case in.retryTask != "":
 		return &accepted{retryTask: in.retryTask}, nil
 	}
-	trace.SpanFromContext(ctx).SetAttributes(attribute.String(attrTaskID, in.taskID))
 	pushEntries, err := r.sendPushConfig(ctx, in, p.Config.Push) // push.go
 	if err != nil {
 		return nil, err

@@ -173,7 +173,9 @@ func (tr *turnRun) release(ctx context.Context) {
 // endSpan ends the turn's span with the state the turn ended in; a failed turn's status is
 // Error (its description the state: the status text may not be the span's to carry).
 func (tr *turnRun) endSpan() {
-	tr.span.SetAttributes(attribute.String(attrState, string(tr.state)), attribute.Int64(attrBytes, tr.emitted.Load()))
+	tr.span.SetAttributes(attribute.String(attrPeer, tr.peer), attribute.String(attrMessageID, tr.messageID),
+		attribute.String(attrTaskID, tr.lt.id), attribute.String(attrState, string(tr.state)),
+		attribute.Int64(attrBytes, tr.emitted.Load()))
 	if tr.state == a2a.StateFailed || tr.state == "" {
 		tr.span.SetStatus(codes.Error, string(a2a.StateFailed))
 	}

@@ -22,7 +22,10 @@ import (
 //
 // Attributes are ids, sizes and states only, never message text: the contextId is not
 // one of them (a peer chooses it, and it may name a person or a subject), the message id,
-// the task id and the peer's name are.
+// the task id and the peer's name are. They are few, and a span's are set in one call
+// when it ends where that is possible: with every span sampled, each attribute costs the
+// turn about five allocations between the span, its export and the receiver (issue #37's
+// cost target; docs/performance.md).
 const (
 	spanTurn   = "a2a.turn"
 	spanLease  = "lease.acquire"
@@ -35,8 +38,6 @@ const (
 	attrState     = "a2a.turn.state"
 	attrRetry     = "a2a.turn.retry"       // a retried send: answered from the ledger, no turn ran
 	attrEntries   = "ledger.entries"       // entries in the append
-	attrBeginTurn = "ledger.begin_turn"    // the append begins a turn (bumps the epoch)
-	attrParts     = "a2a.message.parts"    // the inbound message's part count
 	attrBytes     = "a2a.turn.reply_bytes" // bytes of reply text the agent emitted
 )
 
@@ -82,8 +83,7 @@ func (l *tracedLedger) Append(ctx context.Context, req ledger.AppendRequest) (le
 			e.TraceID, e.SpanID = traceID, spanID
 		}
 	}
-	ctx, span := l.tracer.Start(ctx, spanCommit, trace.WithAttributes(
-		attribute.Int(attrEntries, len(req.Entries)), attribute.Bool(attrBeginTurn, req.BeginTurn)))
+	ctx, span := l.tracer.Start(ctx, spanCommit, trace.WithAttributes(attribute.Int(attrEntries, len(req.Entries))))
 	res, err := l.Ledger.Append(ctx, req)
 	endSpan(span, err)
 	return res, err

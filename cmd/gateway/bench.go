@@ -85,6 +85,9 @@ type benchOptions struct {
 
 	burst int // --burst: requests fired at once on one contextId; 0: the closed loop
 	waves int // --waves: bursts, one after another
+
+	binding string     // --binding: jsonrpc (POST URL) or grpc (the card's GRPC interface)
+	llm     llmOptions // --profile llm (bench_llm.go)
 }
 
 // runBench implements `gateway bench [flags] URL`: it parses args, runs the
@@ -99,6 +102,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if opts.burst > 0 {
 		return runBurst(ctx, opts, stdout, stderr)
+	}
+	if opts.llm.profile == "llm" {
+		return runLLMProfile(ctx, opts.llm, opts.cfg.URL, opts.cfg.Token, stdout, stderr)
 	}
 	cfg := opts.cfg
 	if opts.baseline {
@@ -125,6 +131,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		return benchRunError(runErr)
+	}
+	if opts.binding == "grpc" {
+		sender, addr, err := grpcSender(ctx, cfg.URL, cfg.Token)
+		if err != nil {
+			return err
+		}
+		defer sender.Close()
+		cfg.Send = sender.Send
+		fmt.Fprintf(stderr, "bench: gRPC SendMessage to %s (the GRPC interface of the card at %s)\n", addr, cfg.URL)
 	}
 	fmt.Fprintf(stderr, "bench: %s for %v after %v warmup\n", cfg.URL, cfg.Duration, cfg.Warmup)
 	r, runErr := loadgen.Run(ctx, cfg)
@@ -189,6 +204,8 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
+	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL) or grpc (v1.0 SendMessage to\nthe GRPC interface the card at URL lists, over one HTTP/2 connection;\nnot with --stream, --burst or --baseline)")
+	llmFlags(fs, &o.llm)
 	return fs
 }
 
@@ -239,6 +256,10 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 		problems = append(problems, fmt.Errorf("--rounds %d: must be at least 1", o.rounds))
 	}
 	problems = append(problems, burstProblems(*o, set)...)
+	problems = append(problems, bindingProblems(*o)...)
+	if p := o.llm.profile; p != "" && p != "llm" {
+		problems = append(problems, fmt.Errorf("--profile %q: the one profile is llm", p))
+	}
 	if len(problems) == 0 && o.burst == 0 {
 		if err := o.cfg.Validate(); err != nil {
 			problems = append(problems, err)
@@ -292,6 +313,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 			"timeout_s":      cfg.Timeout.Seconds(),
 			"message_bytes":  len(cfg.Message),
 			"token_set":      cfg.Token != "",
+			"binding":        o.binding,
 		}
 		out := map[string]any{"config": settings}
 		if o.baseline {
@@ -307,6 +329,8 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 	mode := "send"
 	if cfg.Stream {
 		mode = "stream"
+	} else if o.binding == "grpc" {
+		mode = "send over gRPC (the card's GRPC interface)"
 	}
 	contexts := fmt.Sprintf("contexts %d", cfg.Contexts)
 	if cfg.FreshContexts {

@@ -63,13 +63,15 @@ var rules = map[string]rule{
 	"peers":                       {[]string{"a2a", "contextid", "internal/netx"}, nil, "peer directory"},
 	"internal/logctx":             {nil, nil, "the request scope of log lines: standard library only, so every layer may import it"},
 	"internal/testutil":           {nil, nil, "test helpers: standard library only, so the tests of any package may use them"},
-	"internal/loadgen":            {[]string{"internal/netx"}, nil, "the load generator behind gateway bench: standard library and the one direct-dial rule"},
+	"internal/loadgen":            {[]string{"internal/netx"}, []string{"github.com/gorilla/websocket"}, "the load generator behind gateway bench: standard library, the one direct-dial rule, and a websocket client for the llm profile's /ws turns"},
 	"internal/loadgen/a2agoecho":  {nil, []string{"github.com/a2aproject/a2a-go"}, "the a2a-go bench peer (a main package, not shipped): a2a-go's server only"},
 	"internal/loadgen/fsyncprobe": {nil, nil, "the fdatasync probe of make bench (a main package, not shipped): standard library only"},
-	"internal/loadgen/otlpsink":   {nil, []string{"go.opentelemetry.io/proto/otlp", "google.golang.org/protobuf"}, "the OTLP/HTTP sink make bench exports spans to (a main package, not shipped): decodes and counts"},
+	"internal/loadgen/otlpsink":   {nil, []string{"go.opentelemetry.io/proto/otlp", "google.golang.org/protobuf"}, "the OTLP/HTTP sink make bench exports spans to (a main package, not shipped): walks the wire format and counts"},
 	"tools":                       traced(rule{[]string{"a2a", "a2a/client", "agent", "conversations", "ledger", "peers", "redact", "turn"}, []string{"github.com/google/uuid"}, "the agent's tools: recorded through the turn, sent as gateway send does; wired by server"}),
-	"server":                      traced(rule{[]string{"a2a", "agent", "console", "contextid", "conversations", "internal/httpguard", "internal/jsonenc", "ledger", "ledger/postgres", "locking", "peers", "projection", "push", "streaming", "tools", "turn"}, []string{"github.com/labstack/echo", "github.com/google/uuid", "github.com/prometheus/client_golang", "github.com/prometheus/client_model"}, "the HTTP server: one echo router, its middleware and routes, and the wiring of ledger, lease, runner, push and metrics; no flags"}),
-	"cmd/gateway":                 {[]string{"internal/telemetry", "internal/tracing", "server", "a2a", "a2a/client", "contextid", "conversations", "internal/loadgen", "ledger", "locking", "peers", "projection", "tools"}, []string{"github.com/google/uuid", "go.yaml.in/yaml/v3"}, "the binary: flags, env and config file into server.Config, and the CLI's presentation; the HTTP server is package server"},
+	"grpcapi":                     traced(rule{[]string{"a2a"}, []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto", "github.com/google/uuid"}, "the gRPC binding: the spec's A2AService (generated in grpcapi/a2apb) over the a2a dispatcher; the only gRPC user"}),
+	"grpcapi/a2apb":               {nil, []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto"}, "code generated from the spec's a2a.proto"},
+	"server":                      traced(rule{[]string{"a2a", "agent", "console", "contextid", "conversations", "grpcapi", "internal/httpguard", "internal/jsonenc", "ledger", "ledger/postgres", "locking", "peers", "projection", "push", "streaming", "tools", "turn"}, []string{"github.com/labstack/echo", "github.com/google/uuid", "github.com/prometheus/client_golang", "github.com/prometheus/client_model"}, "the HTTP server: one echo router, its middleware and routes, and the wiring of ledger, lease, runner, push and metrics; no flags"}),
+	"cmd/gateway":                 {[]string{"internal/telemetry", "internal/tracing", "server", "grpcapi", "a2a", "a2a/client", "contextid", "conversations", "internal/loadgen", "ledger", "locking", "peers", "projection", "tools"}, []string{"github.com/google/uuid", "go.yaml.in/yaml/v3"}, "the binary: flags, env and config file into server.Config, and the CLI's presentation; the HTTP server is package server"},
 	"turn":                        traced(rule{[]string{"a2a", "agent", "contextid", "internal/genmap", "ledger", "locking", "feed", "history", "memory", "projection", "prompt", "redact", "peers", "push"}, []string{"github.com/google/uuid"}, "orchestrates adapters; no driver"}),
 }
 
@@ -86,10 +88,11 @@ var everywhere = []string{"internal/logctx"}
 // drivers may be imported only by these packages (and tests).
 var drivers = map[string][]string{
 	"github.com/labstack/echo":           {"server"},
+	"google.golang.org/grpc":             {"grpcapi"}, // and its subtree: grpcapi/a2apb, the generated stubs
 	"go.etcd.io/bbolt":                   {"ledger"},
 	"github.com/jackc/pgx":               {"ledger/postgres", "internal/pgtest"},
 	"github.com/redis/go-redis":          {"locking", "streaming"},
-	"github.com/gorilla/websocket":       {"streaming"},
+	"github.com/gorilla/websocket":       {"streaming", "internal/loadgen"}, // the server; bench's client
 	"go.opentelemetry.io/otel/sdk":       {"internal/telemetry"},
 	"go.opentelemetry.io/otel/exporters": {"internal/telemetry"},
 }

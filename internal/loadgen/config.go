@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,12 @@ type Config struct {
 	// Timeout bounds each request, including reading its whole answer. Zero
 	// means [DefaultTimeout].
 	Timeout time.Duration
+	// Send, when set, sends every request instead of the JSON-RPC POST to URL:
+	// another binding (gateway bench --binding grpc), driven by the same closed
+	// loop, contextIds and messageIds. It returns "" for success, else the key
+	// the failure is counted under in the report. Not with Stream. URL is then
+	// only where the target was found (its card).
+	Send func(ctx context.Context, contextID, messageID, text string) (errKey string)
 	// RunID is embedded in the contextIds ("bench-<RunID>-<i>") and
 	// messageIds. Empty means a random 8-hex-digit id per run, so separate
 	// runs never share a context.
@@ -115,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.Contexts < 0 {
 		bad("contexts %d is negative", c.Contexts)
+	}
+	if c.Send != nil && c.Stream {
+		bad("streaming is JSON-RPC's only: Send sends SendMessage")
 	}
 	if c.Timeout < 0 {
 		bad("timeout %v is negative", c.Timeout)

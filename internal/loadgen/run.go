@@ -206,6 +206,12 @@ func (w *worker) contextFor(seq int, id uint64) []byte {
 func (w *worker) do(ctx context.Context, id uint64, ctxID []byte, start time.Time) outcome {
 	reqCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
+	if w.cfg.Send != nil {
+		// ctxID is JSON-quoted; the messageId is the JSON-RPC body's.
+		msgID := string(appendUUID(nil, w.runRand, id))
+		key := w.cfg.Send(reqCtx, string(ctxID[1:len(ctxID)-1]), msgID, w.cfg.Message)
+		return outcome{errKey: key, latency: time.Since(start)}
+	}
 	// The transport may still read a body after Do returns, so each request
 	// gets a fresh one rather than a reused buffer.
 	body := w.tmpl.appendBody(make([]byte, 0, w.bodyCap), id, w.runRand, ctxID)

@@ -123,3 +123,23 @@ func Carry(dst, src context.Context) context.Context {
 	}
 	return dst
 }
+
+// maxRequestIDLen bounds a caller's request id; a longer one is replaced.
+const maxRequestIDLen = 64
+
+// ValidRequestID reports whether a caller's request id (X-Request-Id, or the gRPC
+// metadata x-request-id) may be kept: 1 to 64 characters of [A-Za-z0-9._-], so it can be
+// logged and echoed as is. Every transport gives a request an id by this one rule.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -41,7 +41,12 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9911", "listen on `HOST:PORT`")
+	modelURL := flag.String("model-url", "", "stream each reply from the OpenAI-compatible model at `URL` (API base, e.g.\n"+
+		"http://127.0.0.1:4001/v1) as artifact updates instead of echoing: make bench-llm's peer")
 	flag.Parse()
+	if *modelURL != "" {
+		executor = modelExecutor{url: *modelURL, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 10000}}}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *addr); err != nil {
@@ -94,13 +99,16 @@ func newHandler(url string) http.Handler {
 	// Warnings only: a2a-go logs at info level per request otherwise, which a bench
 	// would measure too.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rh := a2asrv.NewHandler(echoExecutor{}, a2asrv.WithLogger(logger))
+	rh := a2asrv.NewHandler(executor, a2asrv.WithLogger(logger))
 	mux := http.NewServeMux()
 	mux.Handle("POST /", a2asrv.NewJSONRPCHandler(rh))
 	mux.Handle("GET "+a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
 }
+
+// executor answers: the echo, or with --model-url the model's stream (model.go).
+var executor a2asrv.AgentExecutor = echoExecutor{}
 
 // echoExecutor answers each message with an agent Message echoing its text.
 type echoExecutor struct{}
