@@ -410,13 +410,13 @@ func TestPrefixTracker(t *testing.T) {
 		t.Fatalf("first observe = %d, %d; want 0, 0", prev, stable)
 	}
 	// The next prompt extends the previous one: its whole blocks are stable.
-	if prev, stable := p.observe("k", base+strings.Repeat("b", 2000)); prev != 3000 || stable != 5*prefixBlock {
-		t.Fatalf("extended prompt = %d, %d; want 3000, %d", prev, stable, 5*prefixBlock)
+	if prev, stable := p.observe("k", base+strings.Repeat("b", 2000)); prev != 3000 || stable != 3000/prefixBlock*prefixBlock {
+		t.Fatalf("extended prompt = %d, %d; want 3000, %d", prev, stable, 3000/prefixBlock*prefixBlock)
 	}
-	// A change at byte 700 keeps only the first block.
+	// A change at byte 700 keeps only the whole blocks before it.
 	changed := base[:700] + "X" + base[701:]
-	if prev, stable := p.observe("k", changed); prev != 5000 || stable != prefixBlock {
-		t.Fatalf("changed prompt = %d, %d; want 5000, %d", prev, stable, prefixBlock)
+	if prev, stable := p.observe("k", changed); prev != 5000 || stable != 700/prefixBlock*prefixBlock {
+		t.Fatalf("changed prompt = %d, %d; want 5000, %d", prev, stable, 700/prefixBlock*prefixBlock)
 	}
 	if _, stable := p.observe("other", base); stable != 0 {
 		t.Fatalf("another context shares nothing: stable = %d", stable)
