@@ -214,6 +214,10 @@ if [ "${BENCH_MILLION:-1000000}" != 0 ]; then
 fi
 echo "=== projection time at 100, 1,000 and 10,000 messages (history limits 20 and 200)"
 go test -run '^$' -bench 'BenchmarkBuild' ./projection/
+echo "=== memory of long conversations (issue #38): a turn's preparation at 10 to 10,000 turns (2,000-token budget,"
+echo "    memory on), and the share of turns that reuse >= 90% of the previous request over 2,000 turns"
+go test -run '^$' -bench 'BenchmarkPrepareMemory' -benchtime 500x ./prompt/
+go test -run 'TestMemoryPrefixReuse' -v ./prompt/ | grep 'turns of'
 
 echo "=== WebSocket streams (issue #6): idle connection memory, gateway /ws vs bare gorilla/websocket at 5,000 connections;"
 echo "    time to first event, WebSocket and SSE vs a message/send round trip; events/s to 100 subscribers of one context"
