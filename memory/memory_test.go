@@ -130,3 +130,21 @@ func FuzzSupported(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheck: whatever a model proposes, Check never panics, and every fact it keeps
+// cites entries inside the range that hold it (Verify finds nothing).
+func FuzzCheck(f *testing.F) {
+	f.Add("migrate service-a to Go 1.26", uint64(1), uint64(3))
+	f.Add("the launch code is 99999", uint64(4), uint64(99))
+	f.Fuzz(func(t *testing.T, text string, a, b uint64) {
+		es := conversation()
+		look := memory.Lookups(es)
+		snap, rej := memory.Check(1, 6, "model:fuzz", memory.Proposal{Facts: []memory.Proposed{{Text: text, Evidence: []uint64{a, b}}}}, look)
+		if len(snap.Facts)+len(rej) != 1 {
+			t.Fatalf("Check() kept %d and refused %d of one fact", len(snap.Facts), len(rej))
+		}
+		if got := memory.Verify(snap, look); len(got) != 0 {
+			t.Fatalf("kept fact fails Verify: %v", got)
+		}
+	})
+}
