@@ -82,6 +82,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckURL$$' -fuzztime $(FUZZTIME) ./push/
 	$(GO) test -run '^$$' -fuzz '^FuzzClientFrame$$' -fuzztime $(FUZZTIME) ./streaming/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./peers/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./memory/
+	$(GO) test -run '^$$' -fuzz '^FuzzSupported$$' -fuzztime $(FUZZTIME) ./memory/
 
 ## redis: make sure redis-server is installed for the tests that need one (they start their own)
 redis:
