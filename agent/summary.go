@@ -21,7 +21,16 @@ type Summariser interface {
 	// entries that hold it. Errors: the backend's (transport, status, a reply that is not
 	// the schema's JSON).
 	Summarise(ctx context.Context, entries []SummaryEntry, maxFacts int) ([]SummaryFact, error)
+	// SummariserName names the summariser in the snapshots it makes: the backend and its
+	// model ("openai:gpt-4o-mini").
+	SummariserName() string
 }
+
+// SummariserName implements [Summariser].
+func (o *OpenAI) SummariserName() string { return "openai:" + o.model }
+
+// SummariserName implements [Summariser].
+func (a *Anthropic) SummariserName() string { return "anthropic:" + a.model }
 
 // SummaryEntry is one ledger entry shown to a summariser.
 type SummaryEntry struct {

@@ -3,7 +3,6 @@ package turn
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/a2a-gateway/gateway/agent"
@@ -89,7 +88,7 @@ func (r *Runner) modelSummary(ctx context.Context, s agent.Summariser, last uint
 	for _, f := range facts {
 		p.Facts = append(p.Facts, memory.Proposed{Text: f.Fact, Evidence: f.Evidence})
 	}
-	snap, rejected := memory.Check(1, last, "model:"+agentName(r.agent), p, memory.Lookups(early, recent))
+	snap, rejected := memory.Check(1, last, "model:"+s.SummariserName(), p, memory.Lookups(early, recent))
 	return snap, rejected, nil
 }
 
@@ -114,8 +113,6 @@ func summaryEntries(early, recent []ledger.Entry) []agent.SummaryEntry {
 	}
 	return out
 }
-
-func agentName(a agent.Agent) string { return fmt.Sprintf("%T", a) }
 
 // snapshotEntry is the MEMORY_SNAPSHOT entry of snap. Like audits it names no task, so it
 // never joins a task's history.
