@@ -73,12 +73,31 @@ func (s *Service) Memory(ctx context.Context, ref Ref) (*MemoryView, error) {
 	if err != nil || len(snaps) == 0 {
 		return nil, err
 	}
-	m, _ := ledger.MemoryRecord(&snaps[0])
+	return s.memoryOf(ctx, c, &snaps[0])
+}
+
+// showMemory is Show's memory: the newest snapshot among entries, or, when entries are
+// only the newest ones (limited) and hold none, the conversation's latest ([Service.Memory]).
+func (s *Service) showMemory(ctx context.Context, c ledger.Conversation, entries []ledger.Entry, limited bool) (*MemoryView, error) {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Kind == ledger.KindMemorySnapshot {
+			return s.memoryOf(ctx, c, &entries[i])
+		}
+	}
+	if !limited {
+		return nil, nil
+	}
+	return s.Memory(ctx, Ref{ContextID: c.ContextID, Owner: c.Owner})
+}
+
+// memoryOf resolves the snapshot entry e of conversation c.
+func (s *Service) memoryOf(ctx context.Context, c ledger.Conversation, e *ledger.Entry) (*MemoryView, error) {
+	m, _ := ledger.MemoryRecord(e)
 	cited, err := s.cited(ctx, c, m)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := memoryView(&snaps[0], memory.Lookups(cited))
+	v, ok := memoryView(e, memory.Lookups(cited))
 	if !ok {
 		return nil, nil
 	}

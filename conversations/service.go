@@ -155,7 +155,7 @@ func (s *Service) Show(ctx context.Context, ref Ref, opts ShowOptions) (ShowResu
 	for i := range entries {
 		entries[i] = redactPush(entries[i]) // push.go
 	}
-	mem, err := s.Memory(ctx, Ref{ContextID: c.ContextID, Owner: c.Owner})
+	mem, err := s.showMemory(ctx, c, entries, opts.Limit > 0)
 	if err != nil {
 		return ShowResult{}, err
 	}
