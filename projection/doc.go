@@ -22,7 +22,13 @@
 //     messages are cut), then by dropping the oldest turns behind one marker message,
 //     both by rules chosen so that the request prefix stays byte-stable turn over turn
 //     (see Build);
-//   - repairs tool traffic so that every tool call is answered right after it.
+//   - repairs tool traffic so that every tool call is answered right after it;
+//   - with Policy.Memory (issue #38), sets Budget.Memory aside once turns drop, moves the
+//     drop boundary in coarse blocks, and shows the memory of the dropped turns
+//     ([Memory]: facts with their evidence ids, trust MODEL_GENERATED, reference only)
+//     before the drop marker. [NewPlan] decides the window and boundary first, so the
+//     caller can choose the snapshot for that boundary and render it ([Plan.Request])
+//     without building twice.
 //
 // The mappers encode a Request: [Request.OpenAI] (Chat Completions),
 // [Request.Anthropic] (Messages API, with tool_use/tool_result pairing enforced by
@@ -53,7 +59,8 @@
 // structure: roles, the instruction stack, the trust tags and the boundary.
 //
 // Prefix stability has three documented breaks: the request where compaction switches
-// on, a drop (once per block of seqs), and a current message too long for the history
+// on, a drop (once per block of seqs; with memory on the memory section changes in the
+// same request), and a current message too long for the history
 // cap or longer than 1,024 bytes under compaction, which is shown shorter once it is
 // history.
 package projection

@@ -4,9 +4,17 @@
 // conversations service rebuilds the same input later (replay), so the two cannot drift:
 // with the same ledger and policy, the replayed input equals the live one byte for byte.
 //
+// Memory (issue #38): under Policy.Memory a turn is planned first ([PlanTurn]), the
+// snapshot for the plan's drop boundary is looked for among the entries read
+// ([Plan.Stored]) or made by the caller ([Extractive], or a model's checked proposal) and
+// stored with the turn's message, and the plan is rendered with it ([Plan.Input]);
+// [Replay] finds the same snapshot (the one stored with the message, else the stored one
+// for the boundary). A turn's final STATUS records its request's figures ([Figures]).
+//
 // # Imports
 //
-// ledger (its entry model and sentinels), projection and the standard library. It reads
+// ledger (its entry model and sentinels), memory, projection and the standard library. It
+// reads
 // the ledger only through [Reader], declared here, and writes nothing.
 package prompt
 
@@ -202,7 +210,8 @@ const firstRead = 48
 // History's number), only while the plan used every entry it was given
 // (projection.Plan.NeedsOlder): a turn of a long conversation reads what its window
 // needs, not twice the history limit. Replay plans with it too, so it reads what the
-// live turn read.
+// live turn read. Errors are the ledger's (a conversation that does not exist has no
+// history, not an error) and the projection's, wrapped.
 func PlanTurn(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, beforeSeq uint64, current ledger.Entry) (*Plan, error) {
 	full := historyMax(policy)
 	step := full
