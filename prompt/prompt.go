@@ -14,8 +14,7 @@
 // # Imports
 //
 // ledger (its entry model and sentinels), memory, projection and the standard library. It
-// reads
-// the ledger only through [Reader], declared here, and writes nothing.
+// reads the ledger only through [Reader], declared here, and writes nothing.
 package prompt
 
 import (
