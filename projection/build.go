@@ -436,11 +436,11 @@ func chooseWindow(ps []piece, complete bool, histLen int, cfg config, st *Stats)
 		}
 		return window{keep: len(ps), compacting: fullSum > budget}
 	}
-	block := max(minDropBlock, cfg.limit/2)
+	block, maxItems := max(minDropBlock, cfg.limit/2), cfg.limit-1 // room for the marker
 	if cfg.memoryBytes > 0 {
-		block = memoryDropBlock
+		block, maxItems = memoryDropBlock, maxItems-1 // and for the memory section
 	}
-	w := window{keep: dropWindow(ps, cfg.limit-1, budget-markerCost-cfg.memoryBytes, block), compacting: true}
+	w := window{keep: dropWindow(ps, maxItems, budget-markerCost-cfg.memoryBytes, block), compacting: true}
 	switch {
 	case w.keep > 0:
 		w.firstSeq = ps[w.keep-1].seq

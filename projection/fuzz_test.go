@@ -62,11 +62,19 @@ func FuzzBuild(f *testing.F) {
 		p := Policy{HistoryLimit: int(limit), MaxMessageBytes: int(maxBytes), Peer: "fuzz",
 			Budget: Budget{History: int(budget), Current: int(budget)}}
 
-		req, st, err := Build(hist, cur, p)
+		var mem *Memory // with an odd budget, the memory section too (issue #38)
+		if budget%2 == 1 {
+			p.Memory = true
+			mem = &Memory{First: 1, Last: uint64(len(parts))}
+			for i, part := range parts {
+				mem.Facts = append(mem.Facts, Fact{Text: part, Evidence: []uint64{uint64(i + 1)}})
+			}
+		}
+		req, st, err := BuildWithMemory(hist, cur, mem, p)
 		if err != nil {
 			t.Fatalf("Build() error = %v", err)
 		}
-		req2, st2, err := Build(hist, cur, p)
+		req2, st2, err := BuildWithMemory(hist, cur, mem, p)
 		if err != nil || !cmp.Equal(req, req2) || st != st2 {
 			t.Fatalf("Build() not deterministic: %v\n%s", err, cmp.Diff(req, req2))
 		}
