@@ -3,6 +3,7 @@ package a2a
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 )
 
 // ErrorDomain is the ErrorInfo domain of errors defined by the A2A specification.
@@ -18,32 +19,38 @@ type errorRow struct {
 	reason  string
 	domain  string
 	message string // the default message on the wire
+	// status is the google.rpc.Code name (the gRPC status, and the "status" of an
+	// HTTP+JSON error body); http is the HTTP+JSON binding's status code.
+	status string
+	http   int
 }
 
-// errorTable is the only mapping from errors to JSON-RPC codes. It is append-only in
-// meaning: never renumber a code or reuse a reason. Rows are tried in order, so the
+// errorTable is the only mapping from errors to their wire forms: the JSON-RPC code, the
+// google.rpc.Code (gRPC status) and the HTTP+JSON status, as v1.0 §5.4 maps the A2A
+// errors (and AIP-193 maps the google.rpc.Codes to HTTP for the rest). It is append-only
+// in meaning: never renumber a code or reuse a reason. Rows are tried in order, so the
 // gateway's specific reasons come before the spec sentinel they wrap.
 var errorTable = []errorRow{
-	{ErrContextBusy, -32004, "CONTEXT_BUSY", GatewayErrorDomain, "another task is running in this context; retry when it completes"},
-	{ErrLockUnavailable, -32603, "LOCK_UNAVAILABLE", GatewayErrorDomain, "lock service unavailable; retry later"},
-	{ErrStorageUnavailable, -32000, "STORAGE_UNAVAILABLE", GatewayErrorDomain, "the gateway's storage cannot take writes; retry later"},
-	{ErrConversationDamaged, -32603, "CONVERSATION_DAMAGED", GatewayErrorDomain, "the conversation's stored data is damaged; it is quarantined"},
-	{ErrUnavailable, -32000, "UNAVAILABLE", GatewayErrorDomain, "service unavailable; retry later"},
-	{ErrRateLimited, -32000, "RATE_LIMITED", GatewayErrorDomain, "rate limit exceeded; retry later"},
-	{ErrParseError, -32700, "PARSE_ERROR", ErrorDomain, "Invalid JSON payload"},
-	{ErrInvalidRequest, -32600, "INVALID_REQUEST", ErrorDomain, "Request payload validation error"},
-	{ErrMethodNotFound, -32601, "METHOD_NOT_FOUND", ErrorDomain, "Method not found"},
-	{ErrInvalidParams, -32602, "INVALID_PARAMS", ErrorDomain, "Invalid parameters"},
-	{ErrTaskNotFound, -32001, "TASK_NOT_FOUND", ErrorDomain, "Task not found"},
-	{ErrTaskNotCancelable, -32002, "TASK_NOT_CANCELABLE", ErrorDomain, "Task cannot be canceled"},
-	{ErrPushNotSupported, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", ErrorDomain, "Push Notification is not supported"},
-	{ErrUnsupportedOperation, -32004, "UNSUPPORTED_OPERATION", ErrorDomain, "This operation is not supported"},
-	{ErrContentTypeNotSupported, -32005, "CONTENT_TYPE_NOT_SUPPORTED", ErrorDomain, "Incompatible content types"},
-	{ErrInvalidAgentResponse, -32006, "INVALID_AGENT_RESPONSE", ErrorDomain, "Invalid agent response"},
-	{ErrExtendedCardNotConfigured, -32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", ErrorDomain, "Extended agent card is not configured"},
-	{ErrExtensionSupportRequired, -32008, "EXTENSION_SUPPORT_REQUIRED", ErrorDomain, "Extension support required"},
-	{ErrVersionNotSupported, -32009, "VERSION_NOT_SUPPORTED", ErrorDomain, "Protocol version not supported"},
-	{ErrInternal, -32603, "INTERNAL", ErrorDomain, "internal error"},
+	{ErrContextBusy, -32004, "CONTEXT_BUSY", GatewayErrorDomain, "another task is running in this context; retry when it completes", "ABORTED", http.StatusConflict},
+	{ErrLockUnavailable, -32603, "LOCK_UNAVAILABLE", GatewayErrorDomain, "lock service unavailable; retry later", "UNAVAILABLE", http.StatusServiceUnavailable},
+	{ErrStorageUnavailable, -32000, "STORAGE_UNAVAILABLE", GatewayErrorDomain, "the gateway's storage cannot take writes; retry later", "UNAVAILABLE", http.StatusServiceUnavailable},
+	{ErrConversationDamaged, -32603, "CONVERSATION_DAMAGED", GatewayErrorDomain, "the conversation's stored data is damaged; it is quarantined", "INTERNAL", http.StatusInternalServerError},
+	{ErrUnavailable, -32000, "UNAVAILABLE", GatewayErrorDomain, "service unavailable; retry later", "UNAVAILABLE", http.StatusServiceUnavailable},
+	{ErrRateLimited, -32000, "RATE_LIMITED", GatewayErrorDomain, "rate limit exceeded; retry later", "RESOURCE_EXHAUSTED", http.StatusTooManyRequests},
+	{ErrParseError, -32700, "PARSE_ERROR", ErrorDomain, "Invalid JSON payload", "INVALID_ARGUMENT", http.StatusBadRequest},
+	{ErrInvalidRequest, -32600, "INVALID_REQUEST", ErrorDomain, "Request payload validation error", "INVALID_ARGUMENT", http.StatusBadRequest},
+	{ErrMethodNotFound, -32601, "METHOD_NOT_FOUND", ErrorDomain, "Method not found", "NOT_FOUND", http.StatusNotFound},
+	{ErrInvalidParams, -32602, "INVALID_PARAMS", ErrorDomain, "Invalid parameters", "INVALID_ARGUMENT", http.StatusBadRequest},
+	{ErrTaskNotFound, -32001, "TASK_NOT_FOUND", ErrorDomain, "Task not found", "NOT_FOUND", http.StatusNotFound},
+	{ErrTaskNotCancelable, -32002, "TASK_NOT_CANCELABLE", ErrorDomain, "Task cannot be canceled", "FAILED_PRECONDITION", http.StatusConflict},
+	{ErrPushNotSupported, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", ErrorDomain, "Push Notification is not supported", "UNIMPLEMENTED", http.StatusBadRequest},
+	{ErrUnsupportedOperation, -32004, "UNSUPPORTED_OPERATION", ErrorDomain, "This operation is not supported", "UNIMPLEMENTED", http.StatusBadRequest},
+	{ErrContentTypeNotSupported, -32005, "CONTENT_TYPE_NOT_SUPPORTED", ErrorDomain, "Incompatible content types", "INVALID_ARGUMENT", http.StatusUnsupportedMediaType},
+	{ErrInvalidAgentResponse, -32006, "INVALID_AGENT_RESPONSE", ErrorDomain, "Invalid agent response", "INTERNAL", http.StatusBadGateway},
+	{ErrExtendedCardNotConfigured, -32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", ErrorDomain, "Extended agent card is not configured", "FAILED_PRECONDITION", http.StatusBadRequest},
+	{ErrExtensionSupportRequired, -32008, "EXTENSION_SUPPORT_REQUIRED", ErrorDomain, "Extension support required", "FAILED_PRECONDITION", http.StatusBadRequest},
+	{ErrVersionNotSupported, -32009, "VERSION_NOT_SUPPORTED", ErrorDomain, "Protocol version not supported", "UNIMPLEMENTED", http.StatusBadRequest},
+	{ErrInternal, -32603, "INTERNAL", ErrorDomain, "internal error", "INTERNAL", http.StatusInternalServerError},
 }
 
 var internalRow = errorTable[len(errorTable)-1]
@@ -57,6 +64,10 @@ type RPCError struct {
 	Metadata map[string]string
 	Field    string // BadRequest field violation, for -32602
 	Internal bool   // the cause was not a protocol error; log it, do not send it
+	// Status is the google.rpc.Code name (gRPC status; AIP-193 "status") and HTTPStatus
+	// the HTTP+JSON binding's status code, both from the error table.
+	Status     string
+	HTTPStatus int
 }
 
 // ToRPCError maps err to its wire form through the error table. Unknown errors become
@@ -64,9 +75,10 @@ type RPCError struct {
 func ToRPCError(err error) RPCError {
 	row, ok := lookupRow(err)
 	if !ok {
-		return RPCError{Code: internalRow.code, Message: internalRow.message, Reason: internalRow.reason, Domain: internalRow.domain, Internal: true}
+		return RPCError{Code: internalRow.code, Message: internalRow.message, Reason: internalRow.reason, Domain: internalRow.domain, Internal: true,
+			Status: internalRow.status, HTTPStatus: internalRow.http}
 	}
-	out := RPCError{Code: row.code, Message: row.message, Reason: row.reason, Domain: row.domain}
+	out := RPCError{Code: row.code, Message: row.message, Reason: row.reason, Domain: row.domain, Status: row.status, HTTPStatus: row.http}
 	if row.err == ErrInternal {
 		out.Internal = true
 		return out
@@ -113,6 +125,13 @@ func (e RPCError) wireV03() map[string]any {
 // wireV1 encodes e for the v1.0 dialect: data is an array of typed details, the first a
 // google.rpc.ErrorInfo, then a google.rpc.BadRequest for a field violation.
 func (e RPCError) wireV1() map[string]any {
+	return map[string]any{"code": e.Code, "message": e.Message, "data": e.details()}
+}
+
+// details are the typed details of a v1.0 error: a google.rpc.ErrorInfo, then a
+// google.rpc.BadRequest for a field violation (JSON-RPC error.data, gRPC status details,
+// HTTP+JSON error.details alike).
+func (e RPCError) details() []any {
 	info := map[string]any{
 		"@type":  "type.googleapis.com/google.rpc.ErrorInfo",
 		"reason": e.Reason,
@@ -128,7 +147,16 @@ func (e RPCError) wireV1() map[string]any {
 			"fieldViolations": []any{map[string]any{"field": e.Field, "description": e.Message}},
 		})
 	}
-	return map[string]any{"code": e.Code, "message": e.Message, "data": data}
+	return data
+}
+
+// HTTPBody is the error as the HTTP+JSON binding sends it (v1.0 §11.6, AIP-193):
+// {"error": {"code": <HTTP status>, "status": <google.rpc.Code>, "message", "details"}}.
+func (e RPCError) HTTPBody() []byte {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{ // maps of strings and ints always marshal
+		"code": e.HTTPStatus, "status": e.Status, "message": e.Message, "details": e.details(),
+	}})
+	return b
 }
 
 func (e RPCError) wire(d Dialect) json.RawMessage {
