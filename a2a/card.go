@@ -43,6 +43,13 @@ type CardConfig struct {
 	// Extensions are further extensions to declare (URI, description), after the
 	// gateway's own.
 	Extensions []CardExtension
+	// HTTPJSON declares the HTTP+JSON binding (v1.0, [HTTPJSONHandler]) at URL in
+	// supportedInterfaces. It is not offered to v0.3 clients (additionalInterfaces): the
+	// v0.3 REST mapping (/v1/...) is not served.
+	HTTPJSON bool
+	// Interfaces are further interfaces to declare, after the JSON-RPC and HTTP+JSON
+	// ones (a gRPC endpoint, say).
+	Interfaces []CardInterface
 	// Modified is the card's Last-Modified time (when its configuration was loaded);
 	// zero: the time [NewCardHandler] is called.
 	Modified time.Time
@@ -116,6 +123,17 @@ type cardInterfaceV1 struct {
 	URL             string `json:"url"`
 	ProtocolBinding string `json:"protocolBinding"`
 	ProtocolVersion string `json:"protocolVersion"`
+}
+
+// CardInterface is an interface a [CardConfig] declares besides JSON-RPC and HTTP+JSON.
+type CardInterface struct {
+	URL             string // "" = the card's endpoint URL
+	ProtocolBinding string // "GRPC", ...
+	ProtocolVersion string // "1.0"
+	// V03Transport, when set, also offers the interface to v0.3 clients in
+	// additionalInterfaces under that transport name (only if the v0.3 mapping of the
+	// binding is served there).
+	V03Transport string
 }
 
 type cardInterfaceV03 struct {
@@ -203,6 +221,7 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		SupportsAuthenticatedExtendedCard: cfg.BearerAuth,
 		bearer:                            cfg.BearerAuth,
 	}
+	c.addInterfaces(cfg, url)
 	for _, e := range cfg.Extensions {
 		c.Capabilities.Extensions = append(c.Capabilities.Extensions, cardExtension{URI: e.URI, Description: e.Description, Params: cardParams(e.Params, url)})
 	}
@@ -215,6 +234,27 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		c.SecurityRequirements = []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
 	}
 	return c
+}
+
+// addInterfaces declares HTTP+JSON and cfg.Interfaces after the JSON-RPC v1.0
+// interface (the first, preferred one) and before the v0.3 one, so that the first
+// interface of each binding is its v1.0 one.
+func (c *Card) addInterfaces(cfg CardConfig, url string) {
+	v1 := c.SupportedInterfaces[:1:1]
+	if cfg.HTTPJSON {
+		v1 = append(v1, cardInterfaceV1{URL: url, ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"})
+	}
+	for _, i := range cfg.Interfaces {
+		u := i.URL
+		if u == "" {
+			u = url
+		}
+		v1 = append(v1, cardInterfaceV1{URL: u, ProtocolBinding: i.ProtocolBinding, ProtocolVersion: i.ProtocolVersion})
+		if i.V03Transport != "" {
+			c.AdditionalInterfaces = append(c.AdditionalInterfaces, cardInterfaceV03{URL: u, Transport: i.V03Transport})
+		}
+	}
+	c.SupportedInterfaces = append(v1, c.SupportedInterfaces[1:]...)
 }
 
 // cardParams returns params with each [CardURL] resolved against the endpoint base.
