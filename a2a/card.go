@@ -242,7 +242,8 @@ func BuildCard(cfg CardConfig, url string) *Card {
 func (c *Card) addInterfaces(cfg CardConfig, url string) {
 	v1 := c.SupportedInterfaces[:1:1]
 	if cfg.HTTPJSON {
-		v1 = append(v1, cardInterfaceV1{URL: url, ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"})
+		// The base its paths are appended to ("/message:send"): no trailing slash.
+		v1 = append(v1, cardInterfaceV1{URL: strings.TrimSuffix(url, "/"), ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"})
 	}
 	for _, i := range cfg.Interfaces {
 		u := i.URL

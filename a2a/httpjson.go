@@ -136,10 +136,10 @@ func resource(segs []string) (restRoute, bool) {
 
 // route matches a request path: a route of the binding, else a tenant (a first segment
 // that is not reserved) and a route under it. Segments are path-unescaped; an empty one
-// (a doubled or trailing slash) matches nothing.
+// (a doubled or trailing slash) matches nothing, but leading slashes count as one.
 func (h *HTTPJSONHandler) route(escapedPath string) (restRoute, bool) {
-	p, ok := strings.CutPrefix(escapedPath, "/")
-	if !ok || p == "" {
+	p := strings.TrimLeft(escapedPath, "/") // "//message:send": a base URL with a trailing slash, joined with "/message:send"
+	if p == "" || p == escapedPath {
 		return restRoute{}, false
 	}
 	segs := strings.Split(p, "/")

@@ -388,10 +388,45 @@ func TestHTTPJSONRoutesOnly(t *testing.T) {
 		"/message:send": true, "/t/message:stream": true, "/tasks": true, "/tasks/x": true, "/tasks/x:cancel": true,
 		"/tasks/x/pushNotificationConfigs/y": true, "/extendedAgentCard": true, "/t/extendedAgentCard": true,
 		"/": false, "/a2a": false, "/admin/tasks": false, "/console/tasks/x": false, "/tasks/x/y": false,
-		"/t/u/tasks": false, "//tasks": false, "/healthz": false, "/%zz/tasks": false,
+		"/t/u/tasks": false, "//tasks": true, "/tasks//x": false, "/healthz": false, "/%zz/tasks": false,
 	} {
 		if got := h.Routes(path); got != want {
 			t.Errorf("Routes(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// TestCardInterfaces: the card lists the interfaces that are on, JSON-RPC 1.0 first;
+// HTTP+JSON (its URL the base of its paths, no trailing slash) only with HTTPJSON, and
+// never to v0.3 clients; extra interfaces after it, to v0.3 clients only when they say
+// under which transport.
+func TestCardInterfaces(t *testing.T) {
+	t.Parallel()
+	type iface struct{ URL, ProtocolBinding, ProtocolVersion string }
+	type v03 struct{ URL, Transport string }
+	read := func(cfg CardConfig) ([]iface, []v03) {
+		var c struct {
+			SupportedInterfaces  []iface `json:"supportedInterfaces"`
+			AdditionalInterfaces []v03   `json:"additionalInterfaces"`
+		}
+		r := httptest.NewRequest(http.MethodGet, "http://gw.example/.well-known/agent-card.json", nil)
+		b, err := CardJSONFor(cfg, r, V03)
+		if err != nil || json.Unmarshal(b, &c) != nil {
+			t.Fatalf("card: %s, %v", b, err)
+		}
+		return c.SupportedInterfaces, c.AdditionalInterfaces
+	}
+	const u = "https://gw.example/"
+	got, old := read(CardConfig{URL: u})
+	if diff := cmp.Diff([]iface{{u, "JSONRPC", "1.0"}, {u, "JSONRPC", "0.3"}}, got); diff != "" {
+		t.Errorf("JSON-RPC only (-want +got):\n%s", diff)
+	}
+	got, old = read(CardConfig{URL: u, HTTPJSON: true, Interfaces: []CardInterface{{URL: "grpc://gw.example:9090", ProtocolBinding: "GRPC", ProtocolVersion: "1.0", V03Transport: "GRPC"}}})
+	want := []iface{{u, "JSONRPC", "1.0"}, {"https://gw.example", "HTTP+JSON", "1.0"}, {"grpc://gw.example:9090", "GRPC", "1.0"}, {u, "JSONRPC", "0.3"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("with HTTP+JSON and gRPC (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]v03{{u, "JSONRPC"}, {"grpc://gw.example:9090", "GRPC"}}, old); diff != "" {
+		t.Errorf("additionalInterfaces (-want +got):\n%s", diff)
 	}
 }
