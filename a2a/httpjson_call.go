@@ -317,7 +317,8 @@ func (h *HTTPJSONHandler) serveStream(ctx context.Context, w http.ResponseWriter
 			h.d.observe(ctx, method, V1, rpc.Code, rpc.Reason, start)
 			return rpc.HTTPBody()
 		},
-		done: func() { h.d.Observe(ctx, method, V1, nil, start) },
+		done:       func() { h.d.Observe(ctx, method, V1, nil, start) },
+		errorEvent: "error",
 	})
 }
 

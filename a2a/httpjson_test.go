@@ -375,7 +375,7 @@ func TestHTTPJSONStream(t *testing.T) {
 	wantRESTError(t, resp, body, 400, "UNSUPPORTED_OPERATION")
 	resp, body = restDo(t, srv, "GET", "/tasks/broken:subscribe", "")
 	frames := dataFrames(parseSSE(t, string(body)))
-	if resp.StatusCode != 200 || len(frames) != 2 || !strings.Contains(frames[1].Data, `"code":404`) || !strings.Contains(frames[1].Data, "TASK_NOT_FOUND") {
+	if resp.StatusCode != 200 || len(frames) != 2 || frames[1].Event != "error" || !strings.Contains(frames[1].Data, `"code":404`) || !strings.Contains(frames[1].Data, "TASK_NOT_FOUND") {
 		t.Errorf("error after the stream opened: %d %q", resp.StatusCode, body)
 	}
 }

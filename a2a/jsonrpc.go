@@ -438,7 +438,7 @@ func startSSE(w http.ResponseWriter) (flush func()) {
 }
 
 func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request, d Dialect, err error, start time.Time) {
-	writeSSEData(w, t.d.fail(ctx, req.ID, req.Method, d, err, start))
+	writeSSEData(w, "", t.d.fail(ctx, req.ID, req.Method, d, err, start))
 }
 
 // maxDrainBytes bounds how much of a body over the limit tooLarge reads (and drops)

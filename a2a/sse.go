@@ -18,6 +18,9 @@ type sseOut struct {
 	fail func(err error) []byte
 	// done reports the request's successful end (the stream ended).
 	done func()
+	// errorEvent, when set, is the SSE event type of the error frame ("event: error":
+	// the HTTP+JSON clients, a2a-js's among them, read an error from it).
+	errorEvent string
 }
 
 // pumpSSE writes st's events to w, whose event-stream headers are written (see startSSE),
@@ -41,7 +44,7 @@ func (d *Dispatcher) pumpSSE(ctx context.Context, w io.Writer, flush func(), st 
 			buf = append(append(buf[:0], "id: "...), strconv.FormatUint(ev.Seq, 10)...)
 			buf = append(buf, "\ndata: "...)
 			if buf, err = out.data(buf, &ev); err != nil {
-				writeSSEData(w, out.fail(err))
+				writeSSEData(w, out.errorEvent, out.fail(err))
 				flush()
 				return
 			}
@@ -61,16 +64,19 @@ func (d *Dispatcher) pumpSSE(ctx context.Context, w io.Writer, flush func(), st 
 			}
 			flush()
 		default:
-			writeSSEData(w, out.fail(err))
+			writeSSEData(w, out.errorEvent, out.fail(err))
 			flush()
 			return
 		}
 	}
 }
 
-// writeSSEData writes one data frame holding b.
-func writeSSEData(w io.Writer, b []byte) {
-	frame := make([]byte, 0, len(b)+10)
+// writeSSEData writes one data frame holding b, of type event unless that is "".
+func writeSSEData(w io.Writer, event string, b []byte) {
+	frame := make([]byte, 0, len(b)+len(event)+20)
+	if event != "" {
+		frame = append(append(append(frame, "event: "...), event...), '\n')
+	}
 	frame = append(append(append(frame, "data: "...), b...), "\n\n"...)
 	_, _ = w.Write(frame)
 }

@@ -182,7 +182,9 @@ BINDINGS=(http_json)
 # the card's supportedInterfaces), and -k dropping the other transports' tests (they
 # would only skip). It prints the count lines of summarize.py and fails when a test did.
 run_10_binding() {
-  local b=$1 py=${TCK_PYTHON:-/usr/bin/python3} out=$CONFORMANCE_TMP/tck-$1 others=() xmls=() t
+  local b=$1 py=${TCK_PYTHON:-/usr/bin/python3} others=() xmls=() t
+  local out=${TCK_RESULTS:-${TMPDIR:-/tmp}/a2a-tck-results}/1.0-$b-${url#http://}
+  out=${out//:/_}
   for t in jsonrpc http_json grpc; do [ "$t" = "$b" ] || others+=("not $t"); done
   local kexpr="${others[0]} and ${others[1]}"
   mkdir -p "$out"
@@ -192,7 +194,7 @@ run_10_binding() {
     ( cd "$TCK_DIR/src-1.0" && PYTHONPATH="$TCK_DIR/pydeps" PYTHONDONTWRITEBYTECODE=1 timeout --kill-after=10 "${TCK_TIMEOUT_S:-900}" \
         "$py" -m pytest -p no:cacheprovider --junitxml="$out/$label.xml" -c "$TCK_DIR/pytest-1.0.ini" --rootdir . \
         tests/compatibility --sut-host="$url" --transport="$b" -k "$kexpr" --tb=short -q -rfE -m "$scope" ) > "$out/$label.log" 2>&1
-    echo "    pytest rc=$?: $(grep -E '(passed|failed|skipped|error|deselected|no tests ran).* in [0-9.]+s' "$out/$label.log" | tail -n 1)"
+    echo "    pytest rc=$?: $(grep -E '(passed|failed|skipped|error|deselected|no tests ran).* in [0-9.]+s' "$out/$label.log" | tail -n 1) (log: $out/$label.log)"
     xmls+=("$label=$out/$label.xml")
   done
   local det=(); [ "${TCK_DETAILS:-0}" = 1 ] && det=(--details)
