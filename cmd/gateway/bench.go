@@ -308,9 +308,12 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	mode := "send"
+	mode, binding := "send", "JSON-RPC"
 	if cfg.Stream {
 		mode = "stream"
+	}
+	if cfg.HTTPJSON {
+		mode, binding = "send over HTTP+JSON (POST /message:send)", "HTTP+JSON"
 	}
 	contexts := fmt.Sprintf("contexts %d", cfg.Contexts)
 	if cfg.FreshContexts {
@@ -322,7 +325,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		if o.baselineURL != "" {
 			header += fmt.Sprintf("baseline     %s, %d alternating rounds\n\n", o.baselineURL, o.rounds)
 		} else {
-			header += fmt.Sprintf("baseline     in-process net/http JSON-RPC echo, %d alternating rounds\n\n", o.rounds)
+			header += fmt.Sprintf("baseline     in-process net/http %s echo, %d alternating rounds\n\n", binding, o.rounds)
 		}
 	}
 	if _, err := io.WriteString(w, header); err != nil {
