@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -428,5 +430,30 @@ func TestCardInterfaces(t *testing.T) {
 	}
 	if diff := cmp.Diff([]v03{{u, "JSONRPC"}, {"grpc://gw.example:9090", "GRPC"}}, old); diff != "" {
 		t.Errorf("additionalInterfaces (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadmeListsEveryRoute: every HTTP+JSON route is named in README.md as
+// "`METHOD /path`".
+func TestReadmeListsEveryRoute(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, route := range []string{"POST /message:send", "POST /message:stream", "GET /tasks/{id}", "GET /tasks",
+		"POST /tasks/{id}:cancel", "GET /tasks/{id}:subscribe", "POST /tasks/{taskId}/pushNotificationConfigs",
+		"GET /tasks/{taskId}/pushNotificationConfigs", "GET /tasks/{taskId}/pushNotificationConfigs/{id}",
+		"DELETE /tasks/{taskId}/pushNotificationConfigs/{id}", "GET /extendedAgentCard"} {
+		if !strings.Contains(string(b), "`"+route+"`") {
+			t.Errorf("README.md does not name the HTTP+JSON route `%s`", route)
+		}
+		method, path, _ := strings.Cut(route, " ")
+		h := NewHTTPJSONHandler(&fakeHandler{}, HTTPJSONConfig{})
+		p := strings.NewReplacer("{id}", "x", "{taskId}", "x").Replace(path)
+		rt, ok := h.route(p)
+		if _, served := rt.res[method]; !ok || !served {
+			t.Errorf("README's route %s is not served", route)
+		}
 	}
 }
