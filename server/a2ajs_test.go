@@ -90,8 +90,8 @@ func (a heldAgent) Reply(ctx context.Context, t agent.Turn, emit agent.Emit) (ag
 // jsStep is one line the a2a-js script prints.
 type jsStep struct {
 	Step, Transport, ID, State, Reply, Name, Message, Turn1 string
-	Stream, Resubscribe                                    json.RawMessage
-	Listed                                                 []string
+	Stream, Resubscribe                                     json.RawMessage
+	Listed                                                  []string
 }
 
 type jsEvent struct{ Kind, ID, State, Text string }
