@@ -239,10 +239,14 @@ func (h *HTTPJSONHandler) notAllowed(ctx context.Context, w http.ResponseWriter,
 }
 
 // fail answers err as an AIP-193 error with its HTTP status (the error table), logs an
-// internal error once, and reports the request's end.
+// internal error once, and reports the request's end. An error whose metadata has
+// retryAfterSeconds (RATE_LIMITED) also sets Retry-After.
 func (h *HTTPJSONHandler) fail(ctx context.Context, w http.ResponseWriter, method string, err error, start time.Time) {
 	rpc := h.d.rpcError(ctx, err, method)
 	h.d.observe(ctx, method, V1, rpc.Code, rpc.Reason, start)
+	if s := rpc.Metadata["retryAfterSeconds"]; s != "" && !rpc.Internal {
+		w.Header().Set("Retry-After", s) // RATE_LIMITED's 429 (RFC 9110 §10.2.3)
+	}
 	writeHTTPJSON(w, rpc.HTTPStatus, rpc.HTTPBody())
 }
 

@@ -475,3 +475,31 @@ func TestBindingsBusyRule(t *testing.T) {
 		testutil.WaitFor(t, "the turn to end", func() bool { return s.runner.Running() == 0 })
 	}
 }
+
+// TestHTTPJSONRateLimited: the rate limit holds over HTTP+JSON (the same decorator):
+// 429 RATE_LIMITED with Retry-After, and a JSON-RPC request of the same peer shares its
+// bucket.
+func TestHTTPJSONRateLimited(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.RateLimit = "2/h" // no refill during the test
+	s := startServer(t, cfg)
+	if o := restBinding.send(t, s, "", messageJSON("ctx-rate", "", "one")); o.TaskID == "" {
+		t.Fatalf("first send: %+v", o)
+	}
+	if o := jsonrpcBinding.get(t, s, "", "nope"); o.Reason != "TASK_NOT_FOUND" {
+		t.Fatalf("second request (JSON-RPC): %+v", o)
+	}
+	body, _ := json.Marshal(map[string]any{"message": messageJSON("ctx-rate", "", "three")})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"message:send", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := newHTTPClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if o := restOutcome(resp.StatusCode, b); o.Code != http.StatusTooManyRequests || o.Reason != "RATE_LIMITED" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("third request: %+v, Retry-After %q; want 429 RATE_LIMITED with Retry-After", o, resp.Header.Get("Retry-After"))
+	}
+}
