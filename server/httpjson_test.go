@@ -503,3 +503,30 @@ func TestHTTPJSONRateLimited(t *testing.T) {
 		t.Errorf("third request: %+v, Retry-After %q; want 429 RATE_LIMITED with Retry-After", o, resp.Header.Get("Retry-After"))
 	}
 }
+
+// TestHTTPJSONRoutesBesideTheOthers: the catch-all changes no other route's answer: a
+// route's path with another method is still 405 (with Allow), an unknown path 404, before
+// authentication; a {tenant} never takes another route's first segment.
+func TestHTTPJSONRoutesBesideTheOthers(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Peers = []Peer{{Name: "alice", Accept: []string{"tok-alice-0123456789"}}}
+	s := startServer(t, cfg)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/a2a", 405}, {"PUT", "/", 405}, {"POST", "/healthz", 405}, {"GET", "/nonexistent", 404},
+		{"GET", "/admin/tasks", 404}, {"GET", "/console/tasks", 404}, {"GET", "/.well-known/tasks", 404},
+		{"GET", "/healthz", 200}, {"GET", "/tasks", 401}, {"GET", "/acme/tasks", 401}, {"DELETE", "/tasks", 401},
+	} {
+		status, body := doHTTP(t, c.method, strings.TrimSuffix(s.URL(), "/")+c.path, "", "", nil)
+		if status != c.status {
+			t.Errorf("%s %s = %d %s, want %d", c.method, c.path, status, body, c.status)
+		}
+	}
+	status, _ := doHTTP(t, "DELETE", s.URL()+"tasks", "", "tok-alice-0123456789", nil)
+	if status != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE /tasks with a token = %d, want 405", status)
+	}
+}
