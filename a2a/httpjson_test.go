@@ -457,3 +457,49 @@ func TestReadmeListsEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPJSONEveryRouteFails: every route answers its handler's error with the error's
+// HTTP status and reason (here TaskNotFound: 404).
+func TestHTTPJSONEveryRouteFails(t *testing.T) {
+	t.Parallel()
+	nf := Errorf(ErrTaskNotFound, "no such task")
+	h := &failingPush{err: nf}
+	h.send = func(context.Context, *SendParams) (SendResult, error) { return SendResult{}, nf }
+	h.stream = func(context.Context, *SendParams) (Stream, error) { return nil, nf }
+	h.getTask = func(context.Context, *GetTaskParams) (*Task, error) { return nil, nf }
+	h.listTasks = func(context.Context, *ListTasksParams) (*ListTasksResult, error) { return nil, nf }
+	h.cancel = func(context.Context, *TaskIDParams) (*Task, error) { return nil, nf }
+	h.subscribe = func(context.Context, *SubscribeParams) (Stream, error) { return nil, nf }
+	cfg := HTTPJSONConfig{TransportConfig: TransportConfig{Logger: discardLogger(),
+		ExtendedCard: func(*http.Request, Dialect) ([]byte, error) { return nil, nf }}}
+	srv := httptest.NewServer(NewHTTPJSONHandler(h, cfg))
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/message:send", restMsg}, {"POST", "/message:stream", restMsg}, {"GET", "/tasks/t", ""},
+		{"GET", "/tasks", ""}, {"POST", "/tasks/t:cancel", ""}, {"GET", "/tasks/t:subscribe", ""},
+		{"POST", "/tasks/t:subscribe", ""}, {"POST", "/tasks/t/pushNotificationConfigs", `{"url":"https://h/"}`},
+		{"GET", "/tasks/t/pushNotificationConfigs", ""}, {"GET", "/tasks/t/pushNotificationConfigs/c", ""},
+		{"DELETE", "/tasks/t/pushNotificationConfigs/c", ""}, {"GET", "/extendedAgentCard", ""},
+	} {
+		resp, body := restDo(t, srv, c.method, c.path, c.body)
+		t.Run(c.method+" "+c.path, func(t *testing.T) { wantRESTError(t, resp, body, http.StatusNotFound, "TASK_NOT_FOUND") })
+	}
+}
+
+// failingPush is a fakeHandler whose push methods fail with err.
+type failingPush struct {
+	fakeHandler
+	err error
+}
+
+func (f *failingPush) PushSupported() bool { return true }
+func (f *failingPush) SetTaskPushConfig(context.Context, *TaskPushConfig) (*TaskPushConfig, error) {
+	return nil, f.err
+}
+func (f *failingPush) GetTaskPushConfig(context.Context, *PushConfigRef) (*TaskPushConfig, error) {
+	return nil, f.err
+}
+func (f *failingPush) ListTaskPushConfigs(context.Context, *PushConfigRef) ([]TaskPushConfig, error) {
+	return nil, f.err
+}
+func (f *failingPush) DeleteTaskPushConfig(context.Context, *PushConfigRef) error { return f.err }

@@ -530,3 +530,35 @@ func TestHTTPJSONRoutesBesideTheOthers(t *testing.T) {
 		t.Errorf("DELETE /tasks with a token = %d, want 405", status)
 	}
 }
+
+// TestHTTPJSONExtendedCard: GET /extendedAgentCard is the pure v1.0 card for an
+// authenticated peer (the card declares it only with peer tokens), listing the HTTP+JSON
+// interface; without peer tokens it is UnsupportedOperationError (400), as §3.3.4 says
+// for an undeclared extended card.
+func TestHTTPJSONExtendedCard(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Peers = []Peer{{Name: "alice", Accept: []string{"tok-alice-0123456789"}}}
+	s := startServer(t, cfg)
+	status, b := doHTTP(t, http.MethodGet, s.URL()+"acme/extendedAgentCard", "", "tok-alice-0123456789", nil)
+	var card struct {
+		URL                 *string `json:"url"`
+		SupportedInterfaces []struct {
+			URL, ProtocolBinding string
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(b, &card); status != http.StatusOK || err != nil || card.URL != nil {
+		t.Fatalf("extended card = %d %s, want the pure v1.0 card", status, b)
+	}
+	found := false
+	for _, i := range card.SupportedInterfaces {
+		found = found || (i.ProtocolBinding == "HTTP+JSON" && i.URL == strings.TrimSuffix(s.URL(), "/"))
+	}
+	if !found {
+		t.Errorf("the extended card lists no HTTP+JSON interface at %s: %s", s.URL(), b)
+	}
+	open := startServer(t, testConfig(t))
+	if o := restOutcome(doHTTP(t, http.MethodGet, open.URL()+"extendedAgentCard", "", "", nil)); o.Code != 400 || o.Reason != "UNSUPPORTED_OPERATION" {
+		t.Errorf("extended card without peer auth: %+v, want 400 UNSUPPORTED_OPERATION", o)
+	}
+}
