@@ -2,7 +2,8 @@
 # make bench: every benchmark the issues ask for, on this machine, with ratios to a baseline
 # measured in the same run (this VM drifts ±30%, ratios hold).
 #  1. gateway (durable ledger, echo agent, in-process lease) vs a bare in-process JSON-RPC
-#     echo: message/send (v0.3) and SendMessage (v1.0) at concurrency 1 and 64.
+#     echo: message/send (v0.3) and SendMessage (v1.0) at concurrency 1 and 64; then
+#     SendMessage over the HTTP+JSON binding (POST /message:send) at 1 and 64.
 #  1b. gateway vs an a2a-go v0.3.3 in-memory echo agent (internal/loadgen/a2agoecho, built
 #     here, not shipped): message/send at concurrency 1 and 64, a fresh contextId per
 #     request and 64 long-lived contexts, on one core (servers under GOMAXPROCS=1 and, with
@@ -50,6 +51,13 @@ for dialect in 0.3 1.0; do
     echo
   done
 done
+# The other bindings' SendMessage, same gateway, same baseline (which answers each binding).
+for c in 1 64; do
+  echo "=== gateway (SendMessage over HTTP+JSON, POST /message:send) vs bare echo, concurrency $c, $c contexts"
+  "$BIN" bench --http-json --concurrency "$c" --contexts "$c" --duration "$DUR" --rounds "$ROUNDS" --baseline "$url"
+  echo
+done
+# gRPC: add its SendMessage here once the gateway serves it.
 
 # 1b. The a2a-go peer (issue #16 item 4). a2a-go v0.3.3 speaks v0.3 only (SendMessage is
 # -32601 there), so this section sends message/send.

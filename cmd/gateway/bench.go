@@ -189,6 +189,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.IntVar(concurrency, "concurrency", 1, "run `N` workers, each with one request in flight")
 	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "measure for `D` (each round, with --baseline)")
 	fs.StringVar(dialect, "dialect", "0.3", "speak dialect `V`: 0.3 (message/send, \"kind\" fields) or\n1.0 (SendMessage, ProtoJSON enums, header A2A-Version: 1.0)")
+	fs.BoolVar(&o.cfg.HTTPJSON, "http-json", false, "send SendMessage over the HTTP+JSON binding (POST URL/message:send,\nv1.0) instead of JSON-RPC; the in-process baseline answers it too")
 	fs.BoolVar(&o.cfg.Stream, "stream", false, "use message/stream / SendStreamingMessage over SSE, time each\nstream to its terminal event and report the time to first event")
 	fs.IntVar(&o.cfg.Contexts, "contexts", 0, "spread requests over `N` contextIds (0: as many as --concurrency).\n"+
 		"With N >= concurrency each worker uses its own ids, so no two\nin-flight requests share one; with 1 every request uses the same\n"+
@@ -240,8 +241,10 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 	if o.cfg.Message == "" {
 		o.cfg.Message = loadgen.DefaultMessage
 	}
-	switch d := loadgen.Dialect(dialect); d {
-	case loadgen.DialectV03, loadgen.DialectV10:
+	switch d := loadgen.Dialect(dialect); {
+	case o.cfg.HTTPJSON && !set["dialect"]:
+		o.cfg.Dialect = loadgen.DialectV10 // the binding is v1.0
+	case d == loadgen.DialectV03, d == loadgen.DialectV10:
 		o.cfg.Dialect = d
 	default:
 		problems = append(problems, fmt.Errorf("--dialect %q: want 1.0 or 0.3", dialect))
@@ -304,6 +307,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		settings := map[string]any{
 			"url":            cfg.URL,
 			"dialect":        string(cfg.Dialect),
+			"http_json":      cfg.HTTPJSON,
 			"concurrency":    cfg.Concurrency,
 			"contexts":       cfg.Contexts,
 			"fresh_contexts": cfg.FreshContexts,
@@ -326,11 +330,14 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	mode := "send"
+	mode, binding := "send", "JSON-RPC"
 	if cfg.Stream {
 		mode = "stream"
 	} else if o.binding == "grpc" {
 		mode = "send over gRPC (the card's GRPC interface)"
+	}
+	if cfg.HTTPJSON {
+		mode, binding = "send over HTTP+JSON (POST /message:send)", "HTTP+JSON"
 	}
 	contexts := fmt.Sprintf("contexts %d", cfg.Contexts)
 	if cfg.FreshContexts {
@@ -342,7 +349,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		if o.baselineURL != "" {
 			header += fmt.Sprintf("baseline     %s, %d alternating rounds\n\n", o.baselineURL, o.rounds)
 		} else {
-			header += fmt.Sprintf("baseline     in-process net/http JSON-RPC echo, %d alternating rounds\n\n", o.rounds)
+			header += fmt.Sprintf("baseline     in-process net/http %s echo, %d alternating rounds\n\n", binding, o.rounds)
 		}
 	}
 	if _, err := io.WriteString(w, header); err != nil {
@@ -367,7 +374,7 @@ func burstProblems(o benchOptions, set map[string]bool) []error {
 		}
 		return problems
 	}
-	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url"} {
+	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url", "http-json"} {
 		if set[name] {
 			problems = append(problems, fmt.Errorf("--%s does not apply to --burst", name))
 		}
