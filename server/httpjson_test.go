@@ -18,7 +18,7 @@ import (
 // Tests of the HTTP+JSON binding in the gateway (issue #39 item 1): it serves the same
 // runner as JSON-RPC, so a conversation crosses bindings; and the rules every binding
 // keeps (bad input stores nothing, peer isolation, redaction, the busy rule) hold on
-// each, as a matrix over the bindings (bindings below; gRPC is a third column to add).
+// each, as a matrix over the three bindings (bindings below; gRPC in grpc_matrix_test.go).
 
 var msgSeq atomic.Int64
 
@@ -52,7 +52,7 @@ type binding struct {
 }
 
 // bindings are the columns of the matrix tests.
-var bindings = []binding{jsonrpcBinding, restBinding}
+var bindings = []binding{jsonrpcBinding, restBinding, grpcBinding}
 
 // doHTTP sends one HTTP request to the gateway and returns its status and body.
 func doHTTP(t *testing.T, method, url, contentType, token string, body []byte, header ...string) (int, []byte) {
@@ -382,7 +382,7 @@ func TestBindingsBadInputStoresNothing(t *testing.T) {
 	for _, b := range bindings {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			s := startServer(t, testConfig(t))
+			s := startServer(t, grpcConfig(t))
 			for i, o := range b.bad(t, s, "") {
 				if o.Reason == "" || o.TaskID != "" {
 					t.Errorf("bad input %d: %+v, want an error with an ErrorInfo reason", i, o)
@@ -400,7 +400,7 @@ func TestBindingsBadInputStoresNothing(t *testing.T) {
 // every binding, whichever binding created it.
 func TestBindingsPeerIsolation(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
+	cfg := grpcConfig(t)
 	cfg.Peers = []Peer{{Name: "alice", Accept: []string{"tok-alice-0123456789"}}, {Name: "bob", Accept: []string{"tok-bob-0123456789"}}}
 	s := startServer(t, cfg)
 	for _, made := range bindings {
@@ -430,7 +430,7 @@ func TestBindingsPeerIsolation(t *testing.T) {
 // it is stored or answered, on every binding.
 func TestBindingsRedactCredentials(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, testConfig(t))
+	s := startServer(t, grpcConfig(t))
 	secret := "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 	for _, b := range bindings {
 		o := b.send(t, s, "", messageJSON("ctx-redact-"+b.name, "", "my token is "+secret+" ok"))
@@ -451,12 +451,12 @@ func TestBindingsRedactCredentials(t *testing.T) {
 
 // TestBindingsBusyRule (matrix): while a turn runs in a context (started over one
 // binding), a send into it over any binding is refused CONTEXT_BUSY: -32004 over
-// JSON-RPC, 409 over HTTP+JSON.
+// JSON-RPC, 409 over HTTP+JSON, ABORTED over gRPC.
 func TestBindingsBusyRule(t *testing.T) {
 	t.Parallel()
 	ag := &scriptedAgent{gates: map[string]chan string{}}
-	s := startServer(t, testConfig(t), WithAgent(ag))
-	wantCode := map[string]int{"jsonrpc": -32004, "http_json": http.StatusConflict}
+	s := startServer(t, grpcConfig(t), WithAgent(ag))
+	wantCode := map[string]int{"jsonrpc": -32004, "http_json": http.StatusConflict, "grpc": 10} // gRPC ABORTED
 	for _, first := range bindings {
 		contextID := "ctx-busy-" + first.name
 		gate := ag.gate(contextID)
