@@ -189,7 +189,6 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.IntVar(concurrency, "concurrency", 1, "run `N` workers, each with one request in flight")
 	fs.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "measure for `D` (each round, with --baseline)")
 	fs.StringVar(dialect, "dialect", "0.3", "speak dialect `V`: 0.3 (message/send, \"kind\" fields) or\n1.0 (SendMessage, ProtoJSON enums, header A2A-Version: 1.0)")
-	fs.BoolVar(&o.cfg.HTTPJSON, "http-json", false, "send SendMessage over the HTTP+JSON binding (POST URL/message:send,\nv1.0) instead of JSON-RPC; the in-process baseline answers it too")
 	fs.BoolVar(&o.cfg.Stream, "stream", false, "use message/stream / SendStreamingMessage over SSE, time each\nstream to its terminal event and report the time to first event")
 	fs.IntVar(&o.cfg.Contexts, "contexts", 0, "spread requests over `N` contextIds (0: as many as --concurrency).\n"+
 		"With N >= concurrency each worker uses its own ids, so no two\nin-flight requests share one; with 1 every request uses the same\n"+
@@ -205,7 +204,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
-	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL) or grpc (v1.0 SendMessage to\nthe GRPC interface the card at URL lists, over one HTTP/2 connection;\nnot with --stream, --burst or --baseline)")
+	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL), http_json (v1.0 SendMessage\nas POST URL/message:send; the in-process baseline answers it too) or grpc\n(v1.0 SendMessage to the GRPC interface the card at URL lists, over one\nHTTP/2 connection; not with --stream, --burst or --baseline)")
 	llmFlags(fs, &o.llm)
 	return fs
 }
@@ -241,6 +240,7 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 	if o.cfg.Message == "" {
 		o.cfg.Message = loadgen.DefaultMessage
 	}
+	o.cfg.HTTPJSON = o.binding == "http_json"
 	switch d := loadgen.Dialect(dialect); {
 	case o.cfg.HTTPJSON && !set["dialect"]:
 		o.cfg.Dialect = loadgen.DialectV10 // the binding is v1.0
@@ -374,7 +374,7 @@ func burstProblems(o benchOptions, set map[string]bool) []error {
 		}
 		return problems
 	}
-	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url", "http-json"} {
+	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url", "binding"} {
 		if set[name] {
 			problems = append(problems, fmt.Errorf("--%s does not apply to --burst", name))
 		}
