@@ -44,8 +44,12 @@ type CardConfig struct {
 	// Extensions are further extensions to declare (URI, description), after the
 	// gateway's own.
 	Extensions []CardExtension
-	// Interfaces are further supportedInterfaces of the v1.0 card, after the JSON-RPC
-	// ones (other bindings, e.g. GRPC). They are not offered to v0.3 clients
+	// HTTPJSON declares the HTTP+JSON binding (v1.0, [HTTPJSONHandler]) at URL in
+	// supportedInterfaces. It is not offered to v0.3 clients (additionalInterfaces): the
+	// v0.3 REST mapping (/v1/...) is not served.
+	HTTPJSON bool
+	// Interfaces are further supportedInterfaces of the v1.0 card, after the JSON-RPC and
+	// HTTP+JSON ones (other bindings, e.g. GRPC). They are not offered to v0.3 clients
 	// (additionalInterfaces), whose protocol they do not speak.
 	Interfaces []CardInterface
 	// Modified is the card's Last-Modified time (when its configuration was loaded);
@@ -229,11 +233,9 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		SupportsAuthenticatedExtendedCard: cfg.BearerAuth,
 		bearer:                            cfg.BearerAuth,
 	}
+	c.addInterfaces(cfg, url)
 	for _, e := range cfg.Extensions {
 		c.Capabilities.Extensions = append(c.Capabilities.Extensions, cardExtension{URI: e.URI, Description: e.Description, Params: cardParams(e.Params, url)})
-	}
-	for _, i := range cfg.Interfaces {
-		c.SupportedInterfaces = append(c.SupportedInterfaces, cardInterfaceV1{URL: i.url(url), ProtocolBinding: i.Binding, ProtocolVersion: "1.0"})
 	}
 	if cfg.BearerAuth {
 		c.SecuritySchemes = map[string]any{"bearer": map[string]any{
@@ -244,6 +246,21 @@ func BuildCard(cfg CardConfig, url string) *Card {
 		c.SecurityRequirements = []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}}
 	}
 	return c
+}
+
+// addInterfaces declares HTTP+JSON and cfg.Interfaces after the JSON-RPC v1.0
+// interface (the first, preferred one) and before the v0.3 one, so that the first
+// interface of each binding is its v1.0 one.
+func (c *Card) addInterfaces(cfg CardConfig, url string) {
+	v1 := c.SupportedInterfaces[:1:1]
+	if cfg.HTTPJSON {
+		// The base its paths are appended to ("/message:send"): no trailing slash.
+		v1 = append(v1, cardInterfaceV1{URL: strings.TrimSuffix(url, "/"), ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"})
+	}
+	for _, i := range cfg.Interfaces {
+		v1 = append(v1, cardInterfaceV1{URL: i.url(url), ProtocolBinding: i.Binding, ProtocolVersion: "1.0"})
+	}
+	c.SupportedInterfaces = append(v1, c.SupportedInterfaces[1:]...)
 }
 
 // cardParams returns params with each [CardURL] resolved against the endpoint base.

@@ -29,7 +29,7 @@ func TestGRPCColumn(t *testing.T) {
 		{ErrMethodNotFound, 12},
 		{ErrInternal, 13},
 		{errors.New("anything else"), 13},
-		{ErrContextBusy, 9},
+		{ErrContextBusy, 10}, // ABORTED: a concurrency conflict, 409 on HTTP+JSON
 		{ErrRateLimited, 8},
 		{ErrUnavailable, 14},
 		{ErrStorageUnavailable, 14},

@@ -284,6 +284,7 @@ type sseFrame struct {
 	ID       string // "" when the frame has no id: line
 	HasID    bool
 	Data     string // the data: lines joined by \n
+	Event    string // the event: type ("" when none)
 	Comments []string
 }
 
@@ -307,6 +308,8 @@ func parseSSE(t *testing.T, body string) []sseFrame {
 				f.Comments = append(f.Comments, strings.TrimSpace(strings.TrimPrefix(line, ":")))
 			case strings.HasPrefix(line, "id:"):
 				f.ID, f.HasID = strings.TrimSpace(strings.TrimPrefix(line, "id:")), true
+			case strings.HasPrefix(line, "event:"):
+				f.Event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
 			case strings.HasPrefix(line, "data:"):
 				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
 			default:

@@ -423,50 +423,17 @@ func (t *transport) serveStream(ctx context.Context, w http.ResponseWriter, r *h
 		return
 	}
 	defer st.Close()
-	ready := false               // the stream said its next event is there: no flush, no keep-alive timer
-	flushUnlessReady := func() { // events ready together leave in one write
-		if ready = t.ready(ctx, st, req.Method); !ready {
-			flush()
-		}
-	}
-	flushUnlessReady()
-	var buf bytes.Buffer
-	for {
-		ev, err := t.next(ctx, st, req.Method, ready)
-		switch {
-		case err == nil:
-			res, eerr := EncodeEvent(&ev, d)
-			if eerr != nil {
-				t.writeSSEError(ctx, w, req, d, eerr, start)
-				flush()
-				return
+	t.d.pumpSSE(ctx, w, flush, st, req.Method, sseOut{
+		data: func(dst []byte, ev *Event) ([]byte, error) {
+			res, err := EncodeEvent(ev, d)
+			if err != nil {
+				return dst, err
 			}
-			buf.Reset()
-			buf.WriteString("id: ")
-			buf.WriteString(strconv.FormatUint(ev.Seq, 10))
-			buf.WriteString("\ndata: ")
-			buf.Write(envelope(req.ID, "result", res))
-			buf.WriteString("\n\n")
-			if _, werr := w.Write(buf.Bytes()); werr != nil {
-				return
-			}
-			flushUnlessReady()
-		case errors.Is(err, io.EOF):
-			t.d.Observe(ctx, req.Method, d, nil, start)
-			return
-		case ctx.Err() != nil:
-			return // the client left; the turn goes on without it
-		case errors.Is(err, context.DeadlineExceeded):
-			if _, werr := io.WriteString(w, ": keep-alive\n\n"); werr != nil {
-				return
-			}
-			flush()
-		default:
-			t.writeSSEError(ctx, w, req, d, err, start)
-			flush()
-			return
-		}
-	}
+			return append(dst, envelope(req.ID, "result", res)...), nil
+		},
+		fail: func(err error) []byte { return t.d.fail(ctx, req.ID, req.Method, d, err, start) },
+		done: func() { t.d.Observe(ctx, req.Method, d, nil, start) },
+	})
 }
 
 // startSSE writes the headers of an event stream (HTTP 200) and returns its flush.
@@ -485,39 +452,8 @@ func startSSE(w http.ResponseWriter) (flush func()) {
 	}
 }
 
-// ready reports whether st is a ReadyStream whose next event (or end) is there without
-// waiting. A Ready that panics counts as not ready; Next reports the panic.
-func (t *transport) ready(ctx context.Context, st Stream, method string) (ok bool) {
-	rs, isReady := st.(ReadyStream)
-	if !isReady {
-		return false
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			t.d.log.ErrorContext(ctx, "stream Ready panicked", "method", method, "panic", fmt.Sprint(p))
-			ok = false
-		}
-	}()
-	return rs.Ready()
-}
-
-// next reads the stream's next event, bounded by the keep-alive interval unless the
-// stream said it is ready, and turns a panicking stream into an internal error.
-func (t *transport) next(ctx context.Context, st Stream, method string, ready bool) (Event, error) {
-	if ready {
-		return t.d.Next(ctx, st, method)
-	}
-	nctx, cancel := context.WithTimeout(ctx, t.d.cfg.KeepAlive)
-	defer cancel()
-	return t.d.Next(nctx, st, method)
-}
-
 func (t *transport) writeSSEError(ctx context.Context, w io.Writer, req *Request, d Dialect, err error, start time.Time) {
-	var buf bytes.Buffer
-	buf.WriteString("data: ")
-	buf.Write(t.d.fail(ctx, req.ID, req.Method, d, err, start))
-	buf.WriteString("\n\n")
-	_, _ = w.Write(buf.Bytes())
+	writeSSEData(w, "", t.d.fail(ctx, req.ID, req.Method, d, err, start))
 }
 
 // maxDrainBytes bounds how much of a body over the limit tooLarge reads (and drops)

@@ -564,7 +564,8 @@ func TestPartsText(t *testing.T) {
 func TestToRPCErrorInvalidParamsField(t *testing.T) {
 	t.Parallel()
 	e := ToRPCError(InvalidParams("message.parts[0]", "found %d", 2))
-	want := RPCError{Code: -32602, Message: "message.parts[0]: found 2", Reason: "INVALID_PARAMS", Domain: ErrorDomain, Field: "message.parts[0]", GRPCCode: 3}
+	want := RPCError{Code: -32602, Message: "message.parts[0]: found 2", Reason: "INVALID_PARAMS", Domain: ErrorDomain, Field: "message.parts[0]",
+		GRPCCode: 3, Status: "INVALID_ARGUMENT", HTTPStatus: 400}
 	if diff := cmp.Diff(want, e); diff != "" {
 		t.Errorf("ToRPCError (-want +got):\n%s", diff)
 	}

@@ -48,7 +48,7 @@ func TestToStatus(t *testing.T) {
 	}
 	busy := &a2a.Error{Err: a2a.ErrContextBusy, Metadata: map[string]string{"taskId": "t1"}}
 	st, info, _ = details(t, toStatus(a2a.ToRPCError(busy)))
-	if st.Code() != codes.FailedPrecondition || info.Reason != "CONTEXT_BUSY" || info.Domain != a2a.GatewayErrorDomain || info.Metadata["taskId"] != "t1" {
+	if st.Code() != codes.Aborted || info.Reason != "CONTEXT_BUSY" || info.Domain != a2a.GatewayErrorDomain || info.Metadata["taskId"] != "t1" {
 		t.Errorf("busy: %v %v", st.Code(), info)
 	}
 	st, info, _ = details(t, toStatus(a2a.ToRPCError(errors.New("disk on fire"))))

@@ -2,7 +2,10 @@
 # make bench: every benchmark the issues ask for, on this machine, with ratios to a baseline
 # measured in the same run (this VM drifts ±30%, ratios hold).
 #  1. gateway (durable ledger, echo agent, in-process lease) vs a bare in-process JSON-RPC
-#     echo: message/send (v0.3) and SendMessage (v1.0) at concurrency 1 and 64.
+#     echo: message/send (v0.3) and SendMessage (v1.0) at concurrency 1 and 64; then
+#     SendMessage over the HTTP+JSON binding (POST /message:send) at 1 and 64; then gRPC
+#     SendMessage beside JSON-RPC v1.0 on the same gateway at 1 and 64, alternating rounds
+#     (gateway bench has no in-process gRPC baseline: the ratio is gRPC/JSON-RPC).
 #  1b. gateway vs an a2a-go v0.3.3 in-memory echo agent (internal/loadgen/a2agoecho, built
 #     here, not shipped): message/send at concurrency 1 and 64, a fresh contextId per
 #     request and 64 long-lived contexts, on one core (servers under GOMAXPROCS=1 and, with
@@ -38,7 +41,7 @@ trap cleanup EXIT
 . scripts/bench-lib.sh # free_port, wait_ready
 
 port=$(free_port)
-"$BIN" serve --addr "127.0.0.1:$port" --data-dir "$tmp/local" --log-level warn --rate-limit 0 &
+"$BIN" serve --addr "127.0.0.1:$port" --grpc-addr "127.0.0.1:$(free_port)" --data-dir "$tmp/local" --log-level warn --rate-limit 0 &
 pids+=($!)
 url="http://127.0.0.1:$port/"
 wait_ready "http://127.0.0.1:$port"
@@ -49,6 +52,27 @@ for dialect in 0.3 1.0; do
     "$BIN" bench --dialect "$dialect" --concurrency "$c" --contexts "$c" --duration "$DUR" --rounds "$ROUNDS" --baseline "$url"
     echo
   done
+done
+# The other bindings' SendMessage, same gateway, same baseline (which answers each binding).
+for c in 1 64; do
+  echo "=== gateway (SendMessage over HTTP+JSON, POST /message:send) vs bare echo, concurrency $c, $c contexts"
+  "$BIN" bench --binding http_json --concurrency "$c" --contexts "$c" --duration "$DUR" --rounds "$ROUNDS" --baseline "$url"
+  echo
+done
+# gRPC beside JSON-RPC v1.0 on the same gateway, alternating rounds (no in-process gRPC
+# baseline): the medians and their ratio.
+rps() { "$BIN" bench "$@" --duration "$DUR" | awk '$1 == "requests/s" { print $2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+for c in 1 64; do
+  echo "=== gateway SendMessage over gRPC vs over JSON-RPC (v1.0), concurrency $c, $c contexts, $ROUNDS alternating rounds"
+  : >"$tmp/rps-jsonrpc"; : >"$tmp/rps-grpc"
+  for _ in $(seq "$ROUNDS"); do
+    rps --dialect 1.0 --concurrency "$c" --contexts "$c" "$url" >>"$tmp/rps-jsonrpc"
+    rps --binding grpc --concurrency "$c" --contexts "$c" "$url" >>"$tmp/rps-grpc"
+  done
+  j=$(median <"$tmp/rps-jsonrpc"); g=$(median <"$tmp/rps-grpc")
+  awk -v j="$j" -v g="$g" 'BEGIN { printf "median req/s  JSON-RPC %.1f  gRPC %.1f  gRPC/JSON-RPC %.3f\n", j, g, (j > 0 ? g / j : 0) }'
+  echo
 done
 
 # 1b. The a2a-go peer (issue #16 item 4). a2a-go v0.3.3 speaks v0.3 only (SendMessage is

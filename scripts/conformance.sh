@@ -11,9 +11,10 @@
 # deliver them, nor anything else off loopback. It checks that nothing off loopback can be
 # reached before it starts anything. In there it starts the gateway with --agent tck on a
 # free loopback port with a temporary data dir, waits for /readyz, runs
-# `run-tck.sh URL both all`, then the 1.0 line on gRPC against a second gateway with
-# --grpc-addr (see the gRPC section), stops the gateways (by their PIDs, on every exit
-# path) and exits with the TCK's status: 0 when nothing failed.
+# `run-tck.sh URL both all` (JSON-RPC, both lines), then the 1.0 TCK on each further
+# binding in BINDINGS (HTTP+JSON; see run_10_binding), then the 1.0 line on gRPC against a
+# second gateway with --grpc-addr (see the gRPC section), stops the gateways (by their
+# PIDs, on every exit path) and exits 0 when nothing failed anywhere.
 #
 # CONFORMANCE_SELFCHECK=1 runs no TCK (none is needed): in the same namespace it checks
 # that the gateway delivers a push to a receiver on loopback and cannot deliver one to
@@ -161,11 +162,45 @@ isolated() {
     exit "$rc"
   fi
   echo "=== gateway --agent tck at $url (pid $pid), in a network namespace with loopback only; deselected: ${#DESELECT[@]} test(s), see docs/conformance.md"
+  echo "=== JSON-RPC: TCK 0.3 and 1.0 (run-tck.sh)"
   "$TCK_DIR/run-tck.sh" "$url" both all
   rc=$?
+  for b in "${BINDINGS[@]}"; do
+    echo "=== $b: TCK 1.0"
+    run_10_binding "$b" || rc=1
+  done
   run_grpc_tck || rc=1
   [ "$rc" = 0 ] || { echo "=== gateway log (warnings and errors)"; cat "$CONFORMANCE_TMP/gateway.log"; }
   exit "$rc"
+}
+
+# The 1.0 TCK's transports besides JSON-RPC that the gateway serves and its card declares
+# (run-tck.sh runs JSON-RPC only). gRPC runs against a gateway of its own: run_grpc_tck.
+BINDINGS=(http_json)
+
+# run_10_binding runs the 1.0 TCK (must, then should + may) on one transport ($1, the
+# TCK's name: http_json, grpc), as run-tck.sh's run_10 runs it on JSON-RPC: the same
+# pytest ini and PYTHONPATH, --transport=$1 (the TCK then builds only that client, from
+# the card's supportedInterfaces), and -k dropping the other transports' tests (they
+# would only skip). It prints the count lines of summarize.py and fails when a test did.
+run_10_binding() {
+  local b=$1 py=${TCK_PYTHON:-/usr/bin/python3} others=() xmls=() t
+  local out=${TCK_RESULTS:-${TMPDIR:-/tmp}/a2a-tck-results}/1.0-$b-${url#http://}
+  out=${out//:/_}
+  for t in jsonrpc http_json grpc; do [ "$t" = "$b" ] || others+=("not $t"); done
+  local kexpr="${others[0]} and ${others[1]}"
+  mkdir -p "$out"
+  for scope in must "should or may"; do
+    local label="1.0-$b-${scope// /-}"
+    echo "=== [$label] pytest --transport=$b -k \"$kexpr\" -m \"$scope\""
+    ( cd "$TCK_DIR/src-1.0" && PYTHONPATH="$TCK_DIR/pydeps" PYTHONDONTWRITEBYTECODE=1 timeout --kill-after=10 "${TCK_TIMEOUT_S:-900}" \
+        "$py" -m pytest -p no:cacheprovider --junitxml="$out/$label.xml" -c "$TCK_DIR/pytest-1.0.ini" --rootdir . \
+        tests/compatibility --sut-host="$url" --transport="$b" -k "$kexpr" --tb=short -q -rfE -m "$scope" ) > "$out/$label.log" 2>&1
+    echo "    pytest rc=$?: $(grep -E '(passed|failed|skipped|error|deselected|no tests ran).* in [0-9.]+s' "$out/$label.log" | tail -n 1) (log: $out/$label.log)"
+    xmls+=("$label=$out/$label.xml")
+  done
+  local det=(); [ "${TCK_DETAILS:-0}" = 1 ] && det=(--details)
+  "$py" "$TCK_DIR/summarize.py" "${det[@]}" "${xmls[@]}"
 }
 
 # --- gRPC: the 1.0 TCK on the grpc transport (issue #39) ---------------------------------

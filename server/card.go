@@ -9,10 +9,11 @@ import (
 
 // cardConfig is the agent card of this server: public (GET /.well-known/agent-card.json),
 // declaring the bearer scheme and the authenticated extended card when peers
-// authenticate. Its Last-Modified is left to a2a.NewCardHandler: the time the routes
+// authenticate, and the interfaces served: JSON-RPC (v1.0 and v0.3) and HTTP+JSON
+// (v1.0), all at the public URL. Its Last-Modified is left to a2a.NewCardHandler: the time the routes
 // were built, at start-up, when the configuration it reflects was loaded.
 func (s *Server) cardConfig() a2a.CardConfig {
-	c := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled(),
+	c := a2a.CardConfig{URL: s.cfg.PublicURL, BearerAuth: s.tokens.enabled(), HTTPJSON: true,
 		PushNotifications: s.runner != nil && s.runner.PushSupported()}
 	if s.cfg.toolMode() != tools.ModeNone {
 		c.Extensions = []a2a.CardExtension{{URI: tools.HopsExtension, Description: toolsHopsDescription}}

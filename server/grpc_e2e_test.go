@@ -24,7 +24,7 @@ import (
 // TestGRPCStreamAndSubscribe: SendStreamingMessage streams the task, its reply and its
 // end; SubscribeToTask on the running task gets a snapshot and the same end; on the
 // ended task it is UnsupportedOperationError (UNIMPLEMENTED). A second send into the
-// running context is CONTEXT_BUSY (FAILED_PRECONDITION) on gRPC and -32004 on JSON-RPC.
+// running context is CONTEXT_BUSY (ABORTED) on gRPC and -32004 on JSON-RPC.
 func TestGRPCStreamAndSubscribe(t *testing.T) {
 	gate := make(chan struct{})
 	s := startServer(t, grpcConfig(t), WithAgent(gatedEcho{gate: gate, contextID: "ctx-grpc-stream"}))
@@ -48,7 +48,7 @@ func TestGRPCStreamAndSubscribe(t *testing.T) {
 		t.Fatalf("subscription's first event %v, %v: want the task snapshot", snap, err)
 	}
 	_, err = c.SendMessage(ctx, textSend("s2", "ctx-grpc-stream", "", "too soon"))
-	wantStatus(t, err, codes.FailedPrecondition, "CONTEXT_BUSY", "a2a-gateway")
+	wantStatus(t, err, codes.Aborted, "CONTEXT_BUSY", "a2a-gateway")
 	r := postRPC(t, newHTTPClient(t), s.URL(), true, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"s3","contextId":"ctx-grpc-stream","role":"ROLE_USER","parts":[{"text":"too soon"}]}}}`)
 	if r.Error == nil || r.Error.Code != -32004 {
 		t.Fatalf("JSON-RPC send into the busy context: %+v, want -32004", r)

@@ -398,7 +398,8 @@ func TestRateLimitedEveryMethod(t *testing.T) {
 			err := call(ctx, h)
 			want := a2a.RPCError{Code: -32000, Reason: "RATE_LIMITED", Domain: a2a.GatewayErrorDomain,
 				Message:  `rate limit exceeded for peer "alice"; retry in 3000s`,
-				Metadata: map[string]string{"peer": "alice", "retryAfterSeconds": "3000"}, GRPCCode: 8} // RESOURCE_EXHAUSTED
+				Metadata: map[string]string{"peer": "alice", "retryAfterSeconds": "3000"},
+				GRPCCode: 8, Status: "RESOURCE_EXHAUSTED", HTTPStatus: 429}
 			if diff := cmp.Diff(want, a2a.ToRPCError(err)); diff != "" || !errors.Is(err, a2a.ErrRateLimited) {
 				t.Errorf("second %s: error %v on the wire (-want +got):\n%s", method, err, diff)
 			}

@@ -380,8 +380,9 @@ func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
 // routes is the one router: echo, every route of the listener. Before routing, so that
 // every request meets them (unknown paths included), come the listener-wide guard (see
 // guard) and the request id (see tagRequest); then panic recovery; then, on the A2A
-// routes (POST /, POST /a2a, GET /ws), the trace context and server span (see
-// traceRequest), then peer authentication (see peerAuth, wsAuth).
+// routes (POST /, POST /a2a, GET /ws, and the HTTP+JSON binding's routes, see
+// mountHTTPJSON), the trace context and server span (see traceRequest), then peer
+// authentication (see peerAuth, wsAuth).
 func (s *Server) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -433,6 +434,7 @@ func (s *Server) routes() http.Handler {
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})
+	s.mountHTTPJSON(e, tcfg) // last: it reserves the other routes' first segments
 	return e
 }
 

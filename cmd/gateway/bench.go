@@ -204,7 +204,7 @@ func benchFlags(o *benchOptions, dialect *string, concurrency *int) *flag.FlagSe
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.IntVar(&o.burst, "burst", 0, "fire `N` requests at once on one contextId instead of the closed\nloop; expect 1 admitted and N-1 -32004 CONTEXT_BUSY (see above)")
 	fs.IntVar(&o.waves, "waves", 1, "with --burst, fire `W` bursts one after another")
-	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL) or grpc (v1.0 SendMessage to\nthe GRPC interface the card at URL lists, over one HTTP/2 connection;\nnot with --stream, --burst or --baseline)")
+	fs.StringVar(&o.binding, "binding", "jsonrpc", "send over binding `B`: jsonrpc (POST to URL), http_json (v1.0 SendMessage\nas POST URL/message:send; the in-process baseline answers it too) or grpc\n(v1.0 SendMessage to the GRPC interface the card at URL lists, over one\nHTTP/2 connection; not with --stream, --burst or --baseline)")
 	llmFlags(fs, &o.llm)
 	return fs
 }
@@ -240,8 +240,11 @@ func benchProblems(o *benchOptions, positional []string, dialect string, concurr
 	if o.cfg.Message == "" {
 		o.cfg.Message = loadgen.DefaultMessage
 	}
-	switch d := loadgen.Dialect(dialect); d {
-	case loadgen.DialectV03, loadgen.DialectV10:
+	o.cfg.HTTPJSON = o.binding == "http_json"
+	switch d := loadgen.Dialect(dialect); {
+	case o.cfg.HTTPJSON && !set["dialect"]:
+		o.cfg.Dialect = loadgen.DialectV10 // the binding is v1.0
+	case d == loadgen.DialectV03, d == loadgen.DialectV10:
 		o.cfg.Dialect = d
 	default:
 		problems = append(problems, fmt.Errorf("--dialect %q: want 1.0 or 0.3", dialect))
@@ -304,6 +307,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		settings := map[string]any{
 			"url":            cfg.URL,
 			"dialect":        string(cfg.Dialect),
+			"http_json":      cfg.HTTPJSON,
 			"concurrency":    cfg.Concurrency,
 			"contexts":       cfg.Contexts,
 			"fresh_contexts": cfg.FreshContexts,
@@ -326,11 +330,14 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	mode := "send"
+	mode, binding := "send", "JSON-RPC"
 	if cfg.Stream {
 		mode = "stream"
 	} else if o.binding == "grpc" {
 		mode = "send over gRPC (the card's GRPC interface)"
+	}
+	if cfg.HTTPJSON {
+		mode, binding = "send over HTTP+JSON (POST /message:send)", "HTTP+JSON"
 	}
 	contexts := fmt.Sprintf("contexts %d", cfg.Contexts)
 	if cfg.FreshContexts {
@@ -342,7 +349,7 @@ func benchPrint(w io.Writer, o benchOptions, v any, writeText func(io.Writer) er
 		if o.baselineURL != "" {
 			header += fmt.Sprintf("baseline     %s, %d alternating rounds\n\n", o.baselineURL, o.rounds)
 		} else {
-			header += fmt.Sprintf("baseline     in-process net/http JSON-RPC echo, %d alternating rounds\n\n", o.rounds)
+			header += fmt.Sprintf("baseline     in-process net/http %s echo, %d alternating rounds\n\n", binding, o.rounds)
 		}
 	}
 	if _, err := io.WriteString(w, header); err != nil {
@@ -367,7 +374,7 @@ func burstProblems(o benchOptions, set map[string]bool) []error {
 		}
 		return problems
 	}
-	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url"} {
+	for _, name := range []string{"concurrency", "contexts", "fresh-contexts", "duration", "warmup", "stream", "rounds", "baseline-url", "binding"} {
 		if set[name] {
 			problems = append(problems, fmt.Errorf("--%s does not apply to --burst", name))
 		}

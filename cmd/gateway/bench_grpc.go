@@ -12,15 +12,16 @@ import (
 	"github.com/a2a-gateway/gateway/grpcapi"
 )
 
-// bindingProblems checks --binding: jsonrpc, or grpc for the closed loop of SendMessage
-// only (v1.0; no stream, burst or baseline).
+// bindingProblems checks --binding: jsonrpc, http_json (checked with the rest of the
+// config: v1.0 SendMessage), or grpc for the closed loop of SendMessage only (v1.0; no
+// stream, burst or baseline).
 func bindingProblems(o benchOptions) []error {
 	switch o.binding {
-	case "jsonrpc":
+	case "jsonrpc", "http_json":
 		return nil
 	case "grpc":
 	default:
-		return []error{fmt.Errorf("--binding %q: want jsonrpc or grpc", o.binding)}
+		return []error{fmt.Errorf("--binding %q: want jsonrpc, http_json or grpc", o.binding)}
 	}
 	var problems []error
 	if o.cfg.Stream || o.burst > 0 || o.baseline || o.llm.profile != "" {

@@ -181,6 +181,10 @@ type (
 )
 
 func (h *baselineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/message:send") {
+		h.serveHTTPJSON(w, r)
+		return
+	}
 	req, ok := decodeBaselineRequest(w, r)
 	if !ok {
 		return
@@ -201,6 +205,27 @@ func (h *baselineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeSSE(w, req.ID, e.v10Events()...)
 	}
+}
+
+// serveHTTPJSON is the echo of the HTTP+JSON binding: POST /message:send with a
+// SendMessageRequest body, answered with the completed task (a SendMessageResponse), or
+// 400 for a request without a message.
+func (h *baselineHandler) serveHTTPJSON(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Message *baselineMessage `json:"message"`
+	}
+	if r.Method != http.MethodPost || json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBaselineBody)).Decode(&req) != nil ||
+		req.Message == nil || req.Message.MessageID == "" || len(req.Message.Parts) == 0 {
+		http.Error(w, `{"error":{"code":400,"status":"INVALID_ARGUMENT"}}`, http.StatusBadRequest)
+		return
+	}
+	b, err := json.Marshal(h.newEcho(req.Message).v10Task())
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
 }
 
 // decodeBaselineRequest reads a POSTed JSON-RPC request; when it cannot (another method,

@@ -61,6 +61,11 @@ type Config struct {
 	Warmup time.Duration
 	// Dialect selects the wire format. Empty means [DialectV03].
 	Dialect Dialect
+	// HTTPJSON sends SendMessage over the HTTP+JSON binding instead of JSON-RPC:
+	// POST <URL>message:send with the SendMessageRequest as the body (v1.0 only:
+	// Dialect must be empty or [DialectV10]; not with Stream); a 200 answer with a
+	// task or a message counts as a success, any other status as "http <status>".
+	HTTPJSON bool
 	// Stream sends the streaming method and reads the SSE answer until its
 	// terminal event (or until the stream ends), recording the time to the
 	// first event as well.
@@ -120,6 +125,9 @@ func (c Config) Validate() error {
 	if c.Dialect != "" && c.Dialect != DialectV03 && c.Dialect != DialectV10 {
 		bad("dialect %q is neither %q nor %q", c.Dialect, DialectV03, DialectV10)
 	}
+	if c.HTTPJSON && (c.Dialect == DialectV03 || c.Stream) {
+		bad("the HTTP+JSON binding is v1.0 SendMessage only (not dialect 0.3, not streaming)")
+	}
 	if c.Contexts < 0 {
 		bad("contexts %d is negative", c.Contexts)
 	}
@@ -148,6 +156,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Dialect == "" {
 		c.Dialect = DialectV03
+		if c.HTTPJSON {
+			c.Dialect = DialectV10
+		}
 	}
 	if c.Contexts == 0 {
 		c.Contexts = c.Concurrency
@@ -170,6 +181,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("duration", c.Duration),
 		slog.Duration("warmup", c.Warmup),
 		slog.String("dialect", string(c.Dialect)),
+		slog.Bool("http_json", c.HTTPJSON),
 		slog.Bool("stream", c.Stream),
 		slog.Int("contexts", c.Contexts),
 		slog.Bool("fresh_contexts", c.FreshContexts),

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // requestTemplate holds the constant pieces of a request body, JSON-encoded
@@ -16,12 +17,21 @@ type requestTemplate struct {
 	ctxKey string // from after the messageId value up to the contextId value
 	tail   string // from after the contextId value to the end
 	method string
+	url    string // where the requests are POSTed
+	noID   bool   // no JSON-RPC id: an HTTP+JSON body is the params alone
 }
 
 // newRequestTemplate builds the template for cfg's dialect, method and text.
 func newRequestTemplate(cfg Config) requestTemplate {
 	text, _ := json.Marshal(cfg.Message) // a string always marshals
-	t := requestTemplate{head: `{"jsonrpc":"2.0","id":`, ctxKey: `","contextId":`}
+	t := requestTemplate{head: `{"jsonrpc":"2.0","id":`, ctxKey: `","contextId":`, url: cfg.URL}
+	if cfg.HTTPJSON {
+		t.method, t.noID, t.head = "SendMessage", true, ""
+		t.url = strings.TrimSuffix(cfg.URL, "/") + "/message:send"
+		t.middle = `{"message":{"role":"ROLE_USER","messageId":"`
+		t.tail = `,"parts":[{"text":` + string(text) + `}]}}`
+		return t
+	}
 	switch {
 	case cfg.Dialect == DialectV10 && cfg.Stream:
 		t.method = "SendStreamingMessage"
@@ -42,11 +52,13 @@ func newRequestTemplate(cfg Config) requestTemplate {
 	return t
 }
 
-// appendBody appends the request with JSON-RPC id id, a messageId derived
+// appendBody appends the request with JSON-RPC id id (none over HTTP+JSON), a messageId derived
 // from runRand and id, and the already JSON-quoted contextId ctxID.
 func (t *requestTemplate) appendBody(dst []byte, id uint64, runRand uint64, ctxID []byte) []byte {
-	dst = append(dst, t.head...)
-	dst = strconv.AppendUint(dst, id, 10)
+	if !t.noID {
+		dst = append(dst, t.head...)
+		dst = strconv.AppendUint(dst, id, 10)
+	}
 	dst = append(dst, t.middle...)
 	dst = appendUUID(dst, runRand, id)
 	dst = append(dst, t.ctxKey...)

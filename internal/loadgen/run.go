@@ -216,7 +216,7 @@ func (w *worker) do(ctx context.Context, id uint64, ctxID []byte, start time.Tim
 	// gets a fresh one rather than a reused buffer.
 	body := w.tmpl.appendBody(make([]byte, 0, w.bodyCap), id, w.runRand, ctxID)
 	w.bodyCap = max(w.bodyCap, len(body))
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, w.tmpl.url, bytes.NewReader(body))
 	if err != nil {
 		return outcome{errKey: ErrKeyTransport, latency: time.Since(start)}
 	}
@@ -258,6 +258,9 @@ func (w *worker) do(ctx context.Context, id uint64, ctxID []byte, start time.Tim
 		return outcome{errKey: failureKey(err), latency: time.Since(start)}
 	}
 	latency := time.Since(start)
+	if w.cfg.HTTPJSON {
+		return outcome{errKey: sendResponseKey(w.respBuf.Bytes()), latency: latency}
+	}
 	return outcome{errKey: envelopeKey(w.respBuf.Bytes()), latency: latency}
 }
 
@@ -290,6 +293,19 @@ type rpcError struct {
 type envelope struct {
 	Result json.RawMessage `json:"result"`
 	Error  *rpcError       `json:"error"`
+}
+
+// sendResponseKey returns "" if body is a v1.0 SendMessageResponse (a task or a
+// message), else ErrKeyInvalid: an HTTP+JSON answer of status 200.
+func sendResponseKey(body []byte) string {
+	var r struct {
+		Task    json.RawMessage `json:"task"`
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(body, &r) != nil || len(r.Task)+len(r.Message) == 0 {
+		return ErrKeyInvalid
+	}
+	return ""
 }
 
 // envelopeKey returns "" if body is a successful JSON-RPC response, else the

@@ -24,7 +24,9 @@ func TestRun_Baseline(t *testing.T) {
 		name    string
 		dialect Dialect
 		stream  bool
+		rest    bool
 	}{
+		{name: "HTTP+JSON send", rest: true},
 		{name: "v0.3 send", dialect: DialectV03},
 		{name: "v0.3 stream", dialect: DialectV03, stream: true},
 		{name: "v1.0 send", dialect: DialectV10},
@@ -41,6 +43,7 @@ func TestRun_Baseline(t *testing.T) {
 				Warmup:      20 * time.Millisecond,
 				Dialect:     tt.dialect,
 				Stream:      tt.stream,
+				HTTPJSON:    tt.rest,
 			})
 			if err != nil {
 				t.Fatalf("Run() error = %v, want nil", err)

@@ -7,7 +7,7 @@ import (
 )
 
 // EnvRequire names the outside programs the tests must have: "all", or a
-// comma-separated list of [DepRedis], [DepPostgres] and [DepChromium]. A test whose
+// comma-separated list of [DepRedis], [DepPostgres], [DepChromium] and [DepNode]. A test whose
 // program is missing skips, saying why and how to install it, unless this names the
 // program: then it fails with the same reason. CI sets it (.ci/run), so that a machine
 // where an install went wrong fails instead of passing with tests skipped.
@@ -18,6 +18,7 @@ const (
 	DepRedis    = "redis"    // redis-server (internal/redistest)
 	DepPostgres = "postgres" // PostgreSQL's initdb and postgres (internal/pgtest)
 	DepChromium = "chromium" // a Chromium for the console's browser tests
+	DepNode     = "node"     // node and npm, for the stock a2a-js client's interop test
 )
 
 // Required reports whether [EnvRequire] says dep must be there.
