@@ -27,6 +27,7 @@ type MemoryView struct {
 // FactView is one fact with its evidence.
 type FactView struct {
 	Text     string         `json:"text"`
+	Trust    ledger.Trust   `json:"trust,omitempty"` // where its words came from
 	Evidence []EvidenceView `json:"evidence"`
 }
 
@@ -48,7 +49,7 @@ func memoryView(e *ledger.Entry, look memory.Lookup) (MemoryView, bool) {
 	}
 	v := MemoryView{Seq: e.Seq, First: snap.First, Last: snap.Last, Summariser: snap.Summariser, Problems: memory.Verify(snap, look)}
 	for _, f := range snap.Facts {
-		fv := FactView{Text: f.Text}
+		fv := FactView{Text: f.Text, Trust: f.Trust}
 		for _, ev := range f.Evidence {
 			x := EvidenceView{Seq: ev.Seq, Hash: ev.Hash}
 			if src, ok := look(ev.Seq); ok && src.Hash == ev.Hash {
@@ -199,7 +200,7 @@ func (s *Service) rebuildOne(ctx context.Context, c ledger.Conversation, e *ledg
 		return RebuiltMemory{}, ledger.MemorySnapshot{}, err
 	}
 	eq := stored.Summariser == rebuilt.Summariser && slices.EqualFunc(stored.Facts, rebuilt.Facts, func(a, b ledger.MemoryFact) bool {
-		return a.Text == b.Text && slices.Equal(a.Evidence, b.Evidence)
+		return a.Text == b.Text && a.Trust == b.Trust && slices.Equal(a.Evidence, b.Evidence)
 	}) && stored.First == rebuilt.First && stored.Version == rebuilt.Version
 	return RebuiltMemory{MemoryView: v, Equal: eq, RebuiltFacts: len(rebuilt.Facts)}, rebuilt, nil
 }

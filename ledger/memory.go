@@ -35,10 +35,13 @@ type MemorySnapshot struct {
 	Facts      []MemoryFact `json:"facts"`
 }
 
-// MemoryFact is one fact with the entries that hold it.
+// MemoryFact is one fact with the entries that hold it. Trust is the least trusted of
+// those entries' trust levels (PEER_UNTRUSTED when any is): where the fact's words came
+// from, shown with it, so that a peer's words do not pass for the model's.
 type MemoryFact struct {
 	Text     string     `json:"text"`
 	Evidence []Evidence `json:"evidence"`
+	Trust    Trust      `json:"trust,omitempty"`
 }
 
 // Evidence names one ledger entry of the conversation: its seq and its hash.
@@ -99,6 +102,8 @@ func memoryFault(m *MemorySnapshot) string {
 			return fmt.Sprintf("facts[%d].text: 1 to %d bytes", j, MaxMemoryFactBytes)
 		case len(f.Evidence) == 0 || len(f.Evidence) > MaxMemoryEvidence:
 			return fmt.Sprintf("facts[%d].evidence: 1 to %d refs", j, MaxMemoryEvidence)
+		case f.Trust != "" && !f.Trust.Valid():
+			return fmt.Sprintf("facts[%d].trust: unknown value %q", j, f.Trust)
 		}
 		for k, ev := range f.Evidence {
 			if ev.Seq < m.First || ev.Seq > m.Last {

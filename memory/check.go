@@ -83,6 +83,7 @@ func checkFact(first, last uint64, text string, seqs []uint64, look Lookup) (led
 	}
 	fact := ledger.MemoryFact{Text: text}
 	texts := make([]string, 0, len(seqs))
+	trusts := make([]ledger.Trust, 0, len(seqs))
 	for _, seq := range seqs {
 		if seq < first || seq > last {
 			return ledger.MemoryFact{}, errorf("%s: #%d not in #%d..#%d", ReasonOutside, seq, first, last)
@@ -98,12 +99,13 @@ func checkFact(first, last uint64, text string, seqs []uint64, look Lookup) (led
 		if strings.Contains(t, redact.Prefix) {
 			return ledger.MemoryFact{}, errorf("%s: #%d holds a redaction", ReasonRedacted, seq)
 		}
-		texts = append(texts, t)
+		texts, trusts = append(texts, t), append(trusts, e.Trust)
 		fact.Evidence = append(fact.Evidence, ledger.Evidence{Seq: seq, Hash: e.Hash})
 	}
 	if !Supported(text, texts...) {
 		return ledger.MemoryFact{}, ReasonUnsupported
 	}
+	fact.Trust = LeastTrusted(trusts...)
 	return fact, ""
 }
 

@@ -90,7 +90,7 @@ func Extract(first, last uint64, early, recent []ledger.Entry, lim Limits) ledge
 		}
 		used += len(text)
 		taken[e.Seq] = true
-		facts = append(facts, ledger.MemoryFact{Text: text, Evidence: []ledger.Evidence{{Seq: e.Seq, Hash: e.Hash}}})
+		facts = append(facts, ledger.MemoryFact{Text: text, Evidence: []ledger.Evidence{{Seq: e.Seq, Hash: e.Hash}}, Trust: e.Trust})
 		return true
 	}
 	for i := range early {
@@ -198,3 +198,17 @@ func describe(s string) string {
 
 // errorf is a reason.
 func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// LeastTrusted is the trust level a fact citing entries of the levels given carries:
+// PEER_UNTRUSTED if any is (or is unknown), else the first.
+func LeastTrusted(levels ...ledger.Trust) ledger.Trust {
+	for _, t := range levels {
+		if t == ledger.TrustPeerUntrusted || !t.Valid() {
+			return ledger.TrustPeerUntrusted
+		}
+	}
+	if len(levels) == 0 {
+		return ledger.TrustPeerUntrusted
+	}
+	return levels[0]
+}

@@ -12,7 +12,11 @@ import (
 )
 
 func entry(seq uint64, kind ledger.Kind, vis ledger.Visibility, text string) ledger.Entry {
-	return ledger.Entry{Seq: seq, Kind: kind, Visibility: vis, Trust: ledger.TrustPeerUntrusted,
+	trust := ledger.TrustPeerUntrusted
+	if kind == ledger.KindAgentReply {
+		trust = ledger.TrustAgent
+	}
+	return ledger.Entry{Seq: seq, Kind: kind, Visibility: vis, Trust: trust,
 		Hash: fmt.Sprintf("%064x", seq), Parts: []ledger.Part{{Kind: ledger.PartText, Text: text}}}
 }
 
@@ -41,6 +45,10 @@ func TestExtractCitesWhatItCut(t *testing.T) {
 	}
 	if rej := memory.Verify(snap, memory.Lookups(es)); len(rej) != 0 {
 		t.Errorf("Verify(Extract()) = %v, want none", rej)
+	}
+	// Each fact carries its entry's trust: a peer's words stay a peer's.
+	if got := []ledger.Trust{snap.Facts[0].Trust, snap.Facts[1].Trust}; got[0] != ledger.TrustPeerUntrusted || got[1] != ledger.TrustAgent {
+		t.Errorf("facts' trust = %v, want [PEER_UNTRUSTED AGENT_GENERATED]", got)
 	}
 	if again := memory.Extract(1, 6, es, es, memory.Limits{}); !cmp.Equal(snap, again) {
 		t.Errorf("Extract() is not deterministic")
@@ -96,6 +104,9 @@ func TestCheck(t *testing.T) {
 				if len(rej) != 0 || len(snap.Facts) != 1 {
 					t.Fatalf("Check() rejected %v, want accepted", rej)
 				}
+				if want := memory.LeastTrusted(trustsOf(es, tt.fact.Evidence)...); snap.Facts[0].Trust != want {
+					t.Errorf("fact trust = %s, want %s", snap.Facts[0].Trust, want)
+				}
 				for _, ev := range snap.Facts[0].Evidence {
 					if ev.Hash != es[ev.Seq-1].Hash {
 						t.Errorf("evidence #%d hash = %s, want the entry's", ev.Seq, ev.Hash)
@@ -147,4 +158,29 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("kept fact fails Verify: %v", got)
 		}
 	})
+}
+
+func trustsOf(es []ledger.Entry, seqs []uint64) []ledger.Trust {
+	var out []ledger.Trust
+	for _, seq := range seqs {
+		out = append(out, es[seq-1].Trust)
+	}
+	return out
+}
+
+func TestLeastTrusted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   []ledger.Trust
+		want ledger.Trust
+	}{
+		{[]ledger.Trust{ledger.TrustAgent}, ledger.TrustAgent},
+		{[]ledger.Trust{ledger.TrustAgent, ledger.TrustPeerUntrusted}, ledger.TrustPeerUntrusted},
+		{[]ledger.Trust{"BOGUS"}, ledger.TrustPeerUntrusted},
+		{nil, ledger.TrustPeerUntrusted},
+	} {
+		if got := memory.LeastTrusted(tc.in...); got != tc.want {
+			t.Errorf("LeastTrusted(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
 }

@@ -17,6 +17,9 @@ type Memory struct {
 type Fact struct {
 	Text     string
 	Evidence []uint64 // seqs of the ledger entries that hold the fact
+	// Trust is where the fact's words came from (the least trusted of its evidence):
+	// shown with it, so that a peer's words in memory still read as a peer's.
+	Trust Trust
 }
 
 // memoryHeader and memoryFooter bound the memory section. The header says what the
@@ -29,7 +32,7 @@ func memoryHeader(m *Memory) string {
 }
 
 // memoryMessage renders m within limit bytes of cost: the header, one line per fact
-// ("- text (evidence: #3, #5)"), cleaned like any history text, and the footer; when the
+// ("- text (evidence: #3, #5; from PEER_UNTRUSTED)"), cleaned like any history text, and the footer; when the
 // facts do not all fit, the newest that do. ok is false when no fact fits.
 func memoryMessage(m *Memory, limit int, st *Stats) (Message, bool) {
 	head := memoryHeader(m)
@@ -39,7 +42,7 @@ func memoryMessage(m *Memory, limit int, st *Stats) (Message, bool) {
 	for i := len(m.Facts) - 1; i >= 0; i-- {
 		f := &m.Facts[i]
 		text, n := clean(strings.Join(strings.Fields(f.Text), " "), min(len(f.Text)+64, 4096))
-		line := "- " + text + " (evidence: " + evidenceIDs(f.Evidence) + ")"
+		line := "- " + text + " (evidence: " + evidenceIDs(f.Evidence) + "; from " + string(normTrust(f.Trust)) + ")"
 		if text == "" {
 			continue
 		}

@@ -27,7 +27,7 @@ func ProjectMemory(m *ledger.MemorySnapshot) *projection.Memory {
 		for j, ev := range f.Evidence {
 			seqs[j] = ev.Seq
 		}
-		pm.Facts[i] = projection.Fact{Text: f.Text, Evidence: seqs}
+		pm.Facts[i] = projection.Fact{Text: f.Text, Evidence: seqs, Trust: projection.Trust(f.Trust)}
 	}
 	return pm
 }

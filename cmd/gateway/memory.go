@@ -22,7 +22,7 @@ func printMemory(w io.Writer, m *conversations.MemoryView) {
 			}
 			ids = append(ids, id)
 		}
-		fmt.Fprintf(w, "  - %s  [evidence %s]\n", oneLine(f.Text, 200), strings.Join(ids, ", "))
+		fmt.Fprintf(w, "  - %s  [evidence %s; from %s]\n", oneLine(f.Text, 200), strings.Join(ids, ", "), f.Trust)
 		for _, ev := range f.Evidence {
 			if ev.Found {
 				fmt.Fprintf(w, "      #%d %s: %s\n", ev.Seq, strings.ToLower(string(ev.Kind)), oneLine(ev.Excerpt, 120))
