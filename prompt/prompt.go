@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/memory"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -66,17 +67,9 @@ type Input struct {
 }
 
 // Conversational reports whether a ledger entry may be projected to a model: visible
-// messages and tool traffic; never status, errors or audit records.
-func Conversational(e *ledger.Entry) bool {
-	if e.Visibility != ledger.VisibilityModel {
-		return false
-	}
-	switch e.Kind {
-	case ledger.KindUserMessage, ledger.KindAgentReply, ledger.KindToolCall, ledger.KindToolResult:
-		return true
-	}
-	return false
-}
+// messages and tool traffic; never status, errors or audit records. They are the entries
+// a memory snapshot may summarise and cite, so the one rule is memory.Source.
+func Conversational(e *ledger.Entry) bool { return memory.Source(e) }
 
 func conversationalOrMemory(e *ledger.Entry) bool {
 	return e.Kind == ledger.KindMemorySnapshot || Conversational(e)
