@@ -34,7 +34,7 @@ func (s *Server) mountHTTPJSON(e *echo.Echo, tcfg a2a.TransportConfig) {
 			return echo.ErrNotFound
 		}
 	}
-	e.Any("/*", echo.WrapHandler(rest), only, s.traceRequest, echo.WrapMiddleware(s.peerAuth))
+	e.Any("/*", echo.WrapHandler(rest), only, s.traceRequest(bindingHTTPJSON), echo.WrapMiddleware(s.peerAuth))
 }
 
 // staticMethods maps the paths of routes without parameters ("/", "/a2a", "/healthz")

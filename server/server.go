@@ -397,16 +397,16 @@ func (s *Server) routes() http.Handler {
 		Observe:      s.metrics.observeRequest,
 	}
 	rpc, peer := echo.WrapHandler(a2a.NewJSONRPCHandler(s.handler, tcfg)), echo.WrapMiddleware(s.peerAuth)
-	e.POST("/", rpc, s.traceRequest, peer)
+	e.POST("/", rpc, s.traceRequest(bindingJSONRPC), peer)
 	e.GET("/", s.rootPage(card))
-	e.POST("/a2a", rpc, s.traceRequest, peer)
-	e.Match([]string{http.MethodGet, http.MethodHead}, "/ws", echo.WrapHandler(s.ws), s.traceRequest, echo.WrapMiddleware(s.wsAuth))
+	e.POST("/a2a", rpc, s.traceRequest(bindingJSONRPC), peer)
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/ws", echo.WrapHandler(s.ws), s.traceRequest(bindingJSONRPC), echo.WrapMiddleware(s.wsAuth))
 	pprof := echo.WrapHandler(pprofHandler(s.adminGate()))
 	e.Any("/debug/pprof", pprof) // redirected to /debug/pprof/
 	e.Any("/debug/pprof/*", pprof)
 	if s.toolbox != nil {
 		// A turn's process calls its tools with its turn-bound token (not a peer's).
-		e.POST(tools.ToolsPath, echo.WrapHandler(s.toolbox), s.traceRequest)
+		e.POST(tools.ToolsPath, echo.WrapHandler(s.toolbox), s.traceRequest(""))
 	}
 	e.GET(a2a.CardPath, echo.WrapHandler(a2a.NewCardHandler(card)))
 	if s.push != nil {

@@ -27,7 +27,17 @@ import (
 // Without a TracerProvider nothing is recorded and nothing allocated for a request
 // without a traceparent; a caller's traceparent is still passed on to the calls the
 // request makes.
-func (s *Server) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
+//
+// binding is the route's ("jsonrpc" for POST / and /ws, "http_json" for the HTTP+JSON
+// binding, "" for the tools endpoint): nameSpan gives only JSON-RPC's spans rpc.system.
+func (s *Server) traceRequest(binding string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return s.traceRoute(binding, next) }
+}
+
+// spanBindingKey holds, in a traced request's context, its route's binding (nameSpan).
+type spanBindingKey struct{}
+
+func (s *Server) traceRoute(binding string, next echo.HandlerFunc) echo.HandlerFunc {
 	if s.cfg.TracerProvider == nil {
 		return func(c echo.Context) error {
 			if r := c.Request(); len(r.Header["Traceparent"]) > 0 {
@@ -42,7 +52,7 @@ func (s *Server) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, span := tracer.Start(tracing.Extract(r.Context(), r.Header), r.Method+" "+c.Path(),
 			trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
-		c.SetRequest(r.WithContext(ctx))
+		c.SetRequest(r.WithContext(context.WithValue(ctx, spanBindingKey{}, binding)))
 		err := next(c)
 		status := c.Response().Status
 		var he *echo.HTTPError
@@ -57,9 +67,16 @@ func (s *Server) traceRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// nameSpan names ctx's span by the JSON-RPC method the dispatcher put in ctx (as the
-// caller sent it, e.g. "SendMessage" or "message/send": the name also says the dialect),
-// with rpc.system and rpc.method. A span that records nothing is left alone.
+// The bindings of the traced routes (traceRequest).
+const (
+	bindingJSONRPC  = "jsonrpc"
+	bindingHTTPJSON = "http_json"
+)
+
+// nameSpan names ctx's span by the A2A method the dispatcher put in ctx (as the caller
+// sent it, e.g. "SendMessage" or "message/send": the name also says the dialect), with
+// rpc.method, and rpc.system on the JSON-RPC routes. A span that records nothing is left
+// alone.
 func nameSpan(ctx context.Context) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -75,7 +92,11 @@ func nameSpan(ctx context.Context) {
 		return
 	}
 	span.SetName(method)
-	span.SetAttributes(attribute.String("rpc.system", "jsonrpc"), attribute.String("rpc.method", method))
+	if b, _ := ctx.Value(spanBindingKey{}).(string); b == bindingJSONRPC {
+		span.SetAttributes(attribute.String("rpc.system", "jsonrpc"), attribute.String("rpc.method", method))
+		return
+	}
+	span.SetAttributes(attribute.String("rpc.method", method))
 }
 
 // tracedHandler names the request's span by its method (nameSpan) before each A2A and

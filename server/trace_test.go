@@ -208,3 +208,26 @@ func TestTraceOffPassesThrough(t *testing.T) {
 		t.Fatalf("%d spans recorded without a provider", n)
 	}
 }
+
+// TestTraceHTTPJSONSpan: a request over the HTTP+JSON binding gets its server span,
+// renamed by its A2A method with rpc.method, without JSON-RPC's rpc.system, under the
+// caller's traceparent.
+func TestTraceHTTPJSONSpan(t *testing.T) {
+	s, rec, ag := startTracedServer(t, true)
+	body := `{"message":{"messageId":"m-rest-1","role":"ROLE_USER","contextId":"ctx-rest-traced","parts":[{"text":"hi"}]}}`
+	status, raw := doHTTP(t, http.MethodPost, s.URL()+"message:send", "application/json", "", []byte(body), "traceparent", callerParent)
+	if status != http.StatusOK {
+		t.Fatalf("POST /message:send = %d %s", status, raw)
+	}
+	sp := waitSpan(t, rec, "the HTTP+JSON request's span", func(s sdktrace.ReadOnlySpan) bool {
+		return s.SpanContext().TraceID().String() == callerTrace
+	})
+	attrs := spanAttrs(sp)
+	if _, jsonrpc := attrs["rpc.system"]; sp.Name() != "SendMessage" || attrs["rpc.method"] != "SendMessage" || jsonrpc ||
+		attrs["http.response.status_code"] != "200" {
+		t.Errorf("HTTP+JSON server span %q attributes %v", sp.Name(), attrs)
+	}
+	if turns := ag.turns(); len(turns) != 1 || turns[0].TraceID().String() != callerTrace {
+		t.Errorf("the turn's span contexts = %v, want one in the caller's trace", turns)
+	}
+}
