@@ -467,3 +467,29 @@ func TestMetricsRetriedSend(t *testing.T) {
 		t.Errorf("gateway_send_retries_total moved by %v and gateway_turns_total by %v; want 1 and 1", retries, turns)
 	}
 }
+
+// TestMetricsCountWebSocketRequests: a request over /ws is counted and timed in
+// gateway_requests_total and gateway_request_duration_seconds as one over HTTP is.
+func TestMetricsCountWebSocketRequests(t *testing.T) {
+	s := startServer(t, testConfig(t))
+	c := newHTTPClient(t)
+	before := scrape(t, c, s, "")
+	ws := wsDial(t, s, "")
+	wsWrite(t, ws, `{"jsonrpc":"2.0","id":"g1","method":"GetTask","params":{"id":"no-such-task"}}`)
+	f, err := wsReadFrame(ws)
+	if err != nil || f.Error == nil || f.Error.Code != -32001 {
+		t.Fatalf("GetTask over /ws: %+v, %v; want -32001", f, err)
+	}
+	labels := []string{"method", "GetTask", "dialect", "1.0", "code", "-32001"}
+	var after map[string]*dto.MetricFamily
+	testutil.Until(testutil.Deadline(t), func() bool { // counted as the frame is answered
+		after = scrape(t, c, s, "")
+		return value(t, after, "gateway_requests_total", labels...) > value(t, before, "gateway_requests_total", labels...)
+	})
+	if got := value(t, after, "gateway_requests_total", labels...) - value(t, before, "gateway_requests_total", labels...); got != 1 {
+		t.Errorf("gateway_requests_total%v moved by %v, want 1", labels, got)
+	}
+	if got := value(t, after, "gateway_request_duration_seconds", "method", "GetTask") - value(t, before, "gateway_request_duration_seconds", "method", "GetTask"); got != 1 {
+		t.Errorf("gateway_request_duration_seconds{method=GetTask} moved by %v, want 1", got)
+	}
+}

@@ -329,7 +329,9 @@ func (s *Server) listen(ctx context.Context) error {
 	if s.wsTune != nil {
 		s.wsTune(&wscfg)
 	}
-	s.ws = streaming.NewHandler(a2a.NewDispatcher(s.handler, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard}), s.handler, wscfg)
+	// Its requests are counted and timed like the HTTP bindings' (gateway_requests_total).
+	wsd := a2a.NewDispatcher(s.handler, a2a.TransportConfig{Logger: s.log, ExtendedCard: s.extendedCard, Observe: s.metrics.observeRequest})
+	s.ws = streaming.NewHandler(wsd, s.handler, wscfg)
 	// No ReadTimeout: it would stay on the connection while an SSE response streams and
 	// cut it; the guard bounds each request body instead, and lifts its deadline once
 	// the body is read.
