@@ -19,11 +19,8 @@ BIN=${BIN:-bin/gateway}
 STEPS=${LLM_STEPS:-100,500,1000,2000,5000}
 TOKENS=${LLM_TOKENS:-300}
 WS=${LLM_WS_SHARE:-0.5}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-. scripts/bench-lib.sh # free_port, wait_ready
+. scripts/bench-lib.sh # free_port, wait_ready, bench_tmp
+bench_tmp
 ulimit -n 65536 2>/dev/null || ulimit -n 20000 2>/dev/null || true # two sockets per turn on each side
 
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/gateway

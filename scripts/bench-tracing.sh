@@ -14,11 +14,8 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/gateway}
 DUR=${BENCH_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-3}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-. scripts/bench-lib.sh # free_port, wait_ready
+. scripts/bench-lib.sh # free_port, wait_ready, bench_tmp
+bench_tmp
 
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/gateway
 go build -tags gateway_notrace -o "$tmp/gateway-notrace" ./cmd/gateway

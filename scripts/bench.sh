@@ -34,11 +34,8 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/gateway}
 DUR=${BENCH_DURATION:-5s}
 ROUNDS=${BENCH_ROUNDS:-3}
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-. scripts/bench-lib.sh # free_port, wait_ready
+. scripts/bench-lib.sh # free_port, wait_ready, bench_tmp
+bench_tmp
 
 port=$(free_port)
 "$BIN" serve --addr "127.0.0.1:$port" --grpc-addr "127.0.0.1:$(free_port)" --data-dir "$tmp/local" --log-level warn --rate-limit 0 &
