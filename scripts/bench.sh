@@ -12,8 +12,9 @@
 #     taskset, pinned to CPU 0, the load generator on CPU 1) and on two (nothing pinned);
 #     alternating rounds, then a table of the gateway/a2a-go ratios; then message/stream at
 #     concurrency 16 on one core (fresh contextIds, 16 contexts): streams/s and first-event
-#     p50 ratios against issue #16's targets. The c=1 p50s are set against "2 fsyncs +
-#     0.3 ms", with the fdatasync p50 measured here (internal/loadgen/fsyncprobe).
+#     p50 ratios; issue #40's targets 1-3 as "target ... reached|MISSED" lines. The c=1
+#     p50s are also set against issue #16's "2 fsyncs + 0.3 ms", with the fdatasync p50
+#     measured here (internal/loadgen/fsyncprobe).
 #  2. the same gateway with the Redis lease vs with the in-process lease (concurrency 64).
 #  3. the busy reply (perf anchor G7): bursts of 1,000 sends at once on one contextId against
 #     a gateway whose turn outlasts the burst, each followed by the same burst against the
@@ -102,6 +103,8 @@ a2=$(free_port); start_a2ago "$a2"
 peer_summary=$tmp/a2ago-summary
 printf '%-5s %-22s %4s  %10s %10s  %9s %9s %9s\n' cores workload c "gw req/s" "a2a req/s" "req/s x" "p50 x" "p99 x" >"$peer_summary"
 c1_p50=$tmp/c1-p50
+peer_tsv=$tmp/a2ago-ratios # cores, workload, concurrency, req/s x: for the target lines
+: >"$peer_tsv"
 : >"$c1_p50"
 for cores in 1 2; do
   if [ "$cores" = 1 ]; then gw="http://127.0.0.1:$p1/" peer="http://127.0.0.1:$a1/" client=("${pin_client[@]}")
@@ -116,7 +119,8 @@ for cores in 1 2; do
       echo "$out" | awk -v cores="$cores" -v w="$wname" -v c="$c" '
         $1 == "median" && $2 == "target" { t = $3 }
         $1 == "median" && $2 == "baseline" { b = $3 }
-        $1 == "target/baseline" { printf "%-5s %-22s %4s  %10s %10s  %9s %9s %9s\n", cores, w, c, t, b, $3, $5, $7 }' >>"$peer_summary"
+        $1 == "target/baseline" { printf "%-5s %-22s %4s  %10s %10s  %9s %9s %9s\n", cores, w, c, t, b, $3, $5, $7
+          printf "%s\t%s\t%s\t%s\n", cores, w, c, $3 >>tsv }' tsv="$peer_tsv" >>"$peer_summary"
       if [ "$c" = 1 ]; then
         echo "$out" | awk -v cores="$cores" -v w="$wname" '$1 == "median" && $2 == "target" { print cores "\t" w "\t" $4 }' >>"$c1_p50"
       fi
@@ -124,10 +128,16 @@ for cores in 1 2; do
   done
 done
 echo "=== gateway / a2a-go v0.3.3 in-memory echo: medians of $ROUNDS alternating rounds of $DUR each (req/s x above 1: the gateway"
-echo "    serves more; p50 x and p99 x above 1: the gateway is slower). Targets (issue #16): req/s x >= 0.5 on one core, >= 1.0 on two, c=64"
+echo "    serves more; p50 x and p99 x above 1: the gateway is slower)"
 cat "$peer_summary"
 echo
-echo "=== c=1 p50 against issue #16's target, 2 fsyncs + 0.3 ms (fdatasync p50 here: $fsync_p50 ms back to back, the"
+# Issue #40's targets 1 and 2: two cores at c=64 (both workloads) >= 1.0x a2a-go's req/s;
+# one conversation at a time (c=1, every row) >= 0.5x.
+awk -F'\t' '
+  $1 == 2 && $3 == 64 { printf "target (#40 item 1) two cores, c=64, %-22s req/s x %6.3f (>= 1.00) %s\n", $2, $4, ($4 >= 1.0 ? "reached" : "MISSED") }
+  $3 == 1 { printf "target (#40 item 2) c=1, %s core(s), %-22s req/s x %6.3f (>= 0.50) %s\n", $1, $2, $4, ($4 >= 0.5 ? "reached" : "MISSED") }' "$peer_tsv"
+echo
+echo "=== c=1 p50 against issue #16's earlier target, 2 fsyncs + 0.3 ms (fdatasync p50 here: $fsync_p50 ms back to back, the"
 echo "    target's; $fsync_idle_p50 ms after 1 ms idle, as a gateway at c=1 meets them, for comparison)"
 awk -F'\t' -v f="$fsync_p50" -v fi="$fsync_idle_p50" '{
   limit = 2 * f + 0.3
@@ -140,6 +150,8 @@ echo
 # contexts; alternating rounds. The first event is the gateway's answer to the inbound
 # message, sent only after its commit (fsync'd), so the first-event time includes it.
 stream_summary=$tmp/a2ago-stream-summary
+stream_tsv=$tmp/a2ago-stream-ratios # workload, streams/s x, first-event p50 x
+: >"$stream_tsv"
 printf '%-22s  %10s %10s  %9s  %12s %12s  %9s\n' workload "gw strm/s" "a2a strm/s" "strm/s x" "gw first p50" "a2a first" "first x" >"$stream_summary"
 for workload in fresh 16; do
   if [ "$workload" = fresh ]; then wflags=(--fresh-contexts) wname="fresh contextId"; else wflags=(--contexts 16) wname="16 long-lived contexts"; fi
@@ -150,11 +162,18 @@ for workload in fresh 16; do
   echo "$out" | awk -v w="$wname" '
     $1 == "median" && $2 == "target" { t = $3; tf = $(NF-1) }
     $1 == "median" && $2 == "baseline" { b = $3; bf = $(NF-1) }
-    $1 == "target/baseline" { printf "%-22s  %10s %10s  %9s  %12s %12s  %9s\n", w, t, b, $3, tf, bf, $NF }' >>"$stream_summary"
+    $1 == "target/baseline" { printf "%-22s  %10s %10s  %9s  %12s %12s  %9s\n", w, t, b, $3, tf, bf, $NF
+      printf "%s\t%s\t%s\n", w, $3, $NF >>tsv }' tsv="$stream_tsv" >>"$stream_summary"
 done
 echo "=== gateway / a2a-go v0.3.3 in-memory echo, message/stream, concurrency 16, one core: medians of $ROUNDS alternating"
-echo "    rounds of $DUR each (first p50 in ms). Targets (issue #16): strm/s x >= 0.5, first x <= 2.0"
+echo "    rounds of $DUR each (first p50 in ms)"
 cat "$stream_summary"
+echo
+# Issue #40's target 3: streams/s >= 0.5x a2a-go's and the first event's p50 <= 1.5x.
+awk -F'\t' '{
+  printf "target (#40 item 3) message/stream c=16, one core, %-22s strm/s x %6.3f (>= 0.50) %s\n", $1, $2, ($2 >= 0.5 ? "reached" : "MISSED")
+  printf "target (#40 item 3) message/stream c=16, one core, %-22s first x  %6.3f (<= 1.50) %s\n", $1, $3, ($3 <= 1.5 ? "reached" : "MISSED")
+}' "$stream_tsv"
 echo
 
 # The burst gateway: its turn (five words, 250 ms apart: ~1.3 s) outlasts a burst of 1,000

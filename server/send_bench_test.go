@@ -25,7 +25,15 @@ import (
 // the figure to cut when the gateway is CPU-bound against the bare echo (issue #3): the
 // load generator and the gateway share the machine's two cores.
 func BenchmarkSendPath(b *testing.B) {
-	benchSendPath(b, startBenchServer(b))
+	benchSendPath(b, startBenchServer(b), 64)
+}
+
+// BenchmarkSendPathSerial is BenchmarkSendPath one turn at a time (one sender, one
+// context): the latency of one conversation (issue #40 item 2), its wall time per turn
+// being ns/op, every wait of the turn (two commits and their fdatasyncs, the hand-offs
+// between goroutines) included.
+func BenchmarkSendPathSerial(b *testing.B) {
+	benchSendPath(b, startBenchServer(b), 1)
 }
 
 // BenchmarkSendPathTraced is BenchmarkSendPath with tracing on as `gateway serve` sets it
@@ -44,12 +52,12 @@ func BenchmarkSendPathTraced(b *testing.B) {
 		b.Fatalf("telemetry.Setup = %v, %v", tr.Mode, err)
 	}
 	defer func() { _ = tr.Shutdown(context.Background()) }()
-	benchSendPath(b, startBenchServerWith(b, func(c *Config) { c.TracerProvider = tr.Provider }))
+	benchSendPath(b, startBenchServerWith(b, func(c *Config) { c.TracerProvider = tr.Provider }), 64)
 }
 
-func benchSendPath(b *testing.B, s *Server) {
+// benchSendPath sends b.N turns from contexts senders, each over its own context.
+func benchSendPath(b *testing.B, s *Server, contexts int64) {
 	h := s.http.Handler
-	const contexts = 64
 	var next atomic.Int64
 	text := strings.ReplaceAll(loadgen.DefaultMessage, `"`, `\"`)
 	send := func(i, ctx int64) error {
@@ -70,7 +78,7 @@ func benchSendPath(b *testing.B, s *Server) {
 		return nil
 	}
 	// One warm-up turn per context, so that creating the conversations is not measured.
-	for i := range int64(contexts) {
+	for i := range contexts {
 		if err := send(i, i); err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +89,26 @@ func benchSendPath(b *testing.B, s *Server) {
 	start := time.Now()
 	b.ReportAllocs()
 	b.ResetTimer()
-	b.SetParallelism(contexts / 2) // GOMAXPROCS is 2 here: 64 senders
+	if contexts == 1 {
+		for i := range b.N {
+			if err := send(contexts+int64(i), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		runSenders(b, contexts, &senders, &next, send)
+	}
+	b.StopTimer()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/turn")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
+}
+
+// runSenders runs b.N sends from contexts goroutines (GOMAXPROCS is 2 here: contexts/2
+// per P), each keeping to its own context, so that no send finds its context busy.
+func runSenders(b *testing.B, contexts int64, senders, next *atomic.Int64, send func(i, ctx int64) error) {
+	b.SetParallelism(int(contexts / 2))
 	b.RunParallel(func(pb *testing.PB) {
 		// Each sender keeps to its own context, so no send finds its context busy.
 		ctx := (senders.Add(1) - 1) % contexts
@@ -92,11 +119,6 @@ func benchSendPath(b *testing.B, s *Server) {
 			}
 		}
 	})
-	b.StopTimer()
-	elapsed := time.Since(start)
-	cpu := processCPU() - cpu0
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/turn")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
 }
 
 // processCPU is the user + system CPU time the process has used.
