@@ -66,7 +66,9 @@ type Options struct {
 	// WriteFault is a test-only knob that injects a storage failure where the ledger
 	// writes (see storage.go): when set, every write transaction that would commit
 	// appends calls it with op "commit" just before committing, and the storage probe
-	// (Ready) calls it with op "probe" before writing its file. A non-nil error fails that
+	// (Ready) calls it with op "probe" before writing its file; with the write-ahead log,
+	// "wal-commit" between a transaction's record and its bbolt commit (a failure there
+	// takes the record back) and "wal-sync" before the log's fdatasync. A non-nil error fails that
 	// write as the file system's error would: a transaction is rolled back (nothing of it
 	// is stored) and the error is classified by its error number. Tests return, for
 	// instance, an *os.PathError wrapping syscall.ENOSPC while a simulated disk is full.

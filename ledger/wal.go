@@ -173,7 +173,8 @@ type wal struct {
 	snaps      walSnaps              // what reads see (wal_snap.go)
 	base       uint64                // the transaction of the last checkpoint
 	fault      func(op string) error // Options.WriteFault (nil: none)
-	written    atomic.Uint64         // the last transaction whose record is written (not yet fdatasync'd, maybe)
+	written    atomic.Uint64         // the last transaction committed, its record written (not yet fdatasync'd, maybe)
+	recorded   atomic.Uint64         // the last transaction whose record is written (committed or not yet)
 	mapBytes   int64                 // the address space bbolt maps (Options.walMapBytes)
 	off2       bool                  // turned off (the file outgrew mapBytes/2): commits fsync bbolt
 	rec        redo                  // the current transaction's writes
@@ -626,9 +627,12 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 	if outgrown {
 		w.letRemap()
 	}
+	w.recordWhole(txid) // its fdatasync may run while bbolt commits
 	committed = true
-	if err := tx.Commit(); err != nil {
-		return 0, errors.Join(err, w.unwrite())
+	if err := w.commit(tx); err != nil {
+		err = errors.Join(err, w.unwrite())
+		w.retract(txid)
+		return 0, err
 	}
 	w.written.Store(txid)
 	w.commits++
@@ -644,6 +648,18 @@ func (w *wal) update(db *bolt.DB, redo **redo, fn func(*bolt.Tx) error) (txid ui
 		}
 	}
 	return txid, nil
+}
+
+// commit commits tx (bbolt, without fsync); Options.WriteFault's "wal-commit" fails it
+// after its record is written, as a failed bbolt commit would.
+func (w *wal) commit(tx *bolt.Tx) error {
+	if w.fault != nil {
+		if err := w.fault("wal-commit"); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // pendingFull reports whether the pages waiting to be freed call for a checkpoint (see

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -471,6 +472,62 @@ func TestWAL_FsyncFailureStopsTheLog(t *testing.T) {
 	es, err := r.Range(ctx, "o", "c", 0, 0)
 	if err != nil || len(es) < 1 || texts(es)[0] != "durable" {
 		t.Fatalf("after reopening: %v, %v; want the acknowledged entry first", texts(es), err)
+	}
+}
+
+// TestWAL_FailedCommitRetractsItsRecord: the log's fdatasync starts as soon as a record is
+// whole, while bbolt commits. When that commit fails, the record is taken back and the
+// next commit reuses the transaction id, so an fdatasync that began before the failure
+// must not count for the record that takes its place: the syncer's durable point goes
+// back before the failed id and stays there when that fdatasync returns; the next append
+// is acknowledged after its own, and reads back after reopening.
+func TestWAL_FailedCommitRetractsItsRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	var failCommit atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	fault := func(op string) error {
+		switch {
+		case op == "wal-sync" && failCommit.Load():
+			entered <- struct{}{} // the fdatasync of the record about to fail has begun
+			<-release
+		case op == "wal-commit" && failCommit.Load():
+			<-entered
+			failCommit.Store(false)
+			return syscall.EIO
+		}
+		return nil
+	}
+	s := mustOpenPath(t, path, Options{WriteFault: fault})
+	if s.wal == nil {
+		t.Fatal("a format-2 file with fsync has no write-ahead log")
+	}
+	ctx := t.Context()
+	mustAppend(t, s, "o", "c", userMsg("first"))
+	failed := s.wal.written.Load() + 1
+	failCommit.Store(true)
+	if _, err := s.Append(ctx, AppendRequest{Owner: "o", ContextID: "c", Entries: []Entry{userMsg("lost")}}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Append whose bbolt commit fails = %v, want EIO", err)
+	}
+	close(release)
+	if err := s.wal.waitSynced(failed - 1); err != nil { // after the round of the held fdatasync
+		t.Fatal(err)
+	}
+	s.wal.syncer.mu.Lock()
+	durable := s.wal.syncer.durable
+	s.wal.syncer.mu.Unlock()
+	if durable >= failed {
+		t.Fatalf("after the failed commit of transaction %d the syncer holds %d durable", failed, durable)
+	}
+	mustAppend(t, s, "o", "c", userMsg("second"))
+	if got := s.wal.written.Load(); got != failed {
+		t.Fatalf("the next commit is transaction %d, want %d (the id reused)", got, failed)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpenPath(t, path, Options{})
+	if es, err := r.Range(ctx, "o", "c", 0, 0); err != nil || !slices.Equal(texts(es), []string{"first", "second"}) {
+		t.Fatalf("after reopening: %v, %v; want first, second", texts(es), err)
 	}
 }
 
