@@ -40,8 +40,9 @@
 // With fsync, the Store commits through a write-ahead log, <file>.wal (wal.go): the
 // transaction's writes, recorded as it makes them (redo.go), go to the log as one record,
 // then bbolt commits without fsync and the committer goes on with the next batch while a
-// syncer goroutine fdatasyncs the log (one fsync of the bytes the commits add) and only
-// then answers the commit's appends; reads see the newest fsync'd state.
+// syncer goroutine fdatasyncs the log (one fsync of the bytes the commits add; it starts
+// as soon as the record is written, while bbolt commits) and only then answers the
+// commit's appends; reads see the newest state both committed and fsync'd.
 // A checkpoint (every 8 MiB of records or 512 pages waiting to be freed, and at Close)
 // fsyncs the file and makes it the log's base: the log's header keeps the base's meta
 // pages, and a read transaction held on the base keeps bbolt from reusing its pages. Open
