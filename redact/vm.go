@@ -1,8 +1,10 @@
 package redact
 
 import (
+	"math"
 	"regexp/syntax"
 	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -18,6 +20,8 @@ import (
 type streamProg struct {
 	red        *redactor
 	prog       *syntax.Prog
+	keeps      bool                       // the replacement starts with group 1, which starts the match (see sqEntry.keep)
+	lateAssert bool                       // an assertion follows a rune instruction (\b, \z after the first rune)
 	used       syntax.EmptyOp             // every assertion in prog
 	first      [utf8.RuneSelf]bool        // a match can start with this ASCII character
 	firstOther bool                       // ... or with another rune
@@ -45,12 +49,13 @@ func newStreamProg(r *redactor) *streamProg {
 	if err != nil {
 		panic(err)
 	}
-	sp := &streamProg{red: r, prog: p}
+	sp := &streamProg{red: r, prog: p, keeps: strings.HasPrefix(r.repl, "${1}")}
 	for _, in := range p.Inst {
 		if in.Op == syntax.InstEmptyWidth {
 			sp.used |= syntax.EmptyOp(in.Arg)
 		}
 	}
+	sp.lateAssert = assertsAfterRune(p)
 	q := newSqueue(len(p.Inst))
 	for _, e := range sp.freshList(&q, allAssertions, 0, false) {
 		in := &p.Inst[e.pc]
@@ -72,6 +77,43 @@ func newStreamProg(r *redactor) *streamProg {
 		}
 	}
 	return sp
+}
+
+// assertsAfterRune reports whether an empty-width instruction can be reached from a rune
+// instruction without consuming another rune: whether the threads' step over a rune may
+// need the rune after it (else only a new thread's assertions look at the text).
+func assertsAfterRune(p *syntax.Prog) bool {
+	seen := make([]bool, len(p.Inst))
+	var walk func(pc uint32) bool
+	walk = func(pc uint32) bool {
+		for pc != 0 && !seen[pc] {
+			seen[pc] = true
+			in := &p.Inst[pc]
+			switch in.Op {
+			case syntax.InstEmptyWidth:
+				return true
+			case syntax.InstAlt, syntax.InstAltMatch:
+				if walk(in.Out) {
+					return true
+				}
+				pc = in.Arg
+			case syntax.InstNop, syntax.InstCapture:
+				pc = in.Out
+			default:
+				return false
+			}
+		}
+		return false
+	}
+	for _, in := range p.Inst {
+		switch in.Op {
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			if walk(in.Out) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mayAcceptNonASCII reports whether in may accept a rune outside ASCII.
@@ -196,6 +238,24 @@ type sqEntry struct {
 	pc    uint32
 	live  bool
 	start int
+	// keep is where the part of the thread's match that its replacement changes can
+	// begin at the earliest: the end of group 1 once the thread has passed it (the
+	// replacement "${1}…" writes group 1, which starts the match, unchanged), the start
+	// for a pattern whose whole match is replaced, and -1 while a keeping pattern's
+	// thread is still inside group 1 ([inGroup]: it begins no earlier than where the
+	// thread is).
+	keep int
+}
+
+// inGroup is the keep of a thread still inside group 1.
+const inGroup = math.MinInt
+
+// keepAt is the keep of a thread started at start (see sqEntry.keep).
+func (sp *streamProg) keepAt(start int) int {
+	if sp.keeps {
+		return inGroup
+	}
+	return start
 }
 
 func newSqueue(n int) squeue { return squeue{size: n} }
@@ -247,10 +307,11 @@ func (q *squeue) hasLive() bool {
 	return false
 }
 
-// add adds the thread at pc with the given match start and everything it reaches under
-// the assertions ctx, as package regexp's add. When diff is not nil it is set if an
-// assertion on the way holds under ctx but not under alt or the reverse.
-func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.EmptyOp, diff *bool) {
+// add adds the thread at pc with the given match start and keep, at position at, and
+// everything it reaches under the assertions ctx, as package regexp's add (which carries
+// the capture slots as keep is carried). When diff is not nil it is set if an assertion
+// on the way holds under ctx but not under alt or the reverse.
+func (sp *streamProg) add(q *squeue, pc uint32, start, keep, at int, ctx, alt syntax.EmptyOp, diff *bool) {
 	for pc != 0 && !q.contains(pc) {
 		j := q.push(pc)
 		in := &sp.prog.Inst[pc]
@@ -258,7 +319,7 @@ func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.Empty
 		case syntax.InstFail:
 			return
 		case syntax.InstAlt, syntax.InstAltMatch:
-			sp.add(q, in.Out, start, ctx, alt, diff)
+			sp.add(q, in.Out, start, keep, at, ctx, alt, diff)
 			pc = in.Arg
 		case syntax.InstEmptyWidth:
 			op := syntax.EmptyOp(in.Arg)
@@ -270,11 +331,17 @@ func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.Empty
 				return
 			}
 			pc = in.Out
-		case syntax.InstNop, syntax.InstCapture:
+		case syntax.InstCapture:
+			if sp.keeps && in.Arg == 3 {
+				keep = at // group 1 ends here
+			}
+			pc = in.Out
+		case syntax.InstNop:
 			pc = in.Out
 		default:
 			q.dense[j].live = true
 			q.dense[j].start = start
+			q.dense[j].keep = keep
 			return
 		}
 	}
