@@ -762,16 +762,7 @@ func (st *streamStage) releaseCandidate() (string, int) {
 // started at a (a candidate still alive at pos < released): it keeps only that match's
 // threads, which wait at pos for the rune there, and drops the text before pos.
 func (st *streamStage) startSwallow(a, released int) {
-	live := st.runq.dense[:0]
-	for _, e := range st.runq.dense {
-		if e.live && e.start == a {
-			live = append(live, e)
-		}
-	}
-	st.runq.dense = live
-	for i, e := range st.runq.dense {
-		st.runq.sparse[e.pc] = uint32(i)
-	}
+	st.runq.keep(func(e sqEntry) bool { return e.live && e.start == a })
 	st.matched = st.matched && st.mstart == a
 	p := st.pos
 	st.buf = st.buf[p:]

@@ -225,13 +225,17 @@ func (sp *streamProg) freshSameCompute(q *squeue, prev, next rune, unknown bool)
 	return true
 }
 
-// squeue is a sparse set of instructions in insertion (priority) order, as package
-// regexp's queue; an entry is live when a thread waits at it (a rune or match
-// instruction), with the position its match would start at.
+// squeue is a set of instructions in insertion (priority) order, as package regexp's
+// queue; an entry is live when a thread waits at it (a rune or match instruction), with
+// the position its match would start at. Membership is a bit set, not package regexp's
+// sparse array of one uint32 per instruction: a Stream lives as long as a reply and the
+// URL pattern compiles to 1,600 instructions (its bounded repeats unrolled), which made
+// 13 KB of sparse arrays per Stream; the bits take 200 bytes, and clear unsets only the
+// entries' bits.
 type squeue struct {
-	size   int // instructions in the program; sparse is made on first use
-	sparse []uint32
-	dense  []sqEntry
+	size  int      // instructions in the program; bits is made on first use
+	bits  []uint64 // bit pc: pc is in dense
+	dense []sqEntry
 }
 
 type sqEntry struct {
@@ -279,24 +283,38 @@ func (sp *streamProg) consumes(q *squeue, r rune) bool {
 }
 
 func (q *squeue) contains(pc uint32) bool {
-	if q.sparse == nil {
-		return false
-	}
-	j := q.sparse[pc]
-	return j < uint32(len(q.dense)) && q.dense[j].pc == pc
+	return q.bits != nil && q.bits[pc/64]&(1<<(pc%64)) != 0
 }
 
 func (q *squeue) push(pc uint32) int {
-	if q.sparse == nil {
-		q.sparse = make([]uint32, q.size)
+	if q.bits == nil {
+		q.bits = make([]uint64, (q.size+63)/64)
 	}
 	j := len(q.dense)
 	q.dense = append(q.dense, sqEntry{pc: pc})
-	q.sparse[pc] = uint32(j)
+	q.bits[pc/64] |= 1 << (pc % 64)
 	return j
 }
 
-func (q *squeue) clear() { q.dense = q.dense[:0] }
+func (q *squeue) clear() {
+	for _, e := range q.dense {
+		q.bits[e.pc/64] &^= 1 << (e.pc % 64)
+	}
+	q.dense = q.dense[:0]
+}
+
+// keep removes the entries for which ok is false, keeping the others' order.
+func (q *squeue) keep(ok func(sqEntry) bool) {
+	kept := q.dense[:0]
+	for _, e := range q.dense {
+		if ok(e) {
+			kept = append(kept, e)
+		} else {
+			q.bits[e.pc/64] &^= 1 << (e.pc % 64)
+		}
+	}
+	q.dense = kept
+}
 
 func (q *squeue) hasLive() bool {
 	for _, e := range q.dense {
