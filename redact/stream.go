@@ -178,8 +178,8 @@ var streamSelfCheck bool
 // posInfo is what a stage knows of a position of its pending text.
 type posInfo struct {
 	flags uint8
+	kept  uint16 // with reach: the least that a match found here keeps (see sqEntry.keep; at most 65,535)
 	reach uint32 // the longest match found that starts here (0: none)
-	kept  uint32 // with reach: the least that a match found here keeps (see sqEntry.keep)
 }
 
 // Flags of a position.
@@ -237,6 +237,18 @@ func (st *streamStage) append(s string) {
 	n := len(st.info)
 	st.info = slices.Grow(st.info, len(s))[:n+len(s)]
 	clear(st.info[n:])
+}
+
+// cutFront removes buf[:c] and info[:c]. After a long cut it copies the rest to arrays of
+// its size: the old ones, grown to a long chunk (a turn hands its redactor the text that
+// came during a commit), would stay as long as the Stream (a reply), about 12 bytes per
+// byte per stage.
+func (st *streamStage) cutFront(c int) {
+	st.buf, st.info = st.buf[c:], st.info[c:]
+	if c >= 64 {
+		st.buf = append(make([]byte, 0, len(st.buf)+32), st.buf...)
+		st.info = append(make([]posInfo, 0, len(st.info)+32), st.info...)
+	}
 }
 
 // incompleteTail returns the length of the incomplete UTF-8 character that ends b.
@@ -455,7 +467,7 @@ func (st *streamStage) noteMatch(start, keep, end int) {
 		start = 0
 	}
 	// A keeping match has passed group 1 (keep is set); the clamp only guards.
-	k := uint32(min(max(keep-start, 0), end-start))
+	k := uint16(min(max(keep-start, 0), end-start, 1<<16-1)) // less is safe: it holds more
 	in := &st.info[start]
 	if in.reach == 0 || k < in.kept {
 		in.kept = k
@@ -581,8 +593,7 @@ func (st *streamStage) emit(c int) (string, int) {
 	}
 	out = st.trimAhead(out, seg)
 	st.ahead = max(st.ahead-c, 0)
-	st.buf = st.buf[c:]
-	st.info = st.info[c:]
+	st.cutFront(c)
 	st.known -= c
 	st.pos -= c
 	st.floor = 0
@@ -681,8 +692,7 @@ func (st *streamStage) resetSearch() {
 // drop removes buf[:c] and starts a new search.
 func (st *streamStage) drop(c int) {
 	st.ahead = max(st.ahead-c, 0)
-	st.buf = st.buf[c:]
-	st.info = st.info[c:]
+	st.cutFront(c)
 	st.resetSearch()
 }
 
