@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp/syntax"
 	"runtime"
 	"slices"
 	"strings"
@@ -739,5 +740,39 @@ func TestStreamRedactor_Footprint(t *testing.T) {
 			t.Errorf("a Stream after 300 words in pieces of %d keeps %d bytes of heap, want <= %d", per, kept, limit)
 		}
 		t.Logf("a Stream after 300 words in pieces of %d keeps %d bytes of heap", per, kept)
+	}
+}
+
+// TestGroupOneLeads: a stage releases a match's group 1 early only when the pattern's
+// group 1 begins every match (what a replacement "${1}…" keeps is then the match's start).
+func TestGroupOneLeads(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		re   string
+		want bool
+	}{
+		{`(abc)d`, true},
+		{`\b(a|b)c`, true},
+		{`(?i)(ab)c`, true},
+		{`x(abc)d`, false},    // "x" is replaced, not kept
+		{`(?:(a)|b)c`, false}, // a match may start outside group 1
+		{`abc`, false},
+	} {
+		re, err := syntax.Parse(tt.re, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := syntax.Compile(re.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := groupOneLeads(p); got != tt.want {
+			t.Errorf("groupOneLeads(%s) = %v, want %v", tt.re, got, tt.want)
+		}
+	}
+	for _, sp := range streamProgs() {
+		if want := strings.HasPrefix(sp.red.repl, "${1}"); sp.keeps != want {
+			t.Errorf("pattern %s: keeps = %v, want %v (its replacement is %q)", sp.red.re, sp.keeps, want, sp.red.repl)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func newStreamProg(r *redactor) *streamProg {
 	if err != nil {
 		panic(err)
 	}
-	sp := &streamProg{red: r, prog: p, keeps: strings.HasPrefix(r.repl, "${1}")}
+	sp := &streamProg{red: r, prog: p, keeps: strings.HasPrefix(r.repl, "${1}") && groupOneLeads(p)}
 	for _, in := range p.Inst {
 		if in.Op == syntax.InstEmptyWidth {
 			sp.used |= syntax.EmptyOp(in.Arg)
@@ -77,6 +77,37 @@ func newStreamProg(r *redactor) *streamProg {
 		}
 	}
 	return sp
+}
+
+// groupOneLeads reports whether every path from the start enters group 1 before it
+// consumes a rune: then the text a replacement "${1}…" keeps begins the match.
+func groupOneLeads(p *syntax.Prog) bool {
+	seen := make([]bool, len(p.Inst))
+	var walk func(pc uint32) bool
+	walk = func(pc uint32) bool {
+		for !seen[pc] {
+			seen[pc] = true
+			in := &p.Inst[pc]
+			switch in.Op {
+			case syntax.InstCapture:
+				if in.Arg == 2 {
+					return true
+				}
+				pc = in.Out
+			case syntax.InstAlt, syntax.InstAltMatch:
+				if !walk(in.Out) {
+					return false
+				}
+				pc = in.Arg
+			case syntax.InstEmptyWidth, syntax.InstNop:
+				pc = in.Out
+			default:
+				return false // a rune, a match or a failure before group 1
+			}
+		}
+		return true
+	}
+	return walk(uint32(p.Start))
 }
 
 // assertsAfterRune reports whether an empty-width instruction can be reached from a rune
