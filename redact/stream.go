@@ -439,6 +439,9 @@ func (st *streamStage) endOfText() bool {
 // recordMatch records that a thread started at start matches at end. Swallowing, only
 // the end counts: the match was released already, and start is no position of buf.
 func (st *streamStage) recordMatch(start, keep, end int) {
+	if keep == inGroup {
+		keep = start // cannot happen (group 1 leads, so a match has passed it); safe if it did
+	}
 	st.matched, st.mend = true, end
 	if !st.swallow {
 		st.mstart, st.mkeep = start, keep
