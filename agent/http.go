@@ -403,9 +403,15 @@ func (h *httpBackend) exchange(ctx context.Context, t Turn, body []byte, header 
 	}
 	defer resp.Body.Close()
 	r := &round{}
-	collect := func(chunk string) error {
-		r.text.WriteString(chunk)
-		return emit(chunk)
+	collect := emit
+	if t.Tools != nil {
+		// Only a round with tools offered is repeated to the model (runTools, with its
+		// calls); otherwise the text would stay here, beside the turn's own copy, until
+		// the reply ends.
+		collect = func(chunk string) error {
+			r.text.WriteString(chunk)
+			return emit(chunk)
+		}
 	}
 	if isHTML(resp) {
 		return nil, h.webPage(ctx, t, resp)

@@ -259,19 +259,32 @@ func (c *Cursor) take() (ev a2a.Event, ok bool, notify <-chan struct{}, err erro
 	}
 	ev = f.events[i]
 	c.pos++
-	if i >= 64 {
+	// Trim when 64 events are behind this cursor (the copy is amortized), or when it has
+	// read the last event and few cursors read the feed: a turn's feed otherwise kept up
+	// to 64 events (~11 KB of a reply's chunks) for as long as the turn streamed.
+	if i >= 64 || i == len(f.events)-1 && len(f.cursors) <= fewCursors {
 		f.trim()
 	}
 	return ev, true, nil, nil
 }
 
-// trim drops the events every cursor has read; call with f.mu held.
+// fewCursors is how many cursors a feed may have for a read of its last event to trim it
+// (a trim looks at every cursor).
+const fewCursors = 4
+
+// trim drops the events every cursor has read; call with f.mu held. When every cursor
+// has read all of them, the array is cleared and kept for the next events.
 func (f *Feed) trim() {
 	low := f.base + len(f.events)
 	for c := range f.cursors {
 		low = min(low, c.pos)
 	}
-	if n := low - f.base; n > 0 {
+	switch n := low - f.base; {
+	case n == len(f.events):
+		clear(f.events)
+		f.events = f.events[:0]
+		f.base = low
+	case n > 0:
 		f.events = append(f.events[:0:0], f.events[n:]...)
 		f.base = low
 	}

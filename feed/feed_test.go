@@ -163,6 +163,35 @@ func TestFeedsTrim(t *testing.T) {
 	}
 }
 
+// TestFeedsDropReadEvents: a feed read by few cursors keeps no event they have all read
+// (a turn's feed kept up to 64 of its reply's chunk events while the turn streamed).
+func TestFeedsDropReadEvents(t *testing.T) {
+	t.Parallel()
+	var fs Feeds
+	a, b := fs.Join("k"), fs.Join("k")
+	defer a.Close()
+	defer b.Close()
+	held := func() int {
+		a.f.mu.Lock()
+		defer a.f.mu.Unlock()
+		return len(a.f.events)
+	}
+	for round := range 3 {
+		from := uint64(10*round + 1)
+		fs.Publish("k", events(from, from+9)...)
+		readSeqs(t, a, 10)
+		if n := held(); n != 10 {
+			t.Fatalf("round %d: the feed holds %d events, want the 10 cursor b has not read", round, n)
+		}
+		if got := readSeqs(t, b, 10); got[0] != from {
+			t.Fatalf("round %d: b read from %d, want %d", round, got[0], from)
+		}
+		if n := held(); n != 0 {
+			t.Errorf("round %d: the feed holds %d events both cursors have read, want 0", round, n)
+		}
+	}
+}
+
 // TestFeedsConcurrent: a reader waiting in Next wakes for each publish from another
 // goroutine and reads every event once, in order (run with -race).
 func TestFeedsConcurrent(t *testing.T) {

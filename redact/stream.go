@@ -17,13 +17,14 @@ const MaxHeld = 16 << 10
 // Text replaced in s. Chunk boundaries may fall anywhere, even inside a UTF-8 character;
 // no returned string splits one (each is valid UTF-8 when the input is).
 //
-// Write returns at once the text no credential can still reach and holds back the rest:
-// a tail that may yet become (part of) a credential or its context ("Authorization:
-// Bearer " and its token, a private key block up to its END line, "sk-" and the key, a
-// "scheme://user:password@"), and the current word: a pattern anchored at a word boundary
-// could still start inside it. Plain prose is therefore emitted up to the last space or
-// punctuation that no pattern can continue; streamed word by word, at most the last word
-// waits.
+// Write returns at once the text that no replacement can still change, and holds back
+// only what a match may yet replace: from the first character that could begin a
+// credential replaced whole ("sk-", "AKIA", "eyJ", "-----BEGIN", an 's' that could begin
+// "sk-ant-" even inside a word), and after the part a pattern keeps (its group 1): the
+// password after "scheme://user", the token after "Authorization: Bearer " or "bearer ",
+// the value after an AWS secret's name. A URL's scheme and user, a header's name, and
+// plain words go out as they arrive: a chunk ending in "hello wor" releases all of it.
+// (Text after a credential waits until the match can be cut off: the next character.)
 //
 // # Bound
 //
@@ -54,8 +55,12 @@ const MaxHeld = 16 << 10
 // text, and releases the text up to the last safe cut: one that no match found crosses,
 // that no thread still alive started before, and where the assertions (\b, \z) judge
 // both sides as they judge the whole. Package regexp then replaces the matches in the
-// released text as in Text. The simulation reads each rune once per search, as the
-// regexp does: the work stays linear in the text.
+// released text as in Text. Past the cut, a stage also releases, unchanged, the text
+// before the earliest position that a replacement could still change (releaseAhead):
+// each thread carries, as the regexp carries its captures, where its group 1 ended (a
+// replacement "${1}…" writes it unchanged); the cut later leaves that text out. The
+// simulation reads each rune once per search, as the regexp does: the work stays linear
+// in the text.
 //
 // The zero value is ready to use. After Flush the Stream starts a new stream
 // (Redactions keeps counting). It is not safe for concurrent use.
@@ -152,13 +157,16 @@ func (r *Stream) feed(from int, in string) string {
 		if st.swallow {
 			return "" // the stage is still dropping a released match
 		}
-		c := st.cutPoint()
-		if c == 0 {
-			return ""
+		var out string
+		if c := st.cutPoint(); c > 0 {
+			var n int
+			out, n = st.emit(c)
+			r.redactions += n
 		}
-		var n int
-		in, n = st.emit(c)
-		r.redactions += n
+		if a := st.releaseAhead(); a != "" {
+			out += a
+		}
+		in = out
 	}
 	return in
 }
@@ -170,6 +178,7 @@ var streamSelfCheck bool
 // posInfo is what a stage knows of a position of its pending text.
 type posInfo struct {
 	flags uint8
+	kept  uint16 // with reach: the least that a match found here keeps (see sqEntry.keep; at most 65,535)
 	reach uint32 // the longest match found that starts here (0: none)
 }
 
@@ -198,6 +207,7 @@ type streamStage struct {
 	fresh        bool // the search's thread for a match starting at pos has been added
 	matched      bool
 	mstart, mend int
+	mkeep        int   // the found match's keep (see sqEntry.keep)
 	floor        int   // no cut at or below floor is safe, and none will be
 	reachFloor   int   // the furthest end of a match starting at or below floor
 	found        []int // self-check: the matches found, start and end pairs
@@ -207,6 +217,11 @@ type streamStage struct {
 	swallow bool
 	emitted int // buf[:emitted] has been released
 	dropTo  int // buf[:dropTo] belongs to the released match
+
+	// Released ahead of the cut: buf[:ahead] has gone out unchanged already (see
+	// releaseAhead); forced: force ran since the stream began.
+	ahead  int
+	forced bool
 }
 
 func (st *streamStage) init(sp *streamProg) {
@@ -222,6 +237,18 @@ func (st *streamStage) append(s string) {
 	n := len(st.info)
 	st.info = slices.Grow(st.info, len(s))[:n+len(s)]
 	clear(st.info[n:])
+}
+
+// cutFront removes buf[:c] and info[:c]. After a long cut it copies the rest to arrays of
+// its size: the old ones, grown to a long chunk (a turn hands its redactor the text that
+// came during a commit), would stay as long as the Stream (a reply), about 12 bytes per
+// byte per stage.
+func (st *streamStage) cutFront(c int) {
+	st.buf, st.info = st.buf[c:], st.info[c:]
+	if c >= 64 {
+		st.buf = append(make([]byte, 0, len(st.buf)+32), st.buf...)
+		st.info = append(make([]posInfo, 0, len(st.info)+32), st.info...)
+	}
 }
 
 // incompleteTail returns the length of the incomplete UTF-8 character that ends b.
@@ -339,13 +366,13 @@ func (st *streamStage) step(final bool) bool {
 	st.info[pos].flags |= fBoundary
 	r, w := runeAt(st.buf, pos)
 	if !st.swallow && !st.matched && !st.fresh {
-		sp.add(&st.runq, uint32(sp.prog.Start), pos, syntax.EmptyOpContext(runeBefore(st.buf, pos), r), 0, nil)
+		sp.add(&st.runq, uint32(sp.prog.Start), pos, sp.keepAt(pos), pos, syntax.EmptyOpContext(runeBefore(st.buf, pos), r), 0, nil)
 		st.fresh = true
 	}
 	// Does a thread consume r (before a match cuts the rest off)? Then the assertions
-	// after it need the next rune.
+	// after it, if the pattern has any there, need the next rune.
 	r1 := rune(-1)
-	if sp.consumes(&st.runq, r) {
+	if sp.lateAssert && sp.consumes(&st.runq, r) {
 		switch {
 		case pos+w < st.known:
 			r1, _ = runeAt(st.buf, pos+w)
@@ -366,13 +393,13 @@ func (st *streamStage) step(final bool) bool {
 		}
 		in := &sp.prog.Inst[e.pc]
 		if in.Op == syntax.InstMatch {
-			st.recordMatch(e.start, pos)
+			st.recordMatch(e.start, e.keep, pos)
 			break
 		}
 		if accepts(in, r) {
-			sp.add(&st.nextq, in.Out, e.start, ctx, eof, &diff)
+			sp.add(&st.nextq, in.Out, e.start, e.keep, pos+w, ctx, eof, &diff)
 			if st.swallow {
-				sp.add(&st.scratch, in.Out, e.start, eof, 0, nil)
+				sp.add(&st.scratch, in.Out, e.start, e.keep, pos+w, eof, 0, nil)
 			}
 		}
 	}
@@ -396,11 +423,11 @@ func (st *streamStage) endOfText() bool {
 	sp := st.sp
 	st.info[st.pos].flags |= fBoundary
 	if !st.swallow && !st.matched && !st.fresh {
-		sp.add(&st.runq, uint32(sp.prog.Start), st.pos, syntax.EmptyOpContext(runeBefore(st.buf, st.pos), -1), 0, nil)
+		sp.add(&st.runq, uint32(sp.prog.Start), st.pos, sp.keepAt(st.pos), st.pos, syntax.EmptyOpContext(runeBefore(st.buf, st.pos), -1), 0, nil)
 	}
 	for _, e := range st.runq.dense {
 		if e.live && sp.prog.Inst[e.pc].Op == syntax.InstMatch {
-			st.recordMatch(e.start, st.pos)
+			st.recordMatch(e.start, e.keep, st.pos)
 			break
 		}
 	}
@@ -411,11 +438,14 @@ func (st *streamStage) endOfText() bool {
 
 // recordMatch records that a thread started at start matches at end. Swallowing, only
 // the end counts: the match was released already, and start is no position of buf.
-func (st *streamStage) recordMatch(start, end int) {
+func (st *streamStage) recordMatch(start, keep, end int) {
+	if keep == inGroup {
+		keep = start // cannot happen (group 1 leads, so a match has passed it); safe if it did
+	}
 	st.matched, st.mend = true, end
 	if !st.swallow {
-		st.mstart = start
-		st.noteMatch(start, end)
+		st.mstart, st.mkeep = start, keep
+		st.noteMatch(start, keep, end)
 	}
 }
 
@@ -432,15 +462,21 @@ func (st *streamStage) finish() {
 
 // noteMatch records that the search found a match [start, end) (one that may still be
 // extended or superseded: a cut inside it is unsafe either way).
-func (st *streamStage) noteMatch(start, end int) {
+func (st *streamStage) noteMatch(start, keep, end int) {
 	if start < 0 {
 		if streamSelfCheck {
 			panic(fmt.Sprintf("redact: stream stage %q: match from before the cut", st.sp.red.re))
 		}
 		start = 0
 	}
-	if n := uint32(min(end-start, 1<<32-1)); n > st.info[start].reach {
-		st.info[start].reach = n
+	// A keeping match has passed group 1 (keep is set); the clamp only guards.
+	k := uint16(min(max(keep-start, 0), end-start, 1<<16-1)) // less is safe: it holds more
+	in := &st.info[start]
+	if in.reach == 0 || k < in.kept {
+		in.kept = k
+	}
+	if n := uint32(min(end-start, 1<<32-1)); n > in.reach {
+		in.reach = n
 	}
 	if start <= st.floor {
 		st.reachFloor = max(st.reachFloor, end)
@@ -453,6 +489,16 @@ func (st *streamStage) noteMatch(start, end int) {
 func (st *streamStage) frontier() (alive, pending int) {
 	alive, pending = len(st.buf)+1, -1
 	if st.pos >= st.known {
+		// The rune at pos is not known yet: every live thread may consume it.
+		for _, e := range st.runq.dense {
+			if !e.live {
+				continue
+			}
+			if st.sp.prog.Inst[e.pc].Op == syntax.InstMatch {
+				return alive, e.start
+			}
+			alive = min(alive, e.start)
+		}
 		return alive, pending
 	}
 	r, _ := runeAt(st.buf, st.pos)
@@ -506,9 +552,8 @@ func (st *streamStage) freshSameAt(c int, next bool) bool {
 // All three only become false as the text grows, but for the threads alive at pos: the
 // positions up to floor are settled.
 func (st *streamStage) cutPoint() int {
-	if st.pos >= st.known {
-		// Every thread has ended (the search stops at known only then): the cut at the
-		// end depends only on what comes next.
+	if st.pos >= st.known && !st.runq.hasLive() {
+		// Every thread has ended: the cut at the end depends only on what comes next.
 		if st.pos > 0 && st.freshSameAt(st.pos, false) {
 			return st.pos
 		}
@@ -516,7 +561,7 @@ func (st *streamStage) cutPoint() int {
 	alive, pending := st.frontier()
 	top := min(st.pos, alive)
 	if st.pos >= st.known {
-		top = st.pos - 1
+		top = min(top, st.pos-1)
 	}
 	best := 0
 	settled := true
@@ -549,8 +594,9 @@ func (st *streamStage) emit(c int) (string, int) {
 	if streamSelfCheck {
 		st.check(seg, idx, c, atPos)
 	}
-	st.buf = st.buf[c:]
-	st.info = st.info[c:]
+	out = st.trimAhead(out, seg)
+	st.ahead = max(st.ahead-c, 0)
+	st.cutFront(c)
 	st.known -= c
 	st.pos -= c
 	st.floor = 0
@@ -566,8 +612,12 @@ func (st *streamStage) emit(c int) (string, int) {
 		// the next step.
 		for i := range st.runq.dense {
 			st.runq.dense[i].start -= c
+			if st.runq.dense[i].keep != inGroup {
+				st.runq.dense[i].keep -= c
+			}
 		}
 		st.mstart -= c
+		st.mkeep -= c
 		st.mend -= c
 	}
 	return out, n
@@ -619,7 +669,9 @@ func (st *streamStage) flush() (string, int) {
 		st.pos = len(st.buf)
 		st.check(seg, idx, len(st.buf), true)
 	}
+	out = st.trimAhead(out, seg)
 	st.buf = st.buf[:0]
+	st.ahead, st.forced = 0, false
 	st.resetSearch()
 	return out, n
 }
@@ -642,8 +694,8 @@ func (st *streamStage) resetSearch() {
 
 // drop removes buf[:c] and starts a new search.
 func (st *streamStage) drop(c int) {
-	st.buf = st.buf[c:]
-	st.info = st.info[c:]
+	st.ahead = max(st.ahead-c, 0)
+	st.cutFront(c)
 	st.resetSearch()
 }
 
@@ -651,13 +703,16 @@ func (st *streamStage) drop(c int) {
 // Stream): up to the largest safe cut when that releases at least half of buf, else what
 // the text up to here gives (releaseCandidate).
 func (st *streamStage) force() (string, int) {
+	st.forced = true
 	if st.swallow {
 		st.endSwallow()
 	}
 	st.advance(false)
 	n := len(st.buf)
 	if c := st.crossFreeCut(); c > 0 && n-c <= n/2 {
-		out, k, _ := st.sp.red.run(string(st.buf[:c]))
+		seg := string(st.buf[:c])
+		out, k, _ := st.sp.red.run(seg)
+		out = st.trimAhead(out, seg)
 		st.drop(c)
 		return out, k
 	}
@@ -667,7 +722,7 @@ func (st *streamStage) force() (string, int) {
 // crossFreeCut returns the largest cut no match or candidate crosses (assertions at the
 // cut aside), 0 if none.
 func (st *streamStage) crossFreeCut() int {
-	if st.pos >= st.known {
+	if st.pos >= st.known && !st.runq.hasLive() {
 		return st.pos
 	}
 	c := 0
@@ -699,14 +754,16 @@ func (st *streamStage) releaseCandidate() (string, int) {
 		a = st.mstart
 	}
 	L := st.known
-	out, k, idx := st.sp.red.run(string(st.buf[:L]))
+	seg := string(st.buf[:L])
+	out, k, idx := st.sp.red.run(seg)
+	out = st.trimAhead(out, seg)
 	whole := false
 	for _, m := range idx {
 		if a >= 0 && m[0] == a && m[1] == L {
 			whole = true
 		}
 	}
-	if !whole || st.pos >= L {
+	if !whole || st.pos >= L && !st.runq.hasLive() {
 		st.drop(L)
 		return out, k
 	}
@@ -718,16 +775,7 @@ func (st *streamStage) releaseCandidate() (string, int) {
 // started at a (a candidate still alive at pos < released): it keeps only that match's
 // threads, which wait at pos for the rune there, and drops the text before pos.
 func (st *streamStage) startSwallow(a, released int) {
-	live := st.runq.dense[:0]
-	for _, e := range st.runq.dense {
-		if e.live && e.start == a {
-			live = append(live, e)
-		}
-	}
-	st.runq.dense = live
-	for i, e := range st.runq.dense {
-		st.runq.sparse[e.pc] = uint32(i)
-	}
+	st.runq.keep(func(e sqEntry) bool { return e.live && e.start == a })
 	st.matched = st.matched && st.mstart == a
 	p := st.pos
 	st.buf = st.buf[p:]
@@ -738,6 +786,7 @@ func (st *streamStage) startSwallow(a, released int) {
 	st.mend -= p
 	st.emitted = released - p
 	st.dropTo = 0
+	st.ahead = 0 // released covers it
 	st.swallow = true
 	st.found = st.found[:0]
 }
@@ -773,6 +822,74 @@ func (st *streamStage) endSwallow() {
 		resume = st.mend
 	}
 	st.drop(min(resume, len(st.buf)))
+}
+
+// releaseAhead releases, unchanged, the text after the cut that no match can change
+// (buf[ahead:aheadLimit()]) and records it as gone: the emit of a later cut leaves it
+// out (trimAhead). Such text is released before it can be cut because a cut needs more
+// than that no match changes the text before it: also that no thread started before it
+// is alive (a URL's scheme is matched, though kept) and that the search after it could
+// start afresh (not inside a word, for \b).
+func (st *streamStage) releaseAhead() string {
+	if st.swallow {
+		return ""
+	}
+	h := st.aheadLimit()
+	if h <= st.ahead {
+		return ""
+	}
+	s := string(st.buf[st.ahead:h])
+	st.ahead = h
+	return s
+}
+
+// aheadLimit returns the earliest position of buf that may yet be inside the part of a
+// match that its replacement changes, whatever text comes: the output of this stage up
+// to there is buf's text. It is the least of
+//
+//   - pos: threads yet to start start there or later (after a pending match, at its end);
+//   - each live thread's keep (the end of group 1 it kept, or its start when the whole
+//     match is replaced; a thread still inside group 1 changes nothing before pos);
+//   - the keep of every match found and not yet cut off (a pending one too).
+//
+// The match the search ends with for each start descends from a thread alive now (or
+// starts at pos or later), so its changed part begins no earlier; package regexp keeps
+// the same threads (the first to reach an instruction), so its group 1 is the thread's.
+func (st *streamStage) aheadLimit() int {
+	h := st.pos
+	for _, e := range st.runq.dense {
+		if e.live && e.keep != inGroup {
+			h = min(h, e.keep)
+		}
+	}
+	if st.matched {
+		h = min(h, st.mkeep)
+	}
+	for x := st.ahead; x < h; x++ {
+		if in := st.info[x]; in.reach > 0 {
+			h = min(h, x+int(in.kept))
+		}
+	}
+	return h
+}
+
+// trimAhead returns out, the redaction of seg = buf[:len(seg)], without the text
+// released ahead (buf[:ahead]), which begins it unless a forced release (force) changed
+// how the search sees the text; then, the output already released stays as it is and
+// the rest of seg is redacted on its own.
+func (st *streamStage) trimAhead(out, seg string) string {
+	a := min(st.ahead, len(seg))
+	if a == 0 {
+		return out
+	}
+	if len(out) >= a && out[:a] == seg[:a] {
+		return out[a:]
+	}
+	if streamSelfCheck && !st.forced {
+		panic(fmt.Sprintf("redact: stream stage %q: %q released ahead, but the redaction of %q is %q", st.sp.red.re, seg[:a], seg, out))
+	}
+	rest, _, _ := st.sp.red.run(seg[a:])
+	return rest
 }
 
 // run applies r to s as Text's pass does and also returns the matches.

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp/syntax"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -429,8 +432,125 @@ func TestStreamRedactor_Latency(t *testing.T) {
 	for _, c := range []string{"use", " sk-ant-", "api03-", "abcdefghijkl", "mnop", " to", " call", " it"} {
 		got += r.Write(c)
 	}
-	if want := "use [redacted:anthropic-key] to call "; got != want {
+	if want := "use [redacted:anthropic-key] to call it"; got != want {
 		t.Errorf("output %q, want %q", got, want)
+	}
+}
+
+// TestStreamRedactor_Held measures what a Write holds back: only text that a match could
+// still change. A pattern whose replacement keeps the start of its match ("${1}…": a
+// URL's scheme://user, "Authorization: Bearer ", "bearer ", an AWS secret's name) holds
+// nothing of that start; one that replaces its whole match (a key prefix such as "sk-",
+// "AKIA", "eyJ", "-----BEGIN") holds from the first character that could start it.
+func TestStreamRedactor_Held(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		chunks []string
+		held   string // what the Writes have not released
+	}{
+		{"word without a space", []string{"hello", " wor"}, ""},
+		{"word and space", []string{"hello", " world", " "}, ""},
+		{"one chunk", []string{"hello wor"}, ""},
+		{"any scheme-like word", []string{"see", " http"}, ""},
+		// "sk-ant-" is matched without a word boundary: an 's' ending a chunk may begin
+		// it (a plural waits for the next character).
+		{"word ending in s", []string{"see", " https"}, "s"},
+		{"scheme and ://", []string{"see https", "://"}, ""},
+		{"URL user", []string{"see https://alice"}, ""},
+		{"URL password", []string{"see https://alice:s3c"}, ":s3c"}, // group 1 ends at the user
+		// A match found and not cut yet: its group 1 goes, the rest waits for the cut
+		// (the next character).
+		{"URL before the host", []string{"see https://alice:s3c@"}, ":s3c@"},
+		{"secret name", []string{"aws_secret_access_key"}, ""},
+		{"secret value", []string{"aws_secret_access_key = wJalr"}, "wJalr"},
+		{"bearer", []string{"Authorization: Bearer"}, ""},
+		{"bearer token", []string{"Authorization: Bearer abc"}, "abc"},
+		{"bare bearer token", []string{"use bearer abc"}, "abc"},
+		{"s could start sk-", []string{"hello s"}, "s"},
+		{"sk", []string{"hello", " sk"}, "sk"},
+		{"sk- key", []string{"key sk-ant-abc"}, "sk-ant-abc"},
+		{"AKIA", []string{"id AKIA"}, "AKIA"},
+		{"eyJ", []string{"t eyJhb"}, "eyJhb"},
+		{"ey", []string{"they ey"}, "ey"},
+		{"gh", []string{"go gh"}, "gh"},
+		{"key block start", []string{"x -----BEG"}, "-----BEG"},
+		{"dash", []string{"a -"}, "-"},
+		{"incomplete UTF-8", []string{"caf\xc3"}, "\xc3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var r Stream
+			in, out := "", ""
+			for _, c := range tt.chunks {
+				in += c
+				out += r.Write(c)
+			}
+			if !strings.HasPrefix(in, out) {
+				t.Fatalf("Writes of %q released %q, not a prefix", tt.chunks, out)
+			}
+			if held := in[len(out):]; held != tt.held {
+				t.Errorf("Writes of %q held %q, want %q", tt.chunks, held, tt.held)
+			}
+			if r.held() < len(tt.held) {
+				t.Errorf("held() = %d, fewer than the %d bytes not released", r.held(), len(tt.held))
+			}
+			if got, want := out+r.Flush(), Text(in); got != want {
+				t.Errorf("output %q, want Text's %q", got, want)
+			}
+		})
+	}
+}
+
+// TestStreamRedactor_SplitEverywhere splits texts with a credential at every byte (in two
+// chunks, and in three): the output is Text's, and what the first Write releases is a
+// prefix of it that holds the text before the part a match replaces but for at most
+// its last character: an 's' may begin "sk-ant-" (no word boundary needed), an 'A' or
+// 'x' at a word start "AKIA…", "xox…", which are replaced whole.
+func TestStreamRedactor_SplitEverywhere(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text string
+		kept int // the first Write of text[:p] releases at least text[:min(p, kept)]
+	}{
+		{"clone https://alice:s3cr3t@git.example.com/repo.git now", len("clone https://alice")},
+		{"see docs://a:b@c and more", len("see docs://a")},
+		{"key sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56 ok", len("key ")},
+		{"Authorization: Bearer abc.def-ghi and more", len("Authorization: Bearer ")},
+		{"aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY done", len("aws_secret_access_key=")},
+		{"id AKIAIOSFODNN7EXAMPLE.", len("id ")},
+		{"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghij x", len("jwt ")},
+		{"word then :// later: https and ://x:y@z", len("word then :// later: https and ://x")},
+	}
+	for _, tt := range tests {
+		want := Text(tt.text)
+		for p := 0; p <= len(tt.text); p++ {
+			checkStream(t, tt.text, []int{p})
+			for q := p; q <= len(tt.text); q += 3 {
+				checkStream(t, tt.text, []int{p, q})
+			}
+			var r Stream
+			first := r.Write(tt.text[:p])
+			if !strings.HasPrefix(want, first) {
+				t.Fatalf("Write(%q) = %q, not a prefix of Text's %q", tt.text[:p], first, want)
+			}
+			if k := min(p, tt.kept); len(first) < k-1 {
+				t.Errorf("Write(%q) = %q, want at least %q", tt.text[:p], first, tt.text[:k])
+			}
+		}
+	}
+	// A word streamed first, then "://" and the userinfo: each piece goes out at once
+	// but the password.
+	var r Stream
+	var got []string
+	for _, c := range []string{"open", " ftp", "://", "bob", ":", "hunter2", "@", "host", " now"} {
+		got = append(got, r.Write(c))
+	}
+	got = append(got, r.Flush())
+	wantOuts := []string{"open", " ftp", "://", "bob", "", "", "", ":[redacted:url-password]@host", " now", ""}
+	if !slices.Equal(got, wantOuts) {
+		t.Errorf("outputs %q, want %q", got, wantOuts)
 	}
 }
 
@@ -579,5 +699,80 @@ func BenchmarkStreamRedactorSmall(b *testing.B) {
 		r.Write("hello ")
 		r.Write("world")
 		r.Flush()
+	}
+}
+
+// TestStreamRedactor_Footprint: a Stream that has streamed a reply keeps little memory
+// (a turn keeps one for as long as its reply streams: issue #40 item 4 counts the
+// gateway's memory per turn in flight), whether the reply came word by word or in
+// pieces of 20 words (a turn hands its redactor what came during a commit). Its thread
+// sets were 13 KB of sparse arrays for the URL pattern's 1,600 instructions alone, and
+// each stage kept arrays grown to the longest piece (12 bytes a byte). Not parallel: it
+// reads the heap's size.
+func TestStreamRedactor_Footprint(t *testing.T) {
+	defer func(v bool) { streamSelfCheck = v }(streamSelfCheck)
+	streamSelfCheck = false
+	words := strings.Fields(strings.Repeat("The gateway streams each reply to the client as it arrives, so a reader "+
+		"sees it form. Secrets like sk-ant-x, AKIA, eyJ and https://user:pw@host are words too; ", 20))
+	for _, per := range []int{1, 20} {
+		var pieces []string
+		for i := 0; i < 300; i += per {
+			pieces = append(pieces, " "+strings.Join(words[i:i+per], " "))
+		}
+		const n = 200
+		streams := make([]*Stream, n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range streams {
+			s := &Stream{}
+			for _, p := range pieces {
+				s.Write(p)
+			}
+			streams[i] = s
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		kept := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+		runtime.KeepAlive(streams)
+		const limit = 20 << 10 // 40 KB in pieces of 20 before
+		if kept > limit {
+			t.Errorf("a Stream after 300 words in pieces of %d keeps %d bytes of heap, want <= %d", per, kept, limit)
+		}
+		t.Logf("a Stream after 300 words in pieces of %d keeps %d bytes of heap", per, kept)
+	}
+}
+
+// TestGroupOneLeads: a stage releases a match's group 1 early only when the pattern's
+// group 1 begins every match (what a replacement "${1}…" keeps is then the match's start).
+func TestGroupOneLeads(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		re   string
+		want bool
+	}{
+		{`(abc)d`, true},
+		{`\b(a|b)c`, true},
+		{`(?i)(ab)c`, true},
+		{`x(abc)d`, false},    // "x" is replaced, not kept
+		{`(?:(a)|b)c`, false}, // a match may start outside group 1
+		{`abc`, false},
+	} {
+		re, err := syntax.Parse(tt.re, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := syntax.Compile(re.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := groupOneLeads(p); got != tt.want {
+			t.Errorf("groupOneLeads(%s) = %v, want %v", tt.re, got, tt.want)
+		}
+	}
+	for _, sp := range streamProgs() {
+		if want := strings.HasPrefix(sp.red.repl, "${1}"); sp.keeps != want {
+			t.Errorf("pattern %s: keeps = %v, want %v (its replacement is %q)", sp.red.re, sp.keeps, want, sp.red.repl)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package redact
 
 import (
+	"math"
 	"regexp/syntax"
 	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -18,6 +20,8 @@ import (
 type streamProg struct {
 	red        *redactor
 	prog       *syntax.Prog
+	keeps      bool                       // the replacement starts with group 1, which starts the match (see sqEntry.keep)
+	lateAssert bool                       // an assertion follows a rune instruction (\b, \z after the first rune)
 	used       syntax.EmptyOp             // every assertion in prog
 	first      [utf8.RuneSelf]bool        // a match can start with this ASCII character
 	firstOther bool                       // ... or with another rune
@@ -45,12 +49,13 @@ func newStreamProg(r *redactor) *streamProg {
 	if err != nil {
 		panic(err)
 	}
-	sp := &streamProg{red: r, prog: p}
+	sp := &streamProg{red: r, prog: p, keeps: strings.HasPrefix(r.repl, "${1}") && groupOneLeads(p)}
 	for _, in := range p.Inst {
 		if in.Op == syntax.InstEmptyWidth {
 			sp.used |= syntax.EmptyOp(in.Arg)
 		}
 	}
+	sp.lateAssert = assertsAfterRune(p)
 	q := newSqueue(len(p.Inst))
 	for _, e := range sp.freshList(&q, allAssertions, 0, false) {
 		in := &p.Inst[e.pc]
@@ -72,6 +77,74 @@ func newStreamProg(r *redactor) *streamProg {
 		}
 	}
 	return sp
+}
+
+// groupOneLeads reports whether every path from the start enters group 1 before it
+// consumes a rune: then the text a replacement "${1}…" keeps begins the match.
+func groupOneLeads(p *syntax.Prog) bool {
+	seen := make([]bool, len(p.Inst))
+	var walk func(pc uint32) bool
+	walk = func(pc uint32) bool {
+		for !seen[pc] {
+			seen[pc] = true
+			in := &p.Inst[pc]
+			switch in.Op {
+			case syntax.InstCapture:
+				if in.Arg == 2 {
+					return true
+				}
+				pc = in.Out
+			case syntax.InstAlt, syntax.InstAltMatch:
+				if !walk(in.Out) {
+					return false
+				}
+				pc = in.Arg
+			case syntax.InstEmptyWidth, syntax.InstNop:
+				pc = in.Out
+			default:
+				return false // a rune, a match or a failure before group 1
+			}
+		}
+		return true
+	}
+	return walk(uint32(p.Start))
+}
+
+// assertsAfterRune reports whether an empty-width instruction can be reached from a rune
+// instruction without consuming another rune: whether the threads' step over a rune may
+// need the rune after it (else only a new thread's assertions look at the text).
+func assertsAfterRune(p *syntax.Prog) bool {
+	seen := make([]bool, len(p.Inst))
+	var walk func(pc uint32) bool
+	walk = func(pc uint32) bool {
+		for pc != 0 && !seen[pc] {
+			seen[pc] = true
+			in := &p.Inst[pc]
+			switch in.Op {
+			case syntax.InstEmptyWidth:
+				return true
+			case syntax.InstAlt, syntax.InstAltMatch:
+				if walk(in.Out) {
+					return true
+				}
+				pc = in.Arg
+			case syntax.InstNop, syntax.InstCapture:
+				pc = in.Out
+			default:
+				return false
+			}
+		}
+		return false
+	}
+	for _, in := range p.Inst {
+		switch in.Op {
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			if walk(in.Out) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mayAcceptNonASCII reports whether in may accept a rune outside ASCII.
@@ -183,19 +256,41 @@ func (sp *streamProg) freshSameCompute(q *squeue, prev, next rune, unknown bool)
 	return true
 }
 
-// squeue is a sparse set of instructions in insertion (priority) order, as package
-// regexp's queue; an entry is live when a thread waits at it (a rune or match
-// instruction), with the position its match would start at.
+// squeue is a set of instructions in insertion (priority) order, as package regexp's
+// queue; an entry is live when a thread waits at it (a rune or match instruction), with
+// the position its match would start at. Membership is a bit set, not package regexp's
+// sparse array of one uint32 per instruction: a Stream lives as long as a reply and the
+// URL pattern compiles to 1,600 instructions (its bounded repeats unrolled), which made
+// 13 KB of sparse arrays per Stream; the bits take 200 bytes, and clear unsets only the
+// entries' bits.
 type squeue struct {
-	size   int // instructions in the program; sparse is made on first use
-	sparse []uint32
-	dense  []sqEntry
+	size  int      // instructions in the program; bits is made on first use
+	bits  []uint64 // bit pc: pc is in dense
+	dense []sqEntry
 }
 
 type sqEntry struct {
 	pc    uint32
 	live  bool
 	start int
+	// keep is where the part of the thread's match that its replacement changes can
+	// begin at the earliest: the end of group 1 once the thread has passed it (the
+	// replacement "${1}…" writes group 1, which starts the match, unchanged), the start
+	// for a pattern whose whole match is replaced, and -1 while a keeping pattern's
+	// thread is still inside group 1 ([inGroup]: it begins no earlier than where the
+	// thread is).
+	keep int
+}
+
+// inGroup is the keep of a thread still inside group 1.
+const inGroup = math.MinInt
+
+// keepAt is the keep of a thread started at start (see sqEntry.keep).
+func (sp *streamProg) keepAt(start int) int {
+	if sp.keeps {
+		return inGroup
+	}
+	return start
 }
 
 func newSqueue(n int) squeue { return squeue{size: n} }
@@ -219,24 +314,38 @@ func (sp *streamProg) consumes(q *squeue, r rune) bool {
 }
 
 func (q *squeue) contains(pc uint32) bool {
-	if q.sparse == nil {
-		return false
-	}
-	j := q.sparse[pc]
-	return j < uint32(len(q.dense)) && q.dense[j].pc == pc
+	return q.bits != nil && q.bits[pc/64]&(1<<(pc%64)) != 0
 }
 
 func (q *squeue) push(pc uint32) int {
-	if q.sparse == nil {
-		q.sparse = make([]uint32, q.size)
+	if q.bits == nil {
+		q.bits = make([]uint64, (q.size+63)/64)
 	}
 	j := len(q.dense)
 	q.dense = append(q.dense, sqEntry{pc: pc})
-	q.sparse[pc] = uint32(j)
+	q.bits[pc/64] |= 1 << (pc % 64)
 	return j
 }
 
-func (q *squeue) clear() { q.dense = q.dense[:0] }
+func (q *squeue) clear() {
+	for _, e := range q.dense {
+		q.bits[e.pc/64] &^= 1 << (e.pc % 64)
+	}
+	q.dense = q.dense[:0]
+}
+
+// keep removes the entries for which ok is false, keeping the others' order.
+func (q *squeue) keep(ok func(sqEntry) bool) {
+	kept := q.dense[:0]
+	for _, e := range q.dense {
+		if ok(e) {
+			kept = append(kept, e)
+		} else {
+			q.bits[e.pc/64] &^= 1 << (e.pc % 64)
+		}
+	}
+	q.dense = kept
+}
 
 func (q *squeue) hasLive() bool {
 	for _, e := range q.dense {
@@ -247,10 +356,11 @@ func (q *squeue) hasLive() bool {
 	return false
 }
 
-// add adds the thread at pc with the given match start and everything it reaches under
-// the assertions ctx, as package regexp's add. When diff is not nil it is set if an
-// assertion on the way holds under ctx but not under alt or the reverse.
-func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.EmptyOp, diff *bool) {
+// add adds the thread at pc with the given match start and keep, at position at, and
+// everything it reaches under the assertions ctx, as package regexp's add (which carries
+// the capture slots as keep is carried). When diff is not nil it is set if an assertion
+// on the way holds under ctx but not under alt or the reverse.
+func (sp *streamProg) add(q *squeue, pc uint32, start, keep, at int, ctx, alt syntax.EmptyOp, diff *bool) {
 	for pc != 0 && !q.contains(pc) {
 		j := q.push(pc)
 		in := &sp.prog.Inst[pc]
@@ -258,7 +368,7 @@ func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.Empty
 		case syntax.InstFail:
 			return
 		case syntax.InstAlt, syntax.InstAltMatch:
-			sp.add(q, in.Out, start, ctx, alt, diff)
+			sp.add(q, in.Out, start, keep, at, ctx, alt, diff)
 			pc = in.Arg
 		case syntax.InstEmptyWidth:
 			op := syntax.EmptyOp(in.Arg)
@@ -270,11 +380,17 @@ func (sp *streamProg) add(q *squeue, pc uint32, start int, ctx, alt syntax.Empty
 				return
 			}
 			pc = in.Out
-		case syntax.InstNop, syntax.InstCapture:
+		case syntax.InstCapture:
+			if sp.keeps && in.Arg == 3 {
+				keep = at // group 1 ends here
+			}
+			pc = in.Out
+		case syntax.InstNop:
 			pc = in.Out
 		default:
 			q.dense[j].live = true
 			q.dense[j].start = start
+			q.dense[j].keep = keep
 			return
 		}
 	}

@@ -26,6 +26,7 @@ type inbound struct {
 	taskID     string
 	key        string
 	continuing bool      // m continues a task parked on input-required
+	awaited    bool      // a blocking send waits for the turn's task (not a stream, not ReturnImmediately)
 	started    time.Time // when the send arrived
 	retryTask  string    // m repeats a message of this ended task (retry.go)
 }
@@ -68,6 +69,7 @@ func (r *Runner) admit(ctx context.Context, peer string, p *a2a.SendParams, watc
 	case in.retryTask != "":
 		return &accepted{retryTask: in.retryTask}, nil
 	}
+	in.awaited = !watch && !p.Config.ReturnImmediately
 	pushEntries, err := r.sendPushConfig(ctx, in, p.Config.Push) // push.go
 	if err != nil {
 		return nil, err

@@ -52,7 +52,9 @@ func (r *Runner) launch(ctx context.Context, in *inbound, tr *turnRun, res ledge
 	r.mu.Lock()
 	r.live[in.taskID] = lt
 	r.mu.Unlock()
-	tr.lt, tr.epoch, tr.keepStored, tr.metadata = lt, res.Epoch, !in.continuing, m.Metadata
+	// Only a blocking send reads the entries (SendMessage folds its task from them); a
+	// stream's turn would keep every chunk of its reply until it ends.
+	tr.lt, tr.epoch, tr.keepStored, tr.metadata = lt, res.Epoch, !in.continuing && in.awaited, m.Metadata
 	tr.span = trace.SpanFromContext(ctx) // start's a2a.turn: release ends it
 	tr.keep(res.Entries)
 	go func() { // exits when the agent is done and the end is recorded
@@ -92,7 +94,7 @@ type turnRun struct {
 	chunkErr   error // set by the chunk writer before it exits
 	chunksMade int   // REPLY_CHUNK entries stored
 	stored     []ledger.Entry
-	keepStored bool // this turn created the task: lt.stored gets every entry
+	keepStored bool // this turn created the task and a blocking send waits for it: lt.stored gets every entry
 	artifactID string
 }
 

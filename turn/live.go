@@ -14,7 +14,8 @@ type liveTask struct {
 	finished             chan struct{} // closed when the turn's goroutine has ended
 
 	// Set by the turn's goroutine before finished is closed: every entry of the task as the
-	// ledger stored it, when this turn created the task (so the task folds without a read).
+	// ledger stored it, when this turn created the task and a blocking send waits for it (so
+	// the task folds without a read).
 	stored []ledger.Entry
 	// unrecorded is why the turn's end could not be stored at all (its final append and
 	// the failure record both failed): the ledger still says "working". Set before

@@ -550,3 +550,50 @@ func TestSubscribeMidTurnCarriesTheWholeReply(t *testing.T) {
 		t.Fatalf("GetTask = %+v, %v; want one artifact %q", task, err, "partial done")
 	}
 }
+
+// TestStreamedTurnKeepsNoEntries: a turn keeps the entries it stores (to fold the task
+// without a read) only for a blocking send that waits for them; a streamed turn, or a
+// send that returns at once, would hold every chunk of its reply until it ends.
+func TestStreamedTurnKeepsNoEntries(t *testing.T) {
+	t.Parallel()
+	words := agent.SplitWords("one two three four five")
+	for _, tt := range []struct {
+		name   string
+		stream bool
+	}{{"stream", true}, {"return immediately", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := &gatedAgent{pieces: words, gate: make(chan struct{})}
+			r, _ := newRunner(t, g)
+			msg := a2a.Message{MessageID: "m1", ContextID: "keep-" + tt.name, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("count")}}
+			var taskID string
+			if tt.stream {
+				st, err := r.SendStreamingMessage(localCtx(t), &a2a.SendParams{Message: msg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				taskID = readN(t, st, 1)[0].Task.ID
+			} else {
+				res, err := r.SendMessage(localCtx(t), &a2a.SendParams{Message: msg, Config: a2a.SendConfig{ReturnImmediately: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				taskID = res.Task.ID
+			}
+			r.mu.Lock()
+			lt := r.live[taskID]
+			r.mu.Unlock()
+			if lt == nil {
+				t.Fatalf("task %s is not live", taskID)
+			}
+			for range words {
+				g.gate <- struct{}{}
+			}
+			<-lt.finished
+			if lt.stored != nil {
+				t.Errorf("the turn kept %d entries, want none (nobody waits for them)", len(lt.stored))
+			}
+		})
+	}
+}

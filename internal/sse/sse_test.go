@@ -152,7 +152,7 @@ func TestReaderTooLong(t *testing.T) {
 
 func TestReaderLongLines(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("x", 100<<10) // over the 16 KiB buffer
+	long := strings.Repeat("x", 100<<10) // far over the reader's buffer
 	for rname, wrap := range readers {
 		t.Run(rname, func(t *testing.T) {
 			t.Parallel()
