@@ -124,6 +124,7 @@ type Plan struct {
 	// complete: the plan used every history item it was given, so older items, had they
 	// been given, might have been shown (see NeedsOlder).
 	complete bool
+	memo     *Memo // nil: none (NewPlanMemo)
 }
 
 // NewPlan decides the projection of [BuildWithMemory] (same arguments but the memory, same
@@ -133,6 +134,11 @@ func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newPlan(history, current, cfg, nil)
+}
+
+// newPlan is NewPlan with the policy resolved, the items' forms taken from m (nil: none).
+func newPlan(history []Item, current Item, cfg config, m *Memo) (*Plan, error) {
 	system, err := systemText(cfg)
 	if err != nil {
 		return nil, err
@@ -141,9 +147,9 @@ func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
 		return nil, invalid("current item: kind %q, visibility %q, want %s %s",
 			current.Kind, current.Visibility, KindUserMessage, VisibilityModel)
 	}
-	pl := &Plan{cfg: cfg, system: system}
+	pl := &Plan{cfg: cfg, system: system, memo: m}
 	if cfg.limit > 0 {
-		ps, complete, err := collectPieces(history, cfg)
+		ps, complete, err := collectPieces(history, cfg, m)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +182,7 @@ func (pl *Plan) Request(mem *Memory) (Request, Stats) {
 	if pl.cfg.limit > 0 {
 		msgs = historyMessages(pl.ps, pl.w, pl.cfg.historyBytes-pl.cfg.memoryBytes, &st)
 		if pl.w.firstSeq > 0 && mem != nil && pl.cfg.memoryBytes > 0 {
-			if m, ok := memoryMessage(mem, pl.cfg.memoryBytes, &st); ok {
+			if m, ok := pl.memoryMessage(mem, &st); ok {
 				msgs = append([]Message{m}, msgs...)
 			}
 		}
@@ -193,6 +199,14 @@ func (pl *Plan) Request(mem *Memory) (Request, Stats) {
 	st.CurrentBytes = cost(&pl.cur)
 	st.CurrentTokens = tokensOf(st.CurrentBytes)
 	return Request{System: pl.system, Messages: append(msgs, pl.cur)}, st
+}
+
+// memoryMessage is memoryMessage(mem, the memory section's room, st), through the memo.
+func (pl *Plan) memoryMessage(mem *Memory, st *Stats) (Message, bool) {
+	if pl.memo != nil {
+		return pl.memo.memory(mem, pl.cfg.memoryBytes, st)
+	}
+	return memoryMessage(mem, pl.cfg.memoryBytes, st)
 }
 
 // allowed reports whether an item may be projected at all (the allowlist).
@@ -385,8 +399,8 @@ var markerCost = msgOverhead + len(markerText(math.MaxInt64))
 // collectPieces walks hist from the newest item back and makes the pieces (newest first)
 // of the allowed items until the limit or the compacted budget is reached; complete
 // reports that it reached the oldest item instead. It fails when the seqs do not
-// increase.
-func collectPieces(hist []Item, cfg config) (ps []piece, complete bool, err error) {
+// increase. The pieces come from m when it holds them (nil: none).
+func collectPieces(hist []Item, cfg config, m *Memo) (ps []piece, complete bool, err error) {
 	var compactSum int
 	var newer uint64
 	for i := len(hist) - 1; i >= 0; i-- {
@@ -398,7 +412,13 @@ func collectPieces(hist []Item, cfg config) (ps []piece, complete bool, err erro
 		if !allowed(it) {
 			continue
 		}
-		pc, ok := makePiece(it, cfg)
+		var pc piece
+		var ok bool
+		if m != nil {
+			pc, ok = m.piece(it, cfg)
+		} else {
+			pc, ok = makePiece(it, cfg)
+		}
 		if !ok {
 			continue
 		}

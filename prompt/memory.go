@@ -47,8 +47,7 @@ func (p *Plan) Stored() (snap ledger.MemorySnapshot, seq uint64, ok bool) {
 		if e.Kind != ledger.KindMemorySnapshot {
 			continue
 		}
-		m, err := ledger.MemoryRecord(e)
-		if err == nil && m.Last == b-1 {
+		if m, ok := p.snapshot(e); ok && m.Last == b-1 {
 			return m, e.Seq, true
 		}
 		if e.Seq < b {
@@ -56,6 +55,27 @@ func (p *Plan) Stored() (snap ledger.MemorySnapshot, seq uint64, ok bool) {
 		}
 	}
 	return ledger.MemorySnapshot{}, 0, false
+}
+
+// snapshot decodes the record of the MEMORY_SNAPSHOT entry e (ok false: it does not
+// decode), once per entry with a [Cache]. The snapshot's slices are shared with later
+// turns: not to be changed.
+func (p *Plan) snapshot(e *ledger.Entry) (ledger.MemorySnapshot, bool) {
+	if p.snaps == nil {
+		m, err := ledger.MemoryRecord(e)
+		return m, err == nil
+	}
+	m, seen := p.snaps[e.Seq]
+	if !seen {
+		if rec, err := ledger.MemoryRecord(e); err == nil {
+			m = &rec
+		}
+		p.snaps[e.Seq] = m // nil: does not decode
+	}
+	if m == nil {
+		return ledger.MemorySnapshot{}, false
+	}
+	return *m, true
 }
 
 // turnAppendKinds are the kinds stored in the append that begins a turn, after its
