@@ -22,6 +22,7 @@ import (
 type Memo struct {
 	cfg    config
 	set    bool
+	system *string // systemText(cfg), once made
 	pieces map[uint64]*memoPiece
 	mem    memoMemory
 	texts  history.FilterMemo
@@ -81,6 +82,18 @@ func NewPlanMemo(history []Item, current Item, p Policy, m *Memo) (*Plan, error)
 		}
 	}
 	return pl, nil
+}
+
+// systemText is systemText(cfg) (the memo's), made once.
+func (m *Memo) systemText(cfg config) (string, error) {
+	if m.system != nil {
+		return *m.system, nil
+	}
+	s, err := systemText(cfg)
+	if err == nil {
+		m.system = &s
+	}
+	return s, err
 }
 
 // Detach drops the plan's memo: later renderings make what they need afresh (the same

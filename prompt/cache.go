@@ -83,6 +83,7 @@ type window struct {
 	items []projection.Item
 	ups   []upstream
 	all   bool
+	used  int // how many entries the last plan used
 	snaps map[uint64]*ledger.MemorySnapshot
 	memo  *projection.Memo
 	bytes int64
@@ -115,6 +116,7 @@ func (c *Cache) PlanTurn(ctx context.Context, r Reader, policy projection.Policy
 	if err != nil {
 		return nil, err
 	}
+	w.used = used
 	w.trim(used + step(policy))
 	pl.done = func() { c.put(w) }
 	return pl, nil
@@ -253,26 +255,76 @@ func entryBytes(e *ledger.Entry) int64 {
 
 // plan is PlanTurn's loop over the window: the newest step entries, then step more while
 // the plan needs older ones (reading them from the ledger when the window does not hold
-// them), up to History's number. It returns the plan and how many entries it used.
+// them), up to History's number. It returns the plan and how many entries it used. It
+// first plans at once with what the previous turn used (w.used): that plan is the loop's
+// when the loop would have read that far (the plan of one step less needed older
+// entries) and stopped there; otherwise the loop runs from the first step.
 func (w *window) plan(ctx context.Context, r Reader, current ledger.Entry) (*Plan, int, error) {
+	if w.used > 0 {
+		pl, n, ok, err := w.planAt(ctx, r, current, w.used)
+		if err != nil || ok {
+			return pl, n, err
+		}
+	}
+	return w.planFrom(ctx, r, current, 0)
+}
+
+// planAt plans with the loop's first read size at or past guess, ok false when the loop
+// would not have read that far.
+func (w *window) planAt(ctx context.Context, r Reader, current ledger.Entry, guess int) (*Plan, int, bool, error) {
 	full, st := historyMax(w.policy), step(w.policy)
-	for n := 0; ; {
+	var n, prev, got int
+	for n < guess {
+		ask := min(st, full-n)
+		if err := w.hold(ctx, r, n+ask); err != nil {
+			return nil, 0, false, err
+		}
+		got = min(ask, len(w.ents)-n)
+		prev, n = n, n+got
+		if got < st || n >= full {
+			break
+		}
+	}
+	pl, err := w.newPlan(n, current)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if prev > 0 && !pl.plan.NeedsOlderWithin(prev) {
+		return nil, 0, false, nil // the loop stops before n
+	}
+	if got < st || n >= full || !pl.plan.NeedsOlder() {
+		return pl, n, true, nil
+	}
+	pl, n, err = w.planFrom(ctx, r, current, n)
+	return pl, n, err == nil, err
+}
+
+// planFrom is PlanTurn's loop from n entries planned (whose plan needed older ones).
+func (w *window) planFrom(ctx context.Context, r Reader, current ledger.Entry, n int) (*Plan, int, error) {
+	full, st := historyMax(w.policy), step(w.policy)
+	for {
 		ask := min(st, full-n)
 		if err := w.hold(ctx, r, n+ask); err != nil {
 			return nil, 0, err
 		}
 		got := min(ask, len(w.ents)-n)
 		n += got
-		from := len(w.ents) - n
-		pl, err := newPlan(w.ents[from:], w.items[from:], w.ups[from:], w.policy, w.owner, current, w.memo)
-		if err != nil {
-			return nil, 0, err
-		}
-		pl.snaps = w.snaps
-		if got < st || n >= full || !pl.plan.NeedsOlder() {
-			return pl, n, nil
+		pl, err := w.newPlan(n, current)
+		if err != nil || got < st || n >= full || !pl.plan.NeedsOlder() {
+			return pl, n, err
 		}
 	}
+}
+
+// newPlan plans current with the newest n entries of the window.
+func (w *window) newPlan(n int, current ledger.Entry) (*Plan, error) {
+	from := len(w.ents) - n
+	pl, err := newPlan(w.ents[from:], w.items[from:], w.ups[from:], w.policy, w.owner, current, w.memo)
+	if err != nil {
+		return nil, err
+	}
+	pl.snaps = w.snaps
+	return pl, nil
 }
 
 // hold makes the window hold at least n entries, or all there are, reading older ones as

@@ -25,12 +25,16 @@ type convWriter struct {
 	owner, id string
 	rng       *rand.Rand
 	turns     int
+	filler    func(turn int) int // sentences of filler of each user message; nil: random
 }
 
 // message is a user message of random length: mostly short, sometimes long enough to be
 // cut by compaction, now and then longer than the ledger's large-part threshold (an
 // artifact the history inflates).
 func (c *convWriter) message() string {
+	if c.filler != nil {
+		return simText(c.turns, c.filler(c.turns))
+	}
 	n := c.rng.IntN(12)
 	switch c.rng.IntN(20) {
 	case 0:
@@ -340,5 +344,30 @@ func TestCacheNoConversation(t *testing.T) {
 	var nilCache *Cache
 	if _, err := nilCache.PlanTurn(context.Background(), led, simPolicy, "p", "new", user); err != nil {
 		t.Errorf("nil Cache PlanTurn() error = %v", err)
+	}
+}
+
+// TestCacheWindowShrinks: the cache plans at once with what the previous turn used; when
+// the window needs fewer entries than that (long messages after short ones), or more
+// (short after long), the plan is still PlanTurn's.
+func TestCacheWindowShrinks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		filler func(turn int) int
+	}{
+		{"phases", func(turn int) int { return []int{0, 12, 0, 25, 1}[turn/40%5] }},
+		{"alternating", func(turn int) int { return (turn % 7) * (turn % 7) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, policy := range []projection.Policy{simPolicy, {HistoryLimit: 200, Memory: true, Budget: projection.Budget{History: 6000}}} {
+				cache := NewCache(0, 0)
+				c := &convWriter{led: openLedger(t, t.TempDir()), policy: policy, owner: "p", id: "c", rng: rand.New(rand.NewPCG(10, 11)), filler: tc.filler}
+				for range 200 {
+					c.turn(t, cache)
+				}
+			}
+		})
 	}
 }
