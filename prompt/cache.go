@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/a2a-gateway/gateway/ledger"
+	"github.com/a2a-gateway/gateway/memory"
 	"github.com/a2a-gateway/gateway/projection"
 )
 
@@ -84,9 +86,13 @@ type window struct {
 	ups   []upstream
 	all   bool
 	used  int // how many entries the last plan used
-	snaps map[uint64]*ledger.MemorySnapshot
-	memo  *projection.Memo
-	bytes int64
+	// early are the oldest memory sources (Sources) of the range 1..earlySpan (fixed once
+	// the conversation is longer than the range Sources reads them from).
+	early     []ledger.Entry
+	earlySpan uint64
+	snaps     map[uint64]*ledger.MemorySnapshot
+	memo      *projection.Memo
+	bytes     int64
 }
 
 // maxGap bounds what a turn reads after its window's last seq: past it, a read as
@@ -323,8 +329,38 @@ func (w *window) newPlan(n int, current ledger.Entry) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl.snaps = w.snaps
+	pl.snaps, pl.w = w.snaps, w
 	return pl, nil
+}
+
+// sources is Sources(ctx, r, w's conversation, last, n): the oldest sources kept from the
+// last call (when their range is the same), the newest found among the window's entries
+// when it holds n of them up to last (or all there are).
+func (w *window) sources(ctx context.Context, r Reader, last uint64, n int) (early, recent []ledger.Entry, err error) {
+	if span := min(last, uint64(4*n)); w.earlySpan != span {
+		e, _, err := Sources(ctx, r, w.owner, w.contextID, span, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range w.early {
+			w.bytes -= entryBytes(&w.early[i])
+		}
+		for i := range e {
+			w.bytes += entryBytes(&e[i])
+		}
+		w.early, w.earlySpan = e, span
+	}
+	for i := len(w.ents) - 1; i >= 0 && len(recent) < n; i-- {
+		if e := &w.ents[i]; e.Seq <= last && memory.Source(e) {
+			recent = append(recent, *e)
+		}
+	}
+	if len(recent) < n && !w.all {
+		_, recent, err = Sources(ctx, r, w.owner, w.contextID, last, n)
+		return slices.Clone(w.early), recent, err
+	}
+	slices.Reverse(recent)
+	return slices.Clone(w.early), recent, nil
 }
 
 // hold makes the window hold at least n entries, or all there are, reading older ones as

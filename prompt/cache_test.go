@@ -61,7 +61,7 @@ func (c *convWriter) input(t *testing.T, pl *Plan, err error) (Input, []ledger.E
 		in.MemorySeq = seq
 		return in, nil
 	}
-	snap, _, _, err := Extractive(t.Context(), c.led, c.policy, c.owner, c.id, b-1)
+	snap, _, _, err := pl.Extractive(t.Context(), c.led, c.policy, c.owner, c.id, b-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,11 @@ func (c *convWriter) turn(t *testing.T, cache *Cache) {
 	want, extra := c.input(t, p, err)
 	if cache != nil {
 		p, err := cache.PlanTurn(ctx, c.led, c.policy, c.owner, c.id, user)
-		got, _ := c.input(t, p, err)
+		got, gotExtra := c.input(t, p, err)
 		c.same(t, want, got)
+		if diff := cmp.Diff(extra, gotExtra); diff != "" {
+			t.Fatalf("%s turn %d: cached snapshot differs (-uncached +cached):\n%s", c.id, c.turns, diff)
+		}
 	}
 	c.append(t, user, extra)
 }

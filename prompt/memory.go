@@ -130,6 +130,21 @@ func replayMemory(ctx context.Context, r Reader, policy projection.Policy, owner
 	return in, nil
 }
 
+// Extractive is [Extractive] for the plan's conversation: the same snapshot and sources.
+// A plan made through a [Cache] (and not yet rendered) takes the sources from its
+// conversation's window where it holds them.
+func (p *Plan) Extractive(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, last uint64) (snap ledger.MemorySnapshot, early, recent []ledger.Entry, err error) {
+	w := p.w
+	if w == nil || w.owner != owner || w.contextID != contextID || w.policy != policy {
+		return Extractive(ctx, r, policy, owner, contextID, last)
+	}
+	early, recent, err = w.sources(ctx, r, last, MemorySources)
+	if err != nil {
+		return ledger.MemorySnapshot{}, nil, nil, err
+	}
+	return memory.Extract(1, last, early, recent, MemoryLimits(policy)), early, recent, nil
+}
+
 // Sources reads the entries a summariser is shown for the range 1..last: the oldest
 // source entries (up to n, from the start) and the newest (up to n, before last+1), each
 // oldest first, artifacts inflated.

@@ -299,7 +299,7 @@ func (p *benchPool) prepare(b *testing.B, cache *Cache, c *benchConv, user ledge
 		return pl.Input(&snap), nil
 	}
 	start := time.Now()
-	snap, _, _, err := Extractive(ctx, p.led, simPolicy, "local", c.id, bd-1)
+	snap, _, _, err := pl.Extractive(ctx, p.led, simPolicy, "local", c.id, bd-1)
 	if err != nil {
 		b.Fatal(err)
 	}

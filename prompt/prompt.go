@@ -11,6 +11,10 @@
 // [Replay] finds the same snapshot (the one stored with the message, else the stored one
 // for the boundary). A turn's final STATUS records its request's figures ([Figures]).
 //
+// A live turn plans through a [Cache] ([Cache.PlanTurn]): its conversation's window is
+// kept from the previous turn and only the entries appended since are read, so the cost
+// of a turn does not grow with the conversation; the plan equals [PlanTurn]'s.
+//
 // # Imports
 //
 // ledger (its entry model and sentinels), memory, projection and the standard library. It
@@ -143,6 +147,7 @@ type Plan struct {
 	// is rendered (Input).
 	memo  *projection.Memo
 	snaps map[uint64]*ledger.MemorySnapshot
+	w     *window
 	done  func()
 }
 
@@ -205,7 +210,7 @@ func (p *Plan) Input(mem *ledger.MemorySnapshot) Input {
 	}
 	out.Prompt = req.TextWith(p.memo)
 	if done := p.done; done != nil {
-		p.done, p.memo, p.snaps = nil, nil, nil
+		p.done, p.memo, p.snaps, p.w = nil, nil, nil, nil
 		p.plan.Detach()
 		done()
 	}
