@@ -33,6 +33,3 @@ func (m *FilterMemo) Filter(text string) string {
 	m.cur[text] = s
 	return s
 }
-
-// Len is how many texts the memo holds (both generations; a text in both counts twice).
-func (m *FilterMemo) Len() int { return len(m.cur) + len(m.old) }
