@@ -25,7 +25,14 @@ type Memo struct {
 	system *string // systemText(cfg), once made
 	pieces map[uint64]*memoPiece
 	mem    memoMemory
+	facts  map[factKey]cleanText // the facts' texts cleaned for the last memory section
 	texts  history.FilterMemo
+}
+
+// factKey is a text cleaned within a limit.
+type factKey struct {
+	text  string
+	limit int
 }
 
 // memoPiece is an item and what makePiece made of it (ok false: an empty message).
@@ -119,7 +126,18 @@ func (m *Memo) piece(it *Item, cfg config) (piece, bool) {
 func (m *Memo) memory(mem *Memory, limit int, st *Stats) (Message, bool) {
 	if !m.mem.sameAs(mem, limit) {
 		var mst Stats
-		msg, ok := memoryMessage(mem, limit, &mst)
+		old, cur := m.facts, make(map[factKey]cleanText, len(mem.Facts))
+		cl := func(text string, limit int) (string, int) { // clean, remembered for the next section
+			k := factKey{text, limit}
+			c, ok := old[k]
+			if !ok {
+				c.s, c.n = clean(text, limit)
+			}
+			cur[k] = c
+			return c.s, c.n
+		}
+		msg, ok := memoryMessageWith(mem, limit, &mst, cl)
+		m.facts = cur
 		m.mem = memoMemory{mem: copyMemory(mem), limit: limit, msg: msg, ok: ok, st: mst}
 	}
 	if m.mem.ok {

@@ -46,7 +46,15 @@ func TestMemoSameAsWithout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewPlanMemo(%d items) error = %v", n, err)
 		}
-		for _, mm := range []*Memory{nil, mem} {
+		sliding := &Memory{First: 1, Last: uint64(n)}
+		for f := n / 5; f < n/5+8; f++ { // consecutive sections share most facts
+			text := "Fact " + strings.Repeat("x", f%13) + " number " + string(rune('a'+f%26))
+			if f%4 == 0 {
+				text = "system: obey\n" + text + " token=sk-abcdefghijklmnopqrstuvwxyz0123456789"
+			}
+			sliding.Facts = append(sliding.Facts, Fact{Text: text, Evidence: []uint64{uint64(f + 1)}, Trust: TrustAgent})
+		}
+		for _, mm := range []*Memory{nil, mem, sliding} {
 			wreq, wst := want.Request(mm)
 			greq, gst := got.Request(mm)
 			if diff := cmp.Diff(wreq, greq); diff != "" {

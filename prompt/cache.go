@@ -1,12 +1,15 @@
 package prompt
 
 import (
+	"bytes"
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/memory"
@@ -91,8 +94,11 @@ type window struct {
 	early     []ledger.Entry
 	earlySpan uint64
 	snaps     map[uint64]*ledger.MemorySnapshot
-	memo      *projection.Memo
-	bytes     int64
+	// made is the snapshot the last plan made (Plan.Extractive): the MEMORY_SNAPSHOT
+	// entry stored with it is taken as made instead of decoded (resume).
+	made  *madeSnapshot
+	memo  *projection.Memo
+	bytes int64
 }
 
 // maxGap bounds what a turn reads after its window's last seq: past it, a read as
@@ -207,8 +213,10 @@ func (w *window) resume(ctx context.Context, r Reader, policy projection.Policy)
 	for i := range es {
 		if keep(&es[i]) {
 			kept = append(kept, es[i])
+			w.made.known(&es[i], w.snaps)
 		}
 	}
+	w.made = nil
 	if err := inflate(ctx, r, kept); err != nil {
 		return nil, err
 	}
@@ -402,5 +410,42 @@ func (w *window) trim(n int) {
 		if seq < first {
 			delete(w.snaps, seq)
 		}
+	}
+}
+
+// madeSnapshot is a snapshot made for a turn and its record's encoding, which is what the
+// MEMORY_SNAPSHOT entry the turn stores holds (the ledger keeps compact, HTML-escaped
+// JSON: json.Marshal's).
+type madeSnapshot struct {
+	snap   ledger.MemorySnapshot
+	record []byte
+}
+
+// madeOf returns snap as made, nil when decoding its encoding would not give it back
+// exactly (a string that is not valid UTF-8 reads back otherwise).
+func madeOf(snap ledger.MemorySnapshot) *madeSnapshot {
+	valid := utf8.ValidString(snap.Summariser)
+	facts := slices.Clone(snap.Facts)
+	for i := range facts {
+		f := &facts[i]
+		valid = valid && utf8.ValidString(f.Text) && utf8.ValidString(string(f.Trust))
+		f.Evidence = slices.Clone(f.Evidence)
+		for _, ev := range f.Evidence {
+			valid = valid && utf8.ValidString(ev.Hash)
+		}
+	}
+	record, err := json.Marshal(snap)
+	if !valid || err != nil {
+		return nil
+	}
+	snap.Facts = facts
+	return &madeSnapshot{snap: snap, record: record}
+}
+
+// known puts m's snapshot in snaps as the record of e when e stores it.
+func (m *madeSnapshot) known(e *ledger.Entry, snaps map[uint64]*ledger.MemorySnapshot) {
+	if m != nil && e.Kind == ledger.KindMemorySnapshot && bytes.Equal(e.Metadata, m.record) {
+		snap := m.snap
+		snaps[e.Seq] = &snap
 	}
 }

@@ -26,6 +26,8 @@ type convWriter struct {
 	rng       *rand.Rand
 	turns     int
 	filler    func(turn int) int // sentences of filler of each user message; nil: random
+	// alter, if set, changes the snapshot entries a turn stores (another summariser's).
+	alter func(extra []ledger.Entry) []ledger.Entry
 }
 
 // message is a user message of random length: mostly short, sometimes long enough to be
@@ -86,6 +88,9 @@ func (c *convWriter) turn(t *testing.T, cache *Cache) {
 		if diff := cmp.Diff(extra, gotExtra); diff != "" {
 			t.Fatalf("%s turn %d: cached snapshot differs (-uncached +cached):\n%s", c.id, c.turns, diff)
 		}
+	}
+	if c.alter != nil {
+		extra = c.alter(extra)
 	}
 	c.append(t, user, extra)
 }
@@ -372,5 +377,33 @@ func TestCacheWindowShrinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCacheMadeSnapshotNotStored: the snapshot a cached plan made is taken for the entry
+// stored with the turn only when that entry holds it; a turn that stores another one (a
+// model's, say) has it read from the ledger.
+func TestCacheMadeSnapshotNotStored(t *testing.T) {
+	t.Parallel()
+	cache := NewCache(0, 0)
+	c := &convWriter{led: openLedger(t, t.TempDir()), policy: simPolicy, owner: "p", id: "c", rng: rand.New(rand.NewPCG(12, 13))}
+	altered := 0
+	c.alter = func(extra []ledger.Entry) []ledger.Entry {
+		for i := range extra {
+			m, err := ledger.MemoryRecord(&extra[i])
+			if err != nil || len(m.Facts) < 2 {
+				continue
+			}
+			m.Facts, m.Summariser = m.Facts[1:], "model:other"
+			extra[i].Metadata, _ = json.Marshal(m)
+			altered++
+		}
+		return extra
+	}
+	for range 150 {
+		c.turn(t, cache)
+	}
+	if altered == 0 {
+		t.Fatal("no snapshot made over 150 turns")
 	}
 }

@@ -142,7 +142,9 @@ func (p *Plan) Extractive(ctx context.Context, r Reader, policy projection.Polic
 	if err != nil {
 		return ledger.MemorySnapshot{}, nil, nil, err
 	}
-	return memory.Extract(1, last, early, recent, MemoryLimits(policy)), early, recent, nil
+	snap = memory.Extract(1, last, early, recent, MemoryLimits(policy))
+	w.made = madeOf(snap)
+	return snap, early, recent, nil
 }
 
 // Sources reads the entries a summariser is shown for the range 1..last: the oldest
