@@ -200,8 +200,9 @@ func benchPrepare(b *testing.B, n, filler int) {
 // plan, the stored snapshot found or, when the boundary moved, the extractive one made,
 // input rendered), the previous turn's entries (user message, statuses, snapshot, reply)
 // appended untimed before it. Modes: uncached (PlanTurn from the ledger, as before the
-// Cache), warm (through a Cache that prepared the previous turn) and cold (through an
-// empty Cache: the first turn after a restart). Each conversation gives L/10 timed turns
+// Cache), warm (through the Cache that prepared every earlier turn of the conversation,
+// as a running gateway's) and cold (through an empty Cache: the first turn after a
+// restart). Each conversation gives L/10 timed turns
 // (at least one): for L=10 each op is turn 10 of its own conversation; for L=10,000 the
 // ops are turns 10,000 onwards of one conversation.
 func BenchmarkPrepareTurn(b *testing.B) {
@@ -240,6 +241,7 @@ type benchPool struct {
 type benchConv struct {
 	id    string
 	turns int
+	cache *Cache // the cache it was built through: warm since its first turn
 }
 
 func newBenchPool(b *testing.B, turns, filler int) *benchPool {
@@ -258,10 +260,9 @@ func (p *benchPool) conv(b *testing.B) *benchConv {
 		return p.long
 	}
 	p.next++
-	c := &benchConv{id: "c" + strconv.Itoa(p.next)}
-	build := NewCache(1, 0)
+	c := &benchConv{id: "c" + strconv.Itoa(p.next), cache: NewCache(1, 0)}
 	for c.turns < p.turns-2 {
-		p.turn(b, build, c)
+		p.turn(b, c.cache, c)
 	}
 	if p.turns >= 10000 {
 		p.long = c
@@ -318,8 +319,9 @@ func (p *benchPool) store(b *testing.B, c *benchConv, user ledger.Entry, extra [
 }
 
 // run times b.N preparations in mode: per conversation, turn L-1 prepared untimed
-// (through the mode's cache), then up to L/10 timed turns, each after the previous one's
-// entries were appended (untimed).
+// (through the mode's cache: for warm, the one the conversation was built through; for
+// cold, a new one, and a new one again for each timed turn), then up to L/10 timed
+// turns, each after the previous one's entries were appended (untimed).
 func (p *benchPool) run(b *testing.B, mode string) {
 	per := max(1, p.turns/10)
 	var in Input
@@ -329,9 +331,12 @@ func (p *benchPool) run(b *testing.B, mode string) {
 	b.StopTimer()
 	for i := 0; i < b.N; {
 		c := p.conv(b)
-		cache := NewCache(1, 0)
-		if mode == "uncached" {
-			cache = nil
+		var cache *Cache
+		switch mode {
+		case "warm":
+			cache = c.cache // as a gateway's that ran the conversation so far
+		case "cold":
+			cache = NewCache(1, 0)
 		}
 		p.turn(b, cache, c) // turn L-1 (or the next of the long one): warms a warm cache
 		for j := 0; j < per && i < b.N; j, i = j+1, i+1 {
