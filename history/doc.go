@@ -32,8 +32,9 @@
 // the boundary every line that starts in the first column is one of our own labels.
 //
 // The package is pure: no I/O, no goroutines, no clock, no global state beyond constant
-// lookup tables. Everything is safe for concurrent use, and Filter and Render run in time
-// linear in their input.
+// lookup tables. Everything is safe for concurrent use but a [FilterMemo] (Filter's
+// results remembered by one caller from one Render to the next), and Filter and Render
+// run in time linear in their input.
 //
 // # Imports
 //

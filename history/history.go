@@ -70,6 +70,9 @@ type Options struct {
 	// a UTF-8 boundary to at most MaxMessageBytes bytes and CutMarker is appended (the
 	// marker is not counted). Zero or a negative value means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// Memo, if not nil, remembers what Filter made of each text from one Render to the
+	// next (see [FilterMemo]); the result is the same. nil: every text is filtered.
+	Memo *FilterMemo
 }
 
 // DefaultOptions returns Options{Limit: DefaultLimit, MaxMessageBytes:
@@ -107,10 +110,15 @@ func Render(turns []Turn, opts Options) string {
 		maxBytes = DefaultMaxMessageBytes
 	}
 
+	filter := Filter
+	if opts.Memo != nil {
+		opts.Memo.next(len(turns))
+		filter = opts.Memo.Filter
+	}
 	texts := make([]string, len(turns))
 	size := len(Open) + len(Close) + 1
 	for i, t := range turns {
-		texts[i] = cut(strings.TrimSpace(Filter(t.Text)), maxBytes)
+		texts[i] = cut(strings.TrimSpace(filter(t.Text)), maxBytes)
 		if texts[i] != "" {
 			size += len(t.Role.label()) + len(texts[i]) + 1 + len(indent)*strings.Count(texts[i], "\n")
 		}

@@ -121,7 +121,7 @@ func compareSeq(a, b uint64) int {
 // excerpt is s with white space collapsed, cut to its first sentence or to at most n
 // bytes at a word boundary, whichever is shorter.
 func excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = collapsed(s, n+2)
 	if i := sentenceEnd(s); i > 0 && i <= n {
 		return s[:i]
 	}
@@ -136,6 +136,23 @@ func excerpt(s string, n int) string {
 		cut = sp
 	}
 	return strings.TrimSpace(s[:cut])
+}
+
+// collapsed is s with white space collapsed (strings.Fields joined by spaces), or a
+// prefix of that of at least n bytes: excerpt reads no further, and a long text is not
+// collapsed whole. The prefix is the collapse of a prefix of s cut at a rune boundary,
+// which is a prefix of the whole collapse (a word cut short is still the start of that
+// word).
+func collapsed(s string, n int) string {
+	if k := 4 * n; k < len(s) {
+		for k > 0 && !utf8.RuneStart(s[k]) {
+			k--
+		}
+		if p := strings.Join(strings.Fields(s[:k]), " "); len(p) >= n {
+			return p
+		}
+	}
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // sentenceEnd is the end of s's first sentence (after ". ", "! " or "? "), 0 if none.

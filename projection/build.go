@@ -124,6 +124,10 @@ type Plan struct {
 	// complete: the plan used every history item it was given, so older items, had they
 	// been given, might have been shown (see NeedsOlder).
 	complete bool
+	// stop is the index of the history item at which the plan stopped reading (-1:
+	// complete); histLen the number of history items it was given.
+	stop, histLen int
+	memo          *Memo // nil: none (NewPlanMemo)
 }
 
 // NewPlan decides the projection of [BuildWithMemory] (same arguments but the memory, same
@@ -133,7 +137,18 @@ func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	system, err := systemText(cfg)
+	return newPlan(history, current, cfg, nil)
+}
+
+// newPlan is NewPlan with the policy resolved, the items' forms taken from m (nil: none).
+func newPlan(history []Item, current Item, cfg config, m *Memo) (*Plan, error) {
+	var system string
+	var err error
+	if m != nil {
+		system, err = m.systemText(cfg)
+	} else {
+		system, err = systemText(cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +156,14 @@ func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
 		return nil, invalid("current item: kind %q, visibility %q, want %s %s",
 			current.Kind, current.Visibility, KindUserMessage, VisibilityModel)
 	}
-	pl := &Plan{cfg: cfg, system: system}
+	pl := &Plan{cfg: cfg, system: system, memo: m, stop: len(history), histLen: len(history)}
 	if cfg.limit > 0 {
-		ps, complete, err := collectPieces(history, cfg)
+		ps, stop, err := collectPieces(history, cfg, m)
 		if err != nil {
 			return nil, err
 		}
-		pl.ps, pl.w, pl.complete = ps, chooseWindow(ps, complete, len(history), cfg, &pl.st), complete
+		complete := stop < 0
+		pl.ps, pl.w, pl.complete, pl.stop = ps, chooseWindow(ps, complete, len(history), cfg, &pl.st), complete, stop
 	}
 	pl.cur = currentMessage(&current, cfg, &pl.st)
 	return pl, nil
@@ -158,6 +174,13 @@ func NewPlan(history []Item, current Item, p Policy) (*Plan, error) {
 // that reads the history newest first can read a few items, plan, and read more only when
 // this is true; once it is false, older items change nothing in the request.
 func (pl *Plan) NeedsOlder() bool { return pl.complete }
+
+// NeedsOlderWithin reports whether the plan of only the newest n of the history items
+// this plan was given (same current item, same policy) would need older ones
+// ([Plan.NeedsOlder]): whether this plan read past those n without stopping. A caller
+// that reads the history in steps can plan once with what it expects to need and check
+// that the steps before would have gone on to read it.
+func (pl *Plan) NeedsOlderWithin(n int) bool { return pl.stop < pl.histLen-n }
 
 // Boundary is the drop boundary: the seq of the first history item shown after a drop
 // (Stats.OmittedBefore of the request, whatever its memory); 0 when nothing is dropped.
@@ -176,7 +199,7 @@ func (pl *Plan) Request(mem *Memory) (Request, Stats) {
 	if pl.cfg.limit > 0 {
 		msgs = historyMessages(pl.ps, pl.w, pl.cfg.historyBytes-pl.cfg.memoryBytes, &st)
 		if pl.w.firstSeq > 0 && mem != nil && pl.cfg.memoryBytes > 0 {
-			if m, ok := memoryMessage(mem, pl.cfg.memoryBytes, &st); ok {
+			if m, ok := pl.memoryMessage(mem, &st); ok {
 				msgs = append([]Message{m}, msgs...)
 			}
 		}
@@ -193,6 +216,14 @@ func (pl *Plan) Request(mem *Memory) (Request, Stats) {
 	st.CurrentBytes = cost(&pl.cur)
 	st.CurrentTokens = tokensOf(st.CurrentBytes)
 	return Request{System: pl.system, Messages: append(msgs, pl.cur)}, st
+}
+
+// memoryMessage is memoryMessage(mem, the memory section's room, st), through the memo.
+func (pl *Plan) memoryMessage(mem *Memory, st *Stats) (Message, bool) {
+	if pl.memo != nil {
+		return pl.memo.memory(mem, pl.cfg.memoryBytes, st)
+	}
+	return memoryMessage(mem, pl.cfg.memoryBytes, st)
 }
 
 // allowed reports whether an item may be projected at all (the allowlist).
@@ -383,36 +414,43 @@ func markerText(firstSeq uint64) string {
 var markerCost = msgOverhead + len(markerText(math.MaxInt64))
 
 // collectPieces walks hist from the newest item back and makes the pieces (newest first)
-// of the allowed items until the limit or the compacted budget is reached; complete
-// reports that it reached the oldest item instead. It fails when the seqs do not
-// increase.
-func collectPieces(hist []Item, cfg config) (ps []piece, complete bool, err error) {
+// of the allowed items until the limit or the compacted budget is reached, at the item
+// stop (-1: it reached the oldest item instead: complete). It fails when the seqs do not
+// increase. The pieces come from m when it holds them (nil: none).
+func collectPieces(hist []Item, cfg config, m *Memo) (ps []piece, stop int, err error) {
 	var compactSum int
 	var newer uint64
+	ps = make([]piece, 0, min(len(hist), cfg.limit, 64)) // a window rarely shows more; append grows it
 	for i := len(hist) - 1; i >= 0; i-- {
 		it := &hist[i]
 		if i < len(hist)-1 && it.Seq >= newer {
-			return nil, false, invalid("history item %d: seq %d not below the next item's seq %d", i, it.Seq, newer)
+			return nil, 0, invalid("history item %d: seq %d not below the next item's seq %d", i, it.Seq, newer)
 		}
 		newer = it.Seq
 		if !allowed(it) {
 			continue
 		}
-		pc, ok := makePiece(it, cfg)
+		var pc piece
+		var ok bool
+		if m != nil {
+			pc, ok = m.piece(it, cfg)
+		} else {
+			pc, ok = makePiece(it, cfg)
+		}
 		if !ok {
 			continue
 		}
 		pc.idx = i
 		if len(ps) == cfg.limit {
-			return ps, false, nil
+			return ps, i, nil
 		}
 		ps = append(ps, pc)
 		compactSum += pc.compact.cost
 		if compactSum > cfg.historyBytes {
-			return ps, false, nil
+			return ps, i, nil
 		}
 	}
-	return ps, true, nil
+	return ps, -1, nil
 }
 
 // window is which pieces a request shows: ps[:keep] (newest first), in their compact

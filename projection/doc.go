@@ -38,7 +38,10 @@
 //
 // Everything is deterministic (P-4): no clock, no randomness, no map iteration into
 // output; the same items and policy give byte-identical bodies, so a replay shows
-// exactly what the agent saw. Everything is safe for concurrent use.
+// exactly what the agent saw. Everything is safe for concurrent use, but a [Memo]: what a
+// conversation's plans made (items' forms, the memory section, filtered texts), kept from
+// one turn to the next by one caller at a time ([NewPlanMemo], [Request.TextWith]); a plan
+// with a memo is the plan without one, byte for byte.
 //
 // # Imports
 //

@@ -255,7 +255,11 @@ func encode(v any) ([]byte, error) {
 // tool call ID]". Every text passes through history.Filter on the way (a no-op on
 // content made by [Build]), so no message can forge a role line or close the boundary.
 // At most history.MaxLimit earlier messages are rendered (Build never makes more).
-func (r Request) Text() string {
+func (r Request) Text() string { return r.TextWith(nil) }
+
+// TextWith is [Request.Text] with m (nil: none) remembering what the rendering filtered
+// from one turn's request to the next (see [Memo]); the text is the same.
+func (r Request) TextWith(m *Memo) string {
 	msgs := r.Messages
 	current := ""
 	if n := len(msgs); n > 0 && msgs[n-1].Role == RoleUser {
@@ -269,7 +273,11 @@ func (r Request) Text() string {
 		longest = max(longest, len(t.Text))
 		turns = append(turns, t)
 	}
-	block := history.Render(turns, history.Options{Limit: len(turns), MaxMessageBytes: longest})
+	opts := history.Options{Limit: len(turns), MaxMessageBytes: longest}
+	if m != nil {
+		opts.Memo = &m.texts
+	}
+	block := history.Render(turns, opts)
 	text := history.WithCurrent(block, current)
 	if r.System == "" {
 		return text

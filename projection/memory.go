@@ -35,13 +35,19 @@ func memoryHeader(m *Memory) string {
 // ("- text (evidence: #3, #5; from PEER_UNTRUSTED)"), cleaned like any history text, and the footer; when the
 // facts do not all fit, the newest that do. ok is false when no fact fits.
 func memoryMessage(m *Memory, limit int, st *Stats) (Message, bool) {
+	return memoryMessageWith(m, limit, st, clean)
+}
+
+// memoryMessageWith is memoryMessage cleaning each fact's text with cl (clean, or a memo
+// of it).
+func memoryMessageWith(m *Memory, limit int, st *Stats, cl func(string, int) (string, int)) (Message, bool) {
 	head := memoryHeader(m)
 	room := limit - msgOverhead - len(head) - len(memoryFooter) - 2
 	lines := make([]string, 0, len(m.Facts))
 	redactions := 0
 	for i := len(m.Facts) - 1; i >= 0; i-- {
 		f := &m.Facts[i]
-		text, n := clean(strings.Join(strings.Fields(f.Text), " "), min(len(f.Text)+64, 4096))
+		text, n := cl(strings.Join(strings.Fields(f.Text), " "), min(len(f.Text)+64, 4096))
 		line := "- " + text + " (evidence: " + evidenceIDs(f.Evidence) + "; from " + string(normTrust(f.Trust)) + ")"
 		if text == "" {
 			continue

@@ -47,8 +47,7 @@ func (p *Plan) Stored() (snap ledger.MemorySnapshot, seq uint64, ok bool) {
 		if e.Kind != ledger.KindMemorySnapshot {
 			continue
 		}
-		m, err := ledger.MemoryRecord(e)
-		if err == nil && m.Last == b-1 {
+		if m, ok := p.snapshot(e); ok && m.Last == b-1 {
 			return m, e.Seq, true
 		}
 		if e.Seq < b {
@@ -56,6 +55,27 @@ func (p *Plan) Stored() (snap ledger.MemorySnapshot, seq uint64, ok bool) {
 		}
 	}
 	return ledger.MemorySnapshot{}, 0, false
+}
+
+// snapshot decodes the record of the MEMORY_SNAPSHOT entry e (ok false: it does not
+// decode), once per entry with a [Cache]. The snapshot's slices are shared with later
+// turns: not to be changed.
+func (p *Plan) snapshot(e *ledger.Entry) (ledger.MemorySnapshot, bool) {
+	if p.snaps == nil {
+		m, err := ledger.MemoryRecord(e)
+		return m, err == nil
+	}
+	m, seen := p.snaps[e.Seq]
+	if !seen {
+		if rec, err := ledger.MemoryRecord(e); err == nil {
+			m = &rec
+		}
+		p.snaps[e.Seq] = m // nil: does not decode
+	}
+	if m == nil {
+		return ledger.MemorySnapshot{}, false
+	}
+	return *m, true
 }
 
 // turnAppendKinds are the kinds stored in the append that begins a turn, after its
@@ -108,6 +128,23 @@ func replayMemory(ctx context.Context, r Reader, policy projection.Policy, owner
 	in := pl.Input(&snap)
 	in.MemorySeq = seq
 	return in, nil
+}
+
+// Extractive is [Extractive] for the plan's conversation: the same snapshot and sources.
+// A plan made through a [Cache] (and not yet rendered) takes the sources from its
+// conversation's window where it holds them.
+func (p *Plan) Extractive(ctx context.Context, r Reader, policy projection.Policy, owner, contextID string, last uint64) (snap ledger.MemorySnapshot, early, recent []ledger.Entry, err error) {
+	w := p.w
+	if w == nil || w.owner != owner || w.contextID != contextID || w.policy != policy {
+		return Extractive(ctx, r, policy, owner, contextID, last)
+	}
+	early, recent, err = w.sources(ctx, r, last, MemorySources)
+	if err != nil {
+		return ledger.MemorySnapshot{}, nil, nil, err
+	}
+	snap = memory.Extract(1, last, early, recent, MemoryLimits(policy))
+	w.made = madeOf(snap)
+	return snap, early, recent, nil
 }
 
 // Sources reads the entries a summariser is shown for the range 1..last: the oldest

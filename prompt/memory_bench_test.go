@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/projection"
@@ -190,6 +191,180 @@ func benchPrepare(b *testing.B, n, filler int) {
 	for b.Loop() {
 		in, _ = s.prepare(b.Context(), user)
 	}
+	b.ReportMetric(float64(in.Stats.MemoryFacts), "facts")
+	b.ReportMetric(float64(in.Stats.HistoryMessages), "messages")
+}
+
+// BenchmarkPrepareTurn is what a live turn's preparation costs against the conversation's
+// length L, under the policy: one op is the preparation of turn L (history read,
+// plan, the stored snapshot found or, when the boundary moved, the extractive one made,
+// input rendered), the previous turn's entries (user message, statuses, snapshot, reply)
+// appended untimed before it. Modes: uncached (PlanTurn from the ledger, as before the
+// Cache), warm (through the Cache that prepared every earlier turn of the conversation,
+// as a running gateway's) and cold (through an empty Cache: the first turn after a
+// restart). Each conversation gives L/10 timed turns
+// (at least one): for L=10 each op is turn 10 of its own conversation; for L=10,000 the
+// ops are turns 10,000 onwards of one conversation.
+func BenchmarkPrepareTurn(b *testing.B) {
+	pools := map[string]*benchPool{} // shared by the modes; closed with b's cleanup
+	top := b
+	for _, size := range []struct {
+		name   string
+		filler int
+	}{{"msg=190B", 2}, {"msg=480B", 7}} {
+		for _, n := range []int{10, 100, 1000, 10000} {
+			key := size.name + "/turns=" + strconv.Itoa(n)
+			for _, mode := range []string{"uncached", "cold", "warm"} {
+				b.Run(mode+"/"+key, func(b *testing.B) {
+					if pools[key] == nil {
+						pools[key] = newBenchPool(top, n, size.filler)
+					}
+					pools[key].run(b, mode)
+				})
+			}
+		}
+	}
+}
+
+// benchPool holds conversations of one length, built to L-2 turns, for the modes of
+// BenchmarkPrepareTurn to take (a conversation used is not given again).
+type benchPool struct {
+	led    *ledger.Store
+	turns  int // L
+	filler int
+	next   int // conversations made so far
+	long   *benchConv
+	// snapTime is the time prepare spent making snapshots (Extractive).
+	snapTime time.Duration
+}
+
+type benchConv struct {
+	id    string
+	turns int
+	cache *Cache // the cache it was built through: warm since its first turn
+}
+
+func newBenchPool(b *testing.B, turns, filler int) *benchPool {
+	led, err := ledger.Open(filepath.Join(b.TempDir(), "ledger.db"), ledger.Options{NoSync: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = led.Close() })
+	return &benchPool{led: led, turns: turns, filler: filler}
+}
+
+// conv returns a conversation at L-2 turns (built now through a cache of its own), or,
+// for L=10,000, the one long conversation wherever it is.
+func (p *benchPool) conv(b *testing.B) *benchConv {
+	if p.long != nil {
+		return p.long
+	}
+	p.next++
+	c := &benchConv{id: "c" + strconv.Itoa(p.next), cache: NewCache(1, 0)}
+	for c.turns < p.turns-2 {
+		p.turn(b, c.cache, c)
+	}
+	if p.turns >= 10000 {
+		p.long = c
+	}
+	return c
+}
+
+// turn prepares the next turn of c through cache (nil: PlanTurn) and appends it; the
+// preparation is what the benchmark times (prepare).
+func (p *benchPool) turn(b *testing.B, cache *Cache, c *benchConv) Input {
+	c.turns++
+	user := entry(ledger.KindUserMessage, simText(c.turns, p.filler))
+	in, extra := p.prepare(b, cache, c, user)
+	p.store(b, c, user, extra)
+	return in
+}
+
+func (p *benchPool) prepare(b *testing.B, cache *Cache, c *benchConv, user ledger.Entry) (Input, []ledger.Entry) {
+	ctx := b.Context()
+	var pl *Plan
+	var err error
+	if cache == nil {
+		pl, err = PlanTurn(ctx, p.led, simPolicy, "local", c.id, 0, user)
+	} else {
+		pl, err = cache.PlanTurn(ctx, p.led, simPolicy, "local", c.id, user)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	bd := pl.Boundary()
+	if bd < 2 {
+		return pl.Input(nil), nil
+	}
+	if snap, _, ok := pl.Stored(); ok {
+		return pl.Input(&snap), nil
+	}
+	start := time.Now()
+	snap, _, _, err := pl.Extractive(ctx, p.led, simPolicy, "local", c.id, bd-1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.snapTime += time.Since(start)
+	meta, _ := json.Marshal(snap)
+	return pl.Input(&snap), []ledger.Entry{{Kind: ledger.KindMemorySnapshot, Trust: ledger.TrustModel,
+		Visibility: ledger.VisibilityModel, Actor: "gateway", Metadata: meta}}
+}
+
+func (p *benchPool) store(b *testing.B, c *benchConv, user ledger.Entry, extra []ledger.Entry) {
+	entries := append(append([]ledger.Entry{user, entry(ledger.KindStatus, "")}, extra...),
+		entry(ledger.KindAgentReply, "Noted: build "+strconv.Itoa(1000+c.turns)+" is scheduled."), entry(ledger.KindStatus, ""))
+	if _, err := p.led.Append(b.Context(), ledger.AppendRequest{Owner: "local", ContextID: c.id, Entries: entries}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// run times b.N preparations in mode: per conversation, turn L-1 prepared untimed
+// (through the mode's cache: for warm, the one the conversation was built through; for
+// cold, a new one, and a new one again for each timed turn), then up to L/10 timed
+// turns, each after the previous one's entries were appended (untimed).
+func (p *benchPool) run(b *testing.B, mode string) {
+	per := max(1, p.turns/10)
+	var in Input
+	var turns int
+	var snaps time.Duration
+	b.ReportAllocs()
+	b.StopTimer()
+	for i := 0; i < b.N; {
+		c := p.conv(b)
+		var cache *Cache
+		switch mode {
+		case "warm":
+			cache = c.cache // as a gateway's that ran the conversation so far
+		case "cold":
+			cache = NewCache(1, 0)
+		}
+		p.turn(b, cache, c) // turn L-1 (or the next of the long one)
+		if mode == "warm" && p.long != nil {
+			// The long conversation is shared by the modes: its cache missed the others'
+			// turns (more than a window reads: it starts afresh). Warm it up again, its
+			// memory sources included, as a running gateway's would be.
+			for range 20 {
+				p.turn(b, cache, c)
+			}
+		}
+		for j := 0; j < per && i < b.N; j, i = j+1, i+1 {
+			c.turns++
+			user := entry(ledger.KindUserMessage, simText(c.turns, p.filler))
+			if mode == "cold" {
+				cache = NewCache(1, 0)
+			}
+			b.StartTimer()
+			before := p.snapTime
+			var extra []ledger.Entry
+			in, extra = p.prepare(b, cache, c, user)
+			b.StopTimer()
+			snaps += p.snapTime - before
+			turns += c.turns
+			p.store(b, c, user, extra)
+		}
+	}
+	b.ReportMetric(float64(turns)/float64(b.N), "turn")
+	b.ReportMetric(float64(snaps.Nanoseconds())/float64(b.N), "snapshot-ns/op") // part of ns/op: the turns whose boundary moved
 	b.ReportMetric(float64(in.Stats.MemoryFacts), "facts")
 	b.ReportMetric(float64(in.Stats.HistoryMessages), "messages")
 }

@@ -11,6 +11,10 @@
 // [Replay] finds the same snapshot (the one stored with the message, else the stored one
 // for the boundary). A turn's final STATUS records its request's figures ([Figures]).
 //
+// A live turn plans through a [Cache] ([Cache.PlanTurn]): its conversation's window is
+// kept from the previous turn and only the entries appended since are read, so the cost
+// of a turn does not grow with the conversation; the plan equals [PlanTurn]'s.
+//
 // # Imports
 //
 // ledger (its entry model and sentinels), memory, projection and the standard library. It
@@ -138,34 +142,65 @@ type Plan struct {
 	plan *projection.Plan
 	hist []ledger.Entry
 	base Input // the upstream ids
+	// With a [Cache]: the window's memo of the projection's forms and of the snapshots
+	// decoded (nil: none), and done, which returns the window to the cache once the plan
+	// is rendered (Input).
+	memo  *projection.Memo
+	snaps map[uint64]*ledger.MemorySnapshot
+	w     *window
+	done  func()
 }
 
 // NewPlan plans the input of [Build] (same arguments, same errors).
 func NewPlan(history []ledger.Entry, policy projection.Policy, peer string, current ledger.Entry) (*Plan, error) {
-	items := make([]projection.Item, 0, len(history))
-	var base Input
+	items := make([]projection.Item, len(history))
+	ups := make([]upstream, len(history))
 	for i := range history {
-		e := &history[i]
-		if e.Kind == ledger.KindAgentReply {
-			if u := metaString(e, MetaUpstream); u != "" {
-				base.Upstream = u
+		items[i], ups[i] = Item(&history[i]), upstreamOf(&history[i])
+	}
+	return newPlan(history, items, ups, policy, peer, current, nil)
+}
+
+// upstream is what an AGENT_REPLY entry records of a relay's upstream (reply false for
+// any other entry).
+type upstream struct {
+	reply         bool
+	context, task string
+}
+
+func upstreamOf(e *ledger.Entry) upstream {
+	if e.Kind != ledger.KindAgentReply {
+		return upstream{}
+	}
+	return upstream{reply: true, context: metaString(e, MetaUpstream), task: metaString(e, MetaUpstreamTask)}
+}
+
+// newPlan is NewPlan given the history's items and upstream records (parallel to
+// history), its forms from memo (nil: none).
+func newPlan(history []ledger.Entry, items []projection.Item, ups []upstream, policy projection.Policy, peer string, current ledger.Entry, memo *projection.Memo) (*Plan, error) {
+	var base Input
+	for _, u := range ups {
+		if u.reply {
+			if u.context != "" {
+				base.Upstream = u.context
 			}
-			base.UpstreamTask = metaString(e, MetaUpstreamTask)
+			base.UpstreamTask = u.task
 		}
-		items = append(items, Item(e))
 	}
 	policy.Peer = peer
-	pl, err := projection.NewPlan(items, Item(&current), policy)
+	pl, err := projection.NewPlanMemo(items, Item(&current), policy, memo)
 	if err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	return &Plan{plan: pl, hist: history, base: base}, nil
+	return &Plan{plan: pl, hist: history, base: base, memo: memo}, nil
 }
 
 // Boundary is the plan's drop boundary (0: nothing dropped).
 func (p *Plan) Boundary() uint64 { return p.plan.Boundary() }
 
-// Input renders the plan with mem in the memory section (nil: none).
+// Input renders the plan with mem in the memory section (nil: none). A plan made
+// through a [Cache] returns its conversation's window to the cache here: later calls
+// render without the window's memo (the same input).
 func (p *Plan) Input(mem *ledger.MemorySnapshot) Input {
 	req, st := p.plan.Request(ProjectMemory(mem))
 	out := p.base
@@ -173,7 +208,12 @@ func (p *Plan) Input(mem *ledger.MemorySnapshot) Input {
 	if st.MemoryFacts == 0 {
 		out.Memory = nil
 	}
-	out.Prompt = req.Text()
+	out.Prompt = req.TextWith(p.memo)
+	if done := p.done; done != nil {
+		p.done, p.memo, p.snaps, p.w = nil, nil, nil, nil
+		p.plan.Detach()
+		done()
+	}
 	return out
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/a2a-gateway/gateway/contextid"
 	"github.com/a2a-gateway/gateway/ledger"
 	"github.com/a2a-gateway/gateway/locking"
-	"github.com/a2a-gateway/gateway/prompt"
 )
 
 // inbound is a send that passed validation: the message as it is stored (redacted, with
@@ -253,7 +252,7 @@ func (r *Runner) prepareTurn(ctx context.Context, in *inbound, user ledger.Entry
 	if !usesContext(r.agent) {
 		return prepared{prompt: in.m.Text()}, nil
 	}
-	pl, err := prompt.PlanTurn(ctx, r.store, r.cfg.Policy, in.peer, in.m.ContextID, 0, user)
+	pl, err := r.history.PlanTurn(ctx, r.store, r.cfg.Policy, in.peer, in.m.ContextID, user) // nil cache: PlanTurn
 	if err != nil {
 		return prepared{}, err
 	}

@@ -34,18 +34,18 @@ func (r *Runner) memoryFor(ctx context.Context, in *inbound, pl *prompt.Plan) (m
 	if snap, seq, ok := pl.Stored(); ok {
 		return &snap, nil, seq
 	}
-	snap, entries, made := r.summarise(ctx, in, b-1)
+	snap, entries, made := r.summarise(ctx, in, pl, b-1)
 	if !made {
 		return nil, entries, 0
 	}
 	return &snap, entries, 0
 }
 
-// summarise makes the snapshot of entries 1..last: its entries (the snapshot, and audits
+// summarise makes the snapshot of entries 1..last (the sources read through pl): its entries (the snapshot, and audits
 // of refused facts or of a failed model) and made false when there is no snapshot to
 // show (nothing to summarise, or the ledger could not be read).
-func (r *Runner) summarise(ctx context.Context, in *inbound, last uint64) (ledger.MemorySnapshot, []ledger.Entry, bool) {
-	extract, early, recent, err := prompt.Extractive(ctx, r.store, r.cfg.Policy, in.peer, in.m.ContextID, last)
+func (r *Runner) summarise(ctx context.Context, in *inbound, pl *prompt.Plan, last uint64) (ledger.MemorySnapshot, []ledger.Entry, bool) {
+	extract, early, recent, err := pl.Extractive(ctx, r.store, r.cfg.Policy, in.peer, in.m.ContextID, last)
 	if err != nil {
 		return ledger.MemorySnapshot{}, []ledger.Entry{memoryAudit(in, "MEMORY_SUMMARY_FAILED", last, "dropping without memory: "+err.Error(), nil)}, false
 	}

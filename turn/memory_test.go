@@ -29,7 +29,8 @@ func longText(i int) string {
 // budget (issue #38): every request fits its budget; once turns are dropped the agent is
 // shown a memory section; snapshots are refreshed only when the drop boundary moves;
 // every fact cites entries that exist inside its range and hold it; rebuilding each
-// snapshot from the ledger gives the same snapshot; replay equals live at every turn.
+// snapshot from the ledger gives the same snapshot; replay (from the ledger) equals live
+// (through the Runner's history cache) at every turn.
 func TestMemoryLongConversation(t *testing.T) {
 	t.Parallel()
 	const turns = 300
@@ -69,8 +70,13 @@ func TestMemoryLongConversation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Replay(turn %d) error = %v", i+1, err)
 		}
+		// Live turns read their history through the Runner's prompt.Cache; Replay reads
+		// the ledger: the two must agree byte for byte.
 		if diff := cmp.Diff(ag.turns[i].Request, rt.Request); diff != "" {
 			t.Fatalf("turn %d: replay differs from live (-live +replay):\n%s", i+1, diff)
+		}
+		if ag.turns[i].Prompt != rt.Prompt {
+			t.Fatalf("turn %d: replayed text prompt differs from live:\n%s\n---\n%s", i+1, ag.turns[i].Prompt, rt.Prompt)
 		}
 		if rt.Stats.HistoryTokens > 2000 {
 			t.Errorf("turn %d: history %d tokens, over the 2,000 budget", i+1, rt.Stats.HistoryTokens)

@@ -15,6 +15,7 @@ import (
 	"github.com/a2a-gateway/gateway/internal/genmap"
 	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/a2a-gateway/gateway/projection"
+	"github.com/a2a-gateway/gateway/prompt"
 )
 
 // Config configures a Runner. The zero value is usable.
@@ -33,6 +34,13 @@ type Config struct {
 	// MemoryTimeout bounds a chat backend's memory summary (Policy.Memory; memory.go).
 	// 0: 20s.
 	MemoryTimeout time.Duration
+	// HistoryCache bounds the cache of each conversation's history window kept between
+	// its turns (prompt.Cache: a turn reads only the entries appended since its
+	// conversation's previous turn): at most HistoryCache conversations (0:
+	// prompt.DefaultCacheConversations; negative: no cache, every turn reads its history
+	// from the ledger) holding about HistoryCacheBytes (0: prompt.DefaultCacheBytes).
+	HistoryCache      int
+	HistoryCacheBytes int64
 
 	// Limits; 0 means no limit of that kind. A breach is -32602 invalid params
 	// naming the limit, and nothing is stored.
@@ -122,6 +130,7 @@ type Runner struct {
 	audits   *auditLog       // the audit of refused requests, written off the request path (audit.go)
 	streams  openStreams     // the streams each peer has open (limits.go)
 	prefixes prefixTracker   // the prompt's stable prefix, measured (limits.go)
+	history  *prompt.Cache   // the conversations' history windows; nil: none (Config.HistoryCache)
 	seen     latestSeen      // the latest messageId stored per conversation (retry.go)
 	recovery *recovery       // marks the tasks of stopped turns failed (recover.go)
 	push     *pushConfigs    // peers' push configs; nil when push is disabled (push.go)
@@ -150,6 +159,9 @@ func New(cfg Config, led Ledger, locks Locker, ag agent.Agent, logger *slog.Logg
 	}
 	if r.obs == nil {
 		r.obs = noObserver{}
+	}
+	if cfg.HistoryCache >= 0 {
+		r.history = prompt.NewCache(cfg.HistoryCache, cfg.HistoryCacheBytes)
 	}
 	r.tracer = tracing.Tracer(cfg.TracerProvider)
 	led = &tracedLedger{Ledger: led, tracer: r.tracer} // trace.go: inside the outbox, so its entries carry the ids too
