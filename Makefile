@@ -80,6 +80,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./internal/sse/
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./push/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckURL$$' -fuzztime $(FUZZTIME) ./push/
+	$(GO) test -run '^$$' -fuzz '^FuzzPartialSuccessProto$$' -fuzztime $(FUZZTIME) ./internal/telemetry/otlpwire/
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeAttributes$$' -fuzztime $(FUZZTIME) ./internal/telemetry/otlpwire/
 	$(GO) test -run '^$$' -fuzz '^FuzzClientFrame$$' -fuzztime $(FUZZTIME) ./streaming/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./peers/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./memory/

@@ -37,7 +37,7 @@ func BenchmarkSendPathSerial(b *testing.B) {
 }
 
 // BenchmarkSendPathTraced is BenchmarkSendPath with tracing on as `gateway serve` sets it
-// up with OTEL_EXPORTER_OTLP_ENDPOINT (internal/telemetry: the OTLP/HTTP exporter behind
+// up with OTEL_EXPORTER_OTLP_ENDPOINT (internal/telemetry: otlpwire, its OTLP/HTTP exporter, behind
 // the batcher, every span sampled), exporting to a receiver in the test that reads each
 // request and drops it: what tracing adds to a turn in CPU and allocations, the spans'
 // export included (issue #37).

@@ -35,6 +35,7 @@ func traced(r rule) rule {
 var rules = map[string]rule{
 	"internal/tracing":            {nil, otelAPI, "the one view of tracing: W3C propagation, ids, a tracer from a provider, the log handler; the OpenTelemetry API only, never the SDK"},
 	"internal/telemetry":          {[]string{"internal/tracing"}, []string{"go.opentelemetry.io/otel"}, "the SDK and the OTLP/HTTP exporter from the OTEL_* variables; the binary's only"},
+	"internal/telemetry/otlpwire": {nil, []string{"go.opentelemetry.io/otel", "google.golang.org/protobuf/encoding/protowire"}, "the span exporter that writes OTLP protobuf directly: the SDK's span snapshots in, protowire out; internal/telemetry's only"},
 	"internal/otlptest":           {nil, []string{"go.opentelemetry.io/proto/otlp", "google.golang.org/protobuf"}, "test helper: a real OTLP/HTTP receiver decoding the protobuf requests"},
 	"a2a":                         {[]string{"internal/jsonenc"}, nil, "the protocol layer imports no project package but the JSON byte helpers, and no driver"},
 	"a2a/client":                  traced(rule{[]string{"a2a", "internal/sse", "internal/netx"}, nil, "the outbound client: the protocol model and codec, the one SSE reader and the one direct-dial rule"}),

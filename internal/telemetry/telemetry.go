@@ -4,6 +4,13 @@
 // sampler of OTEL_TRACES_SAMPLER (default parentbased_always_on), the resource of
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name defaults to "a2a-gateway").
 //
+// The exporter is internal/telemetry/otlpwire, which writes the OTLP protobuf directly
+// (the SDK's otlptracehttp builds generated structs per span: issue #37's cost), set by
+// OTEL_EXPORTER_OTLP(_TRACES)_HEADERS, _TIMEOUT and _COMPRESSION. When a TLS variable
+// is set (OTEL_EXPORTER_OTLP(_TRACES)_CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY,
+// _INSECURE) the SDK's otlptracehttp exports instead, reading its settings from the
+// process's environment, so nothing it supports is lost; the start log line says which.
+//
 // Unset, tracing is off: no provider, no spans, no ids of the gateway's own (a caller's
 // traceparent still passes through to the ledger and the outbound calls). With
 // OTEL_TRACES_EXPORTER=none the gateway still gives every request a trace id
@@ -24,7 +31,6 @@ import (
 
 	"github.com/a2a-gateway/gateway/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -54,17 +60,21 @@ type Tracing struct {
 	Provider trace.TracerProvider
 	Mode     Mode
 	Endpoint string
-	Shutdown func(context.Context) error
+	// Exporter is the span exporter when Exporting: ExporterWire, or ExporterSDK
+	// because of TLSVariable.
+	Exporter    string
+	TLSVariable string
+	Shutdown    func(context.Context) error
 }
 
 // ErrConfig is wrapped by Setup's errors about the OTEL_* variables.
 var ErrConfig = errors.New("telemetry configuration")
 
 // Setup builds the tracer provider getenv's OTEL_* variables describe (see the package
-// comment); getenv is os.Getenv in the binary. The endpoint and the service name are
-// getenv's (so one process may set up several, as the tests do); the OTLP exporter reads
-// the rest of its settings (headers, timeout, compression, TLS) and the SDK the sampler
-// from the process's environment.
+// comment); getenv is os.Getenv in the binary. The endpoint, the service name and
+// otlpwire's settings (headers, timeout, compression) are getenv's (so one process may
+// set up several, as the tests do); the SDK reads the sampler, and otlptracehttp (when a
+// TLS variable chose it) the rest of its settings, from the process's environment.
 func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 	off := Tracing{Mode: Disabled, Shutdown: func(context.Context) error { return nil }}
 	if !tracing.CompiledIn || strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
@@ -86,13 +96,13 @@ func Setup(ctx context.Context, getenv func(string) string) (Tracing, error) {
 			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 		return Tracing{Provider: tp, Mode: IDsOnly, Shutdown: tp.Shutdown}, nil
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(traces))
+	exp, name, tlsVar, err := newExporter(ctx, getenv, traces)
 	if err != nil {
-		return off, fmt.Errorf("%w: the OTLP/HTTP exporter: %v", ErrConfig, err)
+		return off, err
 	}
 	// The sampler is left to the SDK, which reads OTEL_TRACES_SAMPLER(_ARG).
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(exp))
-	return Tracing{Provider: tp, Mode: Exporting, Endpoint: endpoint, Shutdown: tp.Shutdown}, nil
+	return Tracing{Provider: tp, Mode: Exporting, Endpoint: endpoint, Exporter: name, TLSVariable: tlsVar, Shutdown: tp.Shutdown}, nil
 }
 
 // exporterEndpoint is the OTLP endpoint the variables name and the URL spans are posted
@@ -146,7 +156,12 @@ func newResource(ctx context.Context, service string) (*resource.Resource, error
 func (t Tracing) LogStart(ctx context.Context, log *slog.Logger) {
 	switch t.Mode {
 	case Exporting:
-		log.InfoContext(ctx, "tracing: exporting spans over OTLP/HTTP", "endpoint", t.Endpoint)
+		if t.Exporter == ExporterSDK {
+			log.InfoContext(ctx, "tracing: exporting spans over OTLP/HTTP with the SDK's exporter (a TLS variable is set)",
+				"endpoint", t.Endpoint, "exporter", t.Exporter, "tls_variable", t.TLSVariable)
+			return
+		}
+		log.InfoContext(ctx, "tracing: exporting spans over OTLP/HTTP", "endpoint", t.Endpoint, "exporter", t.Exporter)
 	case IDsOnly:
 		log.InfoContext(ctx, "tracing: trace ids only, nothing exported (OTEL_TRACES_EXPORTER=none)")
 	default:
