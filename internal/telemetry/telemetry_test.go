@@ -18,6 +18,7 @@ import (
 	"github.com/a2a-gateway/gateway/internal/telemetry/otlpwire"
 	"github.com/a2a-gateway/gateway/internal/tracing"
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 )
 
@@ -111,13 +112,7 @@ func TestExportsToOTLPReceiver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, span := tracing.Tracer(tr.Provider).Start(context.Background(), "op")
-			span.End()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := tr.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
+			span := exportOneSpan(t, tr)
 			spans := rcv.Spans()
 			if len(spans) != 1 || spans[0].Name != "op" || spans[0].Service != "gw-test" || spans[0].TraceID != span.SpanContext().TraceID().String() {
 				t.Fatalf("received %+v, rejected %v", spans, rcv.Rejected())
@@ -243,13 +238,7 @@ func TestSetupSendsHeadersGzipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := tracing.Tracer(tr.Provider).Start(context.Background(), "op")
-	span.End()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	exportOneSpan(t, tr)
 	if spans := rcv.Spans(); len(spans) != 1 || spans[0].Service != "gw-h" {
 		t.Fatalf("received %+v, rejected %v", spans, rcv.Rejected())
 	}
@@ -258,4 +247,18 @@ func TestSetupSendsHeadersGzipped(t *testing.T) {
 	if got.Get("Authorization") != "Bearer t0k" || got.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("request headers %v: want Authorization Bearer t0k and gzip", got)
 	}
+}
+
+// exportOneSpan starts and ends one span "op" through tr and shuts tr down, which exports
+// it; it returns the span.
+func exportOneSpan(t *testing.T, tr Tracing) trace.Span {
+	t.Helper()
+	_, span := tracing.Tracer(tr.Provider).Start(context.Background(), "op")
+	span.End()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return span
 }

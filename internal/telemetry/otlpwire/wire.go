@@ -98,8 +98,7 @@ func (e *encoder) anyValue(v attribute.Value) {
 	switch v.Type() {
 	case attribute.EMPTY:
 	case attribute.BOOL:
-		e.b = protowire.AppendTag(e.b, fAnyBool, protowire.VarintType)
-		e.b = protowire.AppendVarint(e.b, protowire.EncodeBool(v.AsBool()))
+		e.anyBool(v.AsBool())
 	case attribute.INT64:
 		e.anyInt(v.AsInt64())
 	case attribute.FLOAT64:
@@ -128,37 +127,31 @@ func (e *encoder) anyValue(v attribute.Value) {
 func (e *encoder) arrayValues(v attribute.Value) {
 	switch v.Type() {
 	case attribute.BOOLSLICE:
-		for _, x := range v.AsBoolSlice() {
-			m := e.begin(fArrayValues)
-			e.b = protowire.AppendTag(e.b, fAnyBool, protowire.VarintType)
-			e.b = protowire.AppendVarint(e.b, protowire.EncodeBool(x))
-			e.end(m)
-		}
+		arrayOf(e, v.AsBoolSlice(), (*encoder).anyBool)
 	case attribute.INT64SLICE:
-		for _, x := range v.AsInt64Slice() {
-			m := e.begin(fArrayValues)
-			e.anyInt(x)
-			e.end(m)
-		}
+		arrayOf(e, v.AsInt64Slice(), (*encoder).anyInt)
 	case attribute.FLOAT64SLICE:
-		for _, x := range v.AsFloat64Slice() {
-			m := e.begin(fArrayValues)
-			e.anyDouble(x)
-			e.end(m)
-		}
+		arrayOf(e, v.AsFloat64Slice(), (*encoder).anyDouble)
 	case attribute.STRINGSLICE:
-		for _, x := range v.AsStringSlice() {
-			m := e.begin(fArrayValues)
-			e.anyString(x)
-			e.end(m)
-		}
+		arrayOf(e, v.AsStringSlice(), (*encoder).anyString)
 	case attribute.SLICE:
-		for _, x := range v.AsSlice() {
-			m := e.begin(fArrayValues)
-			e.anyValue(x)
-			e.end(m)
-		}
+		arrayOf(e, v.AsSlice(), (*encoder).anyValue)
 	}
+}
+
+// arrayOf writes each of xs as one ArrayValue.values element, its AnyValue written by put.
+func arrayOf[T any](e *encoder, xs []T, put func(*encoder, T)) {
+	for _, x := range xs {
+		m := e.begin(fArrayValues)
+		put(e, x)
+		e.end(m)
+	}
+}
+
+// anyBool writes an AnyValue's bool_value.
+func (e *encoder) anyBool(x bool) {
+	e.b = protowire.AppendTag(e.b, fAnyBool, protowire.VarintType)
+	e.b = protowire.AppendVarint(e.b, protowire.EncodeBool(x))
 }
 
 func (e *encoder) anyInt(x int64) {
